@@ -1,0 +1,240 @@
+"""Checks for notebook 01 (reverse accumulation by hand).
+
+References come from PyTorch's own autograd and forward-mode AD on the same trace, never from
+hand-written derivative formulas, so this module does not contain the exercises' answers.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import torch
+
+from .feedback import CheckFailed, as_float, call_learner, close, mismatch
+
+TRACE = ("w1", "w2", "w3", "w4", "w5")
+
+
+def _trace(x1, x2):
+    w1, w2 = x1, x2
+    w3 = w1 * w2
+    w4 = torch.sin(w1)
+    return w1, w2, w3, w4, w3 + w4
+
+
+def reference_primal(x1: float, x2: float) -> dict:
+    values = _trace(torch.tensor(x1, dtype=torch.float64), torch.tensor(x2, dtype=torch.float64))
+    return {k: float(v) for k, v in zip(TRACE, values)}
+
+
+def reference_adjoints(x1: float, x2: float) -> dict:
+    w1 = torch.tensor(x1, dtype=torch.float64, requires_grad=True)
+    w2 = torch.tensor(x2, dtype=torch.float64, requires_grad=True)
+    values = _trace(w1, w2)
+    grads = torch.autograd.grad(values[-1], values)
+    return {k: float(g) for k, g in zip(TRACE, grads)}
+
+
+def reference_tangents(x1: float, x2: float, dx1: float, dx2: float) -> dict:
+    t = lambda v: torch.tensor(v, dtype=torch.float64)  # noqa: E731
+    _, tangents = torch.func.jvp(_trace, (t(x1), t(x2)), (t(dx1), t(dx2)))
+    return {k: float(v) for k, v in zip(TRACE, tangents)}
+
+
+def _as_trace(result, name: str, call: str) -> dict:
+    if not isinstance(result, Mapping):
+        raise CheckFailed(f"`{call}` should return a dict with keys {', '.join(TRACE)}; it returned a "
+                          f"{type(result).__name__}.")
+    missing = [k for k in TRACE if k not in result]
+    if missing:
+        raise CheckFailed(f"The dict returned by `{call}` has no entry for {', '.join(missing)}. "
+                          f"It needs one entry per node of the trace: {', '.join(TRACE)}.")
+    return {k: as_float(result[k], f"entry '{k}' of `{call}`") for k in TRACE}
+
+
+def _compare(got: dict, expected: dict, call: str, symbol: str) -> list[str]:
+    return [mismatch(f"{symbol}{k[1]} from `{call}`", got[k], expected[k])
+            for k in TRACE if not close(got[k], expected[k], rtol=1e-9, atol=1e-12)]
+
+
+def _fail(problems: list[str], hints: list[str]) -> None:
+    if problems:
+        text = "\n".join(f"  - {p}" for p in problems)
+        extra = "".join(f"\nHint: {h}" for h in dict.fromkeys(hints))
+        raise CheckFailed(f"Some entries are wrong:\n{text}{extra}")
+
+
+def check_primal_trace(primal_trace, points) -> None:
+    """`primal_trace(x1, x2)` returns the values w1..w5 of f(x1, x2) = x1*x2 + sin(x1)."""
+    problems, hints = [], []
+    for x1, x2 in points:
+        call = f"primal_trace({x1}, {x2})"
+        got = _as_trace(call_learner(primal_trace, x1, x2, name="primal_trace"), "primal_trace", call)
+        expected = reference_primal(x1, x2)
+        problems += _compare(got, expected, call, "w")
+        if not close(got["w4"], expected["w4"]) and close(got["w4"], math.sin(math.radians(x1))):
+            hints.append("math.sin takes radians: do not convert x1 to degrees.")
+        if not close(got["w5"], expected["w5"]) and close(got["w5"], got["w3"] + got["w4"]):
+            hints.append("w5 = w3 + w4 is right given your w3 and w4: fix those first.")
+    _fail(problems, hints)
+
+
+def check_adjoint_trace(adjoint_trace, points) -> None:
+    """`adjoint_trace(x1, x2)` returns the adjoints w̄1..w̄5 (∂f/∂wi) from one reverse sweep."""
+    problems, hints = [], []
+    for x1, x2 in points:
+        call = f"adjoint_trace({x1}, {x2})"
+        got = _as_trace(call_learner(adjoint_trace, x1, x2, name="adjoint_trace"), "adjoint_trace", call)
+        expected = reference_adjoints(x1, x2)
+        problems += _compare(got, expected, call, "w̄")
+        if not close(got["w5"], 1.0):
+            hints.append("The reverse sweep starts from the seed w̄5 = ∂f/∂w5, and f is w5 itself.")
+        w1_wrong = not close(got["w1"], expected["w1"])
+        only_one_path = close(got["w1"], got["w3"] * x2) or close(got["w1"], got["w4"] * math.cos(x1))
+        if w1_wrong and only_one_path:
+            hints.append("w1 is used by two operations (the product w3 and the sine w4). Its adjoint "
+                         "collects one contribution along each path out of w1: add them up.")
+        if w1_wrong and close(got["w1"], expected["w2"]) and close(got["w2"], expected["w1"]):
+            hints.append("It looks as if w̄1 and w̄2 are swapped: ∂w3/∂w2 is the *other* factor of the product.")
+    _fail(problems, hints)
+
+
+def check_tangent_trace(tangent_trace, cases) -> None:
+    """`tangent_trace(x1, x2, dx1, dx2)` returns the tangents ẇ1..ẇ5 of one forward-mode sweep."""
+    problems, hints = [], []
+    for x1, x2, dx1, dx2 in cases:
+        call = f"tangent_trace({x1}, {x2}, {dx1}, {dx2})"
+        got = _as_trace(call_learner(tangent_trace, x1, x2, dx1, dx2, name="tangent_trace"), "tangent_trace", call)
+        expected = reference_tangents(x1, x2, dx1, dx2)
+        problems += _compare(got, expected, call, "ẇ")
+        if not close(got["w4"], expected["w4"]) and close(got["w4"], math.cos(x1)):
+            hints.append("ẇ4 is the chain rule: the local derivative cos(w1) times the tangent ẇ1 coming in.")
+        if not close(got["w3"], expected["w3"]) and (close(got["w3"], dx1 * x2) or close(got["w3"], x1 * dx2)):
+            hints.append("The product rule has two terms: ẇ3 = ẇ1·w2 + w1·ẇ2.")
+    _fail(problems, hints)
+
+
+class _CountReverseSweeps(torch.autograd.Function):
+    """Identity whose backward counts how often a reverse sweep passes through it.
+    (setup_context + jvp so that forward-mode transforms such as torch.func.jvp work through it too.)"""
+
+    @staticmethod
+    def forward(y, counter):
+        return y.clone()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.counter = inputs[1]
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.counter["sweeps"] += 1
+        return grad, None
+
+    @staticmethod
+    def jvp(ctx, y_tangent, _):
+        return y_tangent
+
+
+def check_jacobian_reverse(jacobian_reverse, cases) -> None:
+    """`jacobian_reverse(F, x)` builds the m×n Jacobian of F: Rⁿ→Rᵐ with m reverse sweeps."""
+    for n, m, seed in cases:
+        gen = torch.Generator().manual_seed(seed)
+        A = torch.randn(m, n, generator=gen, dtype=torch.float64)
+        x = torch.randn(n, generator=gen, dtype=torch.float64)
+        counter = {"sweeps": 0, "calls": 0}
+
+        def F(v, A=A, counter=counter):
+            counter["calls"] += 1
+            return _CountReverseSweeps.apply(A @ torch.tanh(v), counter)
+
+        call = f"jacobian_reverse(F, x) for F: R^{n} -> R^{m}"
+        J = call_learner(jacobian_reverse, F, x.clone(), name="jacobian_reverse")
+        if not isinstance(J, torch.Tensor):
+            raise CheckFailed(f"`{call}` should return a torch.Tensor; it returned a {type(J).__name__}.")
+        if tuple(J.shape) != (m, n):
+            hint = (" It looks transposed: row i of the Jacobian holds the gradient of output i."
+                    if tuple(J.shape) == (n, m) else "")
+            raise CheckFailed(f"`{call}` returned shape {tuple(J.shape)}; a Jacobian of R^{n} -> R^{m} "
+                              f"has one row per output and one column per input: ({m}, {n}).{hint}")
+        expected = A * (1 - torch.tanh(x) ** 2)
+        err = (J.detach().double() - expected).abs()
+        if not torch.allclose(J.detach().double(), expected, rtol=1e-9, atol=1e-12):
+            rows = sorted({int(i) for i in torch.nonzero(err > 1e-9 + 1e-9 * expected.abs())[:, 0]})
+            raise CheckFailed(f"`{call}` has wrong entries in rows {rows[:8]} (largest error {float(err.max()):.3g}). "
+                              "Row i should be the gradient of output i: a reverse sweep seeded with the i-th unit vector.")
+        if counter["sweeps"] == 0:
+            raise CheckFailed(f"`{call}` gave the right numbers without any reverse sweep through F. This exercise "
+                              "is about reverse mode: one torch.autograd.grad call per output, seeded with a unit vector.")
+        if counter["sweeps"] > m:
+            raise CheckFailed(f"`{call}` ran {counter['sweeps']} reverse sweeps; reverse mode needs only m = {m}, one per output.")
+
+
+_SCALAR_FUNCTIONS = {
+    "sin": (math.sin, math.cos),
+    "exp": (math.exp, math.exp),
+    "cube": (lambda x: x ** 3, lambda x: 3 * x ** 2),
+}
+
+
+def check_central_difference(central_difference, cases) -> None:
+    """`central_difference(f, x, h)` approximates f'(x) with the symmetric difference quotient."""
+    for fname, x, h in cases:
+        f, df = _SCALAR_FUNCTIONS[fname]
+        calls = []
+
+        def counted(v, f=f, calls=calls):
+            calls.append(v)
+            return f(v)
+
+        call = f"central_difference({fname}, {x}, h={h})"
+        got = as_float(call_learner(central_difference, counted, x, h, name="central_difference"), f"`{call}`")
+        central = (f(x + h) - f(x - h)) / (2 * h)
+        if close(got, central, rtol=1e-10, atol=1e-14):
+            if len(calls) != 2:
+                raise CheckFailed(f"`{call}` evaluated f {len(calls)} times; a central difference needs exactly 2.")
+            continue
+        hints = []
+        if close(got, (f(x + h) - f(x)) / h, rtol=1e-10) or close(got, (f(x) - f(x - h)) / h, rtol=1e-10):
+            hints.append("That is a one-sided difference. The central difference steps both ways, to x + h and x - h.")
+        elif close(got, 2 * central, rtol=1e-10):
+            hints.append("The two evaluation points are 2h apart: divide by 2h.")
+        elif close(got, -central, rtol=1e-10):
+            hints.append("Subtract f(x - h) from f(x + h), not the other way round.")
+        message = mismatch(f"`{call}`", got, df(x))
+        raise CheckFailed(message + "".join(f"\nHint: {hint}" for hint in hints))
+
+
+def check_numerical_gradient(numerical_gradient, cases) -> None:
+    """`numerical_gradient(f, x, h)` returns the central-difference gradient of f: Rⁿ→R, with 2n evaluations."""
+    for n, seed in cases:
+        gen = torch.Generator().manual_seed(seed)
+        a = torch.randn(n, generator=gen, dtype=torch.float64)
+        x = torch.randn(n, generator=gen, dtype=torch.float64)
+        evaluations = []
+
+        def f(v, a=a, evaluations=evaluations):
+            evaluations.append(1)
+            return torch.sum(a * torch.sin(v)) + 0.5 * torch.sum(v ** 2)
+
+        x_before = x.clone()
+        call = f"numerical_gradient(f, x, h=1e-6) with x of shape ({n},)"
+        g = call_learner(numerical_gradient, f, x, 1e-6, name="numerical_gradient")
+        if not torch.equal(x, x_before):
+            raise CheckFailed(f"`{call}` changed x. Perturb a copy (x.clone()) so the caller's tensor is left as it was.")
+        if not isinstance(g, torch.Tensor):
+            raise CheckFailed(f"`{call}` should return a torch.Tensor; it returned a {type(g).__name__}.")
+        if tuple(g.shape) != (n,):
+            raise CheckFailed(f"`{call}` returned shape {tuple(g.shape)}; the gradient has x's shape ({n},).")
+        expected = a * torch.cos(x) + x
+        err = (g.detach().double() - expected).abs()
+        bad = torch.nonzero(err > 1e-6 * (1 + expected.abs())).flatten().tolist()
+        if bad:
+            hint = ""
+            if torch.allclose(g.double(), 2 * expected, rtol=1e-5):
+                hint = "\nHint: every entry is twice too large: the two evaluation points are 2h apart."
+            raise CheckFailed(f"`{call}` is wrong in entries {bad[:10]} (largest error {float(err.max()):.3g}). "
+                              f"Entry i should be (f(x + h·e_i) - f(x - h·e_i)) / 2h.{hint}")
+        if len(evaluations) != 2 * n:
+            raise CheckFailed(f"`{call}` evaluated f {len(evaluations)} times; the central-difference gradient "
+                              f"needs exactly 2n = {2 * n} evaluations (two per input).")

@@ -1,0 +1,55 @@
+"""`make demo` end to end: the bundled submissions get the scores they deserve, in nbgrader's gradebook."""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder.coursedir import assignments
+
+REPO = Path(__file__).resolve().parent.parent
+
+# The partly wrong learner (ben) loses exactly the points of the tests his mistakes fail
+# (demo/mistakes/<assignment>/): these are the scores he should get.
+EXPECTED_PARTIAL = {
+    "01-reverse-accumulation": 10.0,   # 15 - adjoint_trace (3) - central_difference (2)
+}
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("demo")
+    out = subprocess.run([sys.executable, "-m", "autograder.demo", "--dir", str(root)], cwd=REPO,
+                         capture_output=True, text=True, timeout=3000)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return root, out.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", assignments())
+def test_demo_scores(demo, assignment):
+    root, _ = demo
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        full = gb.find_submission(assignment, "ada")
+        partly = gb.find_submission(assignment, "ben")
+        blank = gb.find_submission(assignment, "cleo")
+        assert full.max_score > 0
+        assert full.score == full.max_score, "the correct submission gets full marks"
+        assert blank.score == 0, "the blank submission gets zero"
+        assert partly.score == EXPECTED_PARTIAL[assignment], "the partly wrong submission loses exactly its mistakes"
+
+
+@pytest.mark.slow
+def test_demo_writes_feedback_csv_and_a_table(demo):
+    root, stdout = demo
+    for assignment in assignments():
+        for student in ("ada", "ben", "cleo"):
+            html = list((root / "feedback" / student / assignment).glob("*.html"))
+            assert html, f"no feedback for {student}/{assignment}"
+    rows = list(csv.DictReader((root / "grades.csv").open()))
+    assert {r["student_id"] for r in rows} == {"ada", "ben", "cleo"}
+    assert "ada" in stdout and "Feedback HTML" in stdout and "grades.csv" in stdout

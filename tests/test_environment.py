@@ -1,0 +1,57 @@
+"""Versions are pinned once (requirements.txt); environment.yml installs the same pins."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _pins(lines):
+    pins = {}
+    for line in lines:
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-"):
+            name, _, version = line.partition("==")
+            assert version, f"unpinned requirement: {line!r}"
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return pins
+
+
+def test_environment_yml_installs_the_pinned_versions():
+    requirements = _pins((REPO / "requirements.txt").read_text().splitlines())
+    env = yaml.safe_load((REPO / "environment.yml").read_text())
+    deps = env["dependencies"]
+    assert "python=3.11" in deps
+    (pip_section,) = [d["pip"] for d in deps if isinstance(d, dict)]
+    assert "-e ." in pip_section, "environment.yml installs the course package too"
+    assert _pins(pip_section) == requirements
+
+
+def test_the_required_pins():
+    pins = _pins((REPO / "requirements.txt").read_text().splitlines())
+    assert pins["torch"] == "2.13.0" and pins["nbgrader"] == "0.9.6" and pins["jupyterlab"].startswith("4.")
+
+
+def test_course_code_does_not_pin_torch_exactly():
+    # The course's own code must run on any torch >= 2.4 (a GPU machine brings its own build).
+    text = (REPO / "pyproject.toml").read_text()
+    assert '"torch>=2.4"' in text
+
+
+def test_ci_runs_the_readme_test_command():
+    assert "make test" in (REPO / ".ci" / "run").read_text()
+    assert "make test" in (REPO / "README.md").read_text()
+
+
+def test_environment_yml_is_valid_for_conda_if_available():
+    conda = shutil.which("conda") or shutil.which("mamba")
+    if not conda:
+        import pytest
+        pytest.skip("conda is not installed here; the YAML structure is checked above")
+    out = subprocess.run([conda, "env", "create", "--dry-run", "-f", str(REPO / "environment.yml")], capture_output=True)
+    assert out.returncode == 0, out.stderr.decode()[-2000:]

@@ -1,0 +1,73 @@
+"""`make lab` serves the course on loopback, headless, with nbgrader's extension enabled."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TOKEN = "course-test-token"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.status, response.read().decode()
+
+
+@pytest.fixture
+def lab_server():
+    port = _free_port()
+    args = f"--no-browser --port={port} --ServerApp.port_retries=0 --IdentityProvider.token={TOKEN}"
+    proc = subprocess.Popen(["make", "-s", "lab", f"LAB_ARGS={args}"], cwd=REPO, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "BROWSER": "false"})
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail("make lab exited early:\n" + proc.stdout.read().decode()[-3000:])
+        try:
+            if _get(f"{base}/api/status?token={TOKEN}")[0] == 200:
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("JupyterLab did not come up within 120 s")
+    yield proc, base, port
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_lab_serves_the_course_with_nbgrader(lab_server):
+    proc, base, port = lab_server
+    status, body = _get(f"{base}/api/contents/01-reverse-accumulation/reverse_accumulation.ipynb?token={TOKEN}")
+    model = json.loads(body)
+    assert status == 200 and model["type"] == "notebook"
+    assert any("check_primal_trace" in c["source"] for c in model["content"]["cells"]), "serves the released notebook"
+
+    status, page = _get(f"{base}/lab?token={TOKEN}")
+    assert status == 200 and "@jupyter/nbgrader" in page, "the nbgrader lab extension is in the page's federated extensions"
+    status, version = _get(f"{base}/nbgrader_version?version=0.9.6")
+    assert status == 200, "the nbgrader server extension (validate button) answers"
+
+    listening = {c.laddr.ip for p in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+                 for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+    assert listening == {"127.0.0.1"}, f"listens on {listening}: it must be loopback only"
