@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import torch
 
 from .feedback import CheckFailed, as_float, call_learner, close, mismatch
+from .registry import register
 
 TRACE = ("w1", "w2", "w3", "w4", "w5")
 
@@ -64,14 +65,20 @@ def _fail(problems: list[str], hints: list[str]) -> None:
         raise CheckFailed(f"Some entries are wrong:\n{text}{extra}")
 
 
-def check_primal_trace(primal_trace, points) -> None:
-    """`primal_trace(x1, x2)` returns the values w1..w5 of f(x1, x2) = x1*x2 + sin(x1)."""
+def _probe_traces(fn, name: str, calls: list) -> list:
+    """Call the learner's trace function on each argument tuple; return its dicts as floats."""
+    results = []
+    for args in calls:
+        call = f"{name}({', '.join(map(str, args))})"
+        results.append(_as_trace(call_learner(fn, *args, name=name), name, call))
+    return results
+
+
+def judge_primal_trace(data, points):
     problems, hints = [], []
-    for x1, x2 in points:
-        call = f"primal_trace({x1}, {x2})"
-        got = _as_trace(call_learner(primal_trace, x1, x2, name="primal_trace"), "primal_trace", call)
+    for (x1, x2), got in zip(points, data):
         expected = reference_primal(x1, x2)
-        problems += _compare(got, expected, call, "w")
+        problems += _compare(got, expected, f"primal_trace({x1}, {x2})", "w")
         if not close(got["w4"], expected["w4"]) and close(got["w4"], math.sin(math.radians(x1))):
             hints.append("math.sin takes radians: do not convert x1 to degrees.")
         if not close(got["w5"], expected["w5"]) and close(got["w5"], got["w3"] + got["w4"]):
@@ -79,14 +86,11 @@ def check_primal_trace(primal_trace, points) -> None:
     _fail(problems, hints)
 
 
-def check_adjoint_trace(adjoint_trace, points) -> None:
-    """`adjoint_trace(x1, x2)` returns the adjoints w̄1..w̄5 (∂f/∂wi) from one reverse sweep."""
+def judge_adjoint_trace(data, points):
     problems, hints = [], []
-    for x1, x2 in points:
-        call = f"adjoint_trace({x1}, {x2})"
-        got = _as_trace(call_learner(adjoint_trace, x1, x2, name="adjoint_trace"), "adjoint_trace", call)
+    for (x1, x2), got in zip(points, data):
         expected = reference_adjoints(x1, x2)
-        problems += _compare(got, expected, call, "w̄")
+        problems += _compare(got, expected, f"adjoint_trace({x1}, {x2})", "w̄")
         if not close(got["w5"], 1.0):
             hints.append("The reverse sweep starts from the seed w̄5 = ∂f/∂w5, and f is w5 itself.")
         w1_wrong = not close(got["w1"], expected["w1"])
@@ -99,19 +103,24 @@ def check_adjoint_trace(adjoint_trace, points) -> None:
     _fail(problems, hints)
 
 
-def check_tangent_trace(tangent_trace, cases) -> None:
-    """`tangent_trace(x1, x2, dx1, dx2)` returns the tangents ẇ1..ẇ5 of one forward-mode sweep."""
+def judge_tangent_trace(data, cases):
     problems, hints = [], []
-    for x1, x2, dx1, dx2 in cases:
-        call = f"tangent_trace({x1}, {x2}, {dx1}, {dx2})"
-        got = _as_trace(call_learner(tangent_trace, x1, x2, dx1, dx2, name="tangent_trace"), "tangent_trace", call)
+    for (x1, x2, dx1, dx2), got in zip(cases, data):
         expected = reference_tangents(x1, x2, dx1, dx2)
-        problems += _compare(got, expected, call, "ẇ")
+        problems += _compare(got, expected, f"tangent_trace({x1}, {x2}, {dx1}, {dx2})", "ẇ")
         if not close(got["w4"], expected["w4"]) and close(got["w4"], math.cos(x1)):
             hints.append("ẇ4 is the chain rule: the local derivative cos(w1) times the tangent ẇ1 coming in.")
         if not close(got["w3"], expected["w3"]) and (close(got["w3"], dx1 * x2) or close(got["w3"], x1 * dx2)):
             hints.append("The product rule has two terms: ẇ3 = ẇ1·w2 + w1·ẇ2.")
     _fail(problems, hints)
+
+
+check_primal_trace = register(
+    "check_primal_trace", lambda fn, points: _probe_traces(fn, "primal_trace", points), judge_primal_trace)
+check_adjoint_trace = register(
+    "check_adjoint_trace", lambda fn, points: _probe_traces(fn, "adjoint_trace", points), judge_adjoint_trace)
+check_tangent_trace = register(
+    "check_tangent_trace", lambda fn, cases: _probe_traces(fn, "tangent_trace", cases), judge_tangent_trace)
 
 
 class _CountReverseSweeps(torch.autograd.Function):
@@ -136,38 +145,53 @@ class _CountReverseSweeps(torch.autograd.Function):
         return y_tangent
 
 
-def check_jacobian_reverse(jacobian_reverse, cases) -> None:
-    """`jacobian_reverse(F, x)` builds the m×n Jacobian of F: Rⁿ→Rᵐ with m reverse sweeps."""
+def _jacobian_problem(n: int, m: int, seed: int):
+    gen = torch.Generator().manual_seed(seed)
+    A = torch.randn(m, n, generator=gen, dtype=torch.float64)
+    x = torch.randn(n, generator=gen, dtype=torch.float64)
+    return A, x
+
+
+def probe_jacobian_reverse(jacobian_reverse, cases):
+    data = []
     for n, m, seed in cases:
-        gen = torch.Generator().manual_seed(seed)
-        A = torch.randn(m, n, generator=gen, dtype=torch.float64)
-        x = torch.randn(n, generator=gen, dtype=torch.float64)
-        counter = {"sweeps": 0, "calls": 0}
+        A, x = _jacobian_problem(n, m, seed)
+        counter = {"sweeps": 0}
 
         def F(v, A=A, counter=counter):
-            counter["calls"] += 1
             return _CountReverseSweeps.apply(A @ torch.tanh(v), counter)
 
-        call = f"jacobian_reverse(F, x) for F: R^{n} -> R^{m}"
         J = call_learner(jacobian_reverse, F, x.clone(), name="jacobian_reverse")
         if not isinstance(J, torch.Tensor):
-            raise CheckFailed(f"`{call}` should return a torch.Tensor; it returned a {type(J).__name__}.")
+            raise CheckFailed(f"`jacobian_reverse(F, x)` should return a torch.Tensor; it returned a {type(J).__name__}.")
+        data.append({"J": J.detach().to("cpu", torch.float64).clone(), "sweeps": int(counter["sweeps"])})
+    return data
+
+
+def judge_jacobian_reverse(data, cases):
+    for (n, m, seed), got in zip(cases, data):
+        A, x = _jacobian_problem(n, m, seed)
+        J = got["J"]
+        call = f"jacobian_reverse(F, x) for F: R^{n} -> R^{m}"
         if tuple(J.shape) != (m, n):
             hint = (" It looks transposed: row i of the Jacobian holds the gradient of output i."
                     if tuple(J.shape) == (n, m) else "")
             raise CheckFailed(f"`{call}` returned shape {tuple(J.shape)}; a Jacobian of R^{n} -> R^{m} "
                               f"has one row per output and one column per input: ({m}, {n}).{hint}")
         expected = A * (1 - torch.tanh(x) ** 2)
-        err = (J.detach().double() - expected).abs()
-        if not torch.allclose(J.detach().double(), expected, rtol=1e-9, atol=1e-12):
+        err = (J - expected).abs()
+        if not torch.allclose(J, expected, rtol=1e-9, atol=1e-12):
             rows = sorted({int(i) for i in torch.nonzero(err > 1e-9 + 1e-9 * expected.abs())[:, 0]})
             raise CheckFailed(f"`{call}` has wrong entries in rows {rows[:8]} (largest error {float(err.max()):.3g}). "
                               "Row i should be the gradient of output i: a reverse sweep seeded with the i-th unit vector.")
-        if counter["sweeps"] == 0:
+        if got["sweeps"] == 0:
             raise CheckFailed(f"`{call}` gave the right numbers without any reverse sweep through F. This exercise "
                               "is about reverse mode: one torch.autograd.grad call per output, seeded with a unit vector.")
-        if counter["sweeps"] > m:
-            raise CheckFailed(f"`{call}` ran {counter['sweeps']} reverse sweeps; reverse mode needs only m = {m}, one per output.")
+        if got["sweeps"] > m:
+            raise CheckFailed(f"`{call}` ran {got['sweeps']} reverse sweeps; reverse mode needs only m = {m}, one per output.")
+
+
+check_jacobian_reverse = register("check_jacobian_reverse", probe_jacobian_reverse, judge_jacobian_reverse)
 
 
 _SCALAR_FUNCTIONS = {
@@ -177,10 +201,10 @@ _SCALAR_FUNCTIONS = {
 }
 
 
-def check_central_difference(central_difference, cases) -> None:
-    """`central_difference(f, x, h)` approximates f'(x) with the symmetric difference quotient."""
+def probe_central_difference(central_difference, cases):
+    data = []
     for fname, x, h in cases:
-        f, df = _SCALAR_FUNCTIONS[fname]
+        f = _SCALAR_FUNCTIONS[fname][0]
         calls = []
 
         def counted(v, f=f, calls=calls):
@@ -189,28 +213,43 @@ def check_central_difference(central_difference, cases) -> None:
 
         call = f"central_difference({fname}, {x}, h={h})"
         got = as_float(call_learner(central_difference, counted, x, h, name="central_difference"), f"`{call}`")
+        data.append({"value": got, "evaluations": len(calls)})
+    return data
+
+
+def judge_central_difference(data, cases):
+    for (fname, x, h), got in zip(cases, data):
+        f, df = _SCALAR_FUNCTIONS[fname]
+        value, call = got["value"], f"central_difference({fname}, {x}, h={h})"
         central = (f(x + h) - f(x - h)) / (2 * h)
-        if close(got, central, rtol=1e-10, atol=1e-14):
-            if len(calls) != 2:
-                raise CheckFailed(f"`{call}` evaluated f {len(calls)} times; a central difference needs exactly 2.")
+        if close(value, central, rtol=1e-10, atol=1e-14):
+            if got["evaluations"] != 2:
+                raise CheckFailed(f"`{call}` evaluated f {got['evaluations']} times; a central difference needs exactly 2.")
             continue
         hints = []
-        if close(got, (f(x + h) - f(x)) / h, rtol=1e-10) or close(got, (f(x) - f(x - h)) / h, rtol=1e-10):
+        if close(value, (f(x + h) - f(x)) / h, rtol=1e-10) or close(value, (f(x) - f(x - h)) / h, rtol=1e-10):
             hints.append("That is a one-sided difference. The central difference steps both ways, to x + h and x - h.")
-        elif close(got, 2 * central, rtol=1e-10):
+        elif close(value, 2 * central, rtol=1e-10):
             hints.append("The two evaluation points are 2h apart: divide by 2h.")
-        elif close(got, -central, rtol=1e-10):
+        elif close(value, -central, rtol=1e-10):
             hints.append("Subtract f(x - h) from f(x + h), not the other way round.")
-        message = mismatch(f"`{call}`", got, df(x))
-        raise CheckFailed(message + "".join(f"\nHint: {hint}" for hint in hints))
+        raise CheckFailed(mismatch(f"`{call}`", value, df(x)) + "".join(f"\nHint: {hint}" for hint in hints))
 
 
-def check_numerical_gradient(numerical_gradient, cases) -> None:
-    """`numerical_gradient(f, x, h)` returns the central-difference gradient of f: Rⁿ→R, with 2n evaluations."""
+check_central_difference = register("check_central_difference", probe_central_difference, judge_central_difference)
+
+
+def _gradient_problem(n: int, seed: int):
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.randn(n, generator=gen, dtype=torch.float64)
+    x = torch.randn(n, generator=gen, dtype=torch.float64)
+    return a, x
+
+
+def probe_numerical_gradient(numerical_gradient, cases):
+    data = []
     for n, seed in cases:
-        gen = torch.Generator().manual_seed(seed)
-        a = torch.randn(n, generator=gen, dtype=torch.float64)
-        x = torch.randn(n, generator=gen, dtype=torch.float64)
+        a, x = _gradient_problem(n, seed)
         evaluations = []
 
         def f(v, a=a, evaluations=evaluations):
@@ -218,23 +257,34 @@ def check_numerical_gradient(numerical_gradient, cases) -> None:
             return torch.sum(a * torch.sin(v)) + 0.5 * torch.sum(v ** 2)
 
         x_before = x.clone()
-        call = f"numerical_gradient(f, x, h=1e-6) with x of shape ({n},)"
         g = call_learner(numerical_gradient, f, x, 1e-6, name="numerical_gradient")
-        if not torch.equal(x, x_before):
-            raise CheckFailed(f"`{call}` changed x. Perturb a copy (x.clone()) so the caller's tensor is left as it was.")
         if not isinstance(g, torch.Tensor):
-            raise CheckFailed(f"`{call}` should return a torch.Tensor; it returned a {type(g).__name__}.")
+            raise CheckFailed(f"`numerical_gradient(f, x, h=1e-6)` should return a torch.Tensor; it returned a {type(g).__name__}.")
+        data.append({"gradient": g.detach().to("cpu", torch.float64).clone(), "evaluations": len(evaluations),
+                     "x_changed": not torch.equal(x, x_before)})
+    return data
+
+
+def judge_numerical_gradient(data, cases):
+    for (n, seed), got in zip(cases, data):
+        a, x = _gradient_problem(n, seed)
+        g, call = got["gradient"], f"numerical_gradient(f, x, h=1e-6) with x of shape ({n},)"
+        if got["x_changed"]:
+            raise CheckFailed(f"`{call}` changed x. Perturb a copy (x.clone()) so the caller's tensor is left as it was.")
         if tuple(g.shape) != (n,):
             raise CheckFailed(f"`{call}` returned shape {tuple(g.shape)}; the gradient has x's shape ({n},).")
         expected = a * torch.cos(x) + x
-        err = (g.detach().double() - expected).abs()
+        err = (g - expected).abs()
         bad = torch.nonzero(err > 1e-6 * (1 + expected.abs())).flatten().tolist()
         if bad:
             hint = ""
-            if torch.allclose(g.double(), 2 * expected, rtol=1e-5):
+            if torch.allclose(g, 2 * expected, rtol=1e-5):
                 hint = "\nHint: every entry is twice too large: the two evaluation points are 2h apart."
             raise CheckFailed(f"`{call}` is wrong in entries {bad[:10]} (largest error {float(err.max()):.3g}). "
                               f"Entry i should be (f(x + h·e_i) - f(x - h·e_i)) / 2h.{hint}")
-        if len(evaluations) != 2 * n:
-            raise CheckFailed(f"`{call}` evaluated f {len(evaluations)} times; the central-difference gradient "
+        if got["evaluations"] != 2 * n:
+            raise CheckFailed(f"`{call}` evaluated f {got['evaluations']} times; the central-difference gradient "
                               f"needs exactly 2n = {2 * n} evaluations (two per input).")
+
+
+check_numerical_gradient = register("check_numerical_gradient", probe_numerical_gradient, judge_numerical_gradient)
