@@ -9,6 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader.validator import Validator
+from traitlets.config import Config
 
 from autograder.coursedir import COURSE, SOLUTIONS, assignments
 
@@ -35,8 +36,8 @@ def validate(notebook: Path, tmp_root: Path) -> tuple[dict, nbformat.NotebookNod
     scratch = tmp_root / notebook.parent.name
     if not scratch.exists():
         shutil.copytree(notebook.parent, scratch)
-    validator = RecordingValidator()
-    validator.ExecutePreprocessor.timeout = 600 if hasattr(validator, "ExecutePreprocessor") else None
+    # nbgrader's per-cell execution timeout defaults to 30 s; measurement cells may take longer.
+    validator = RecordingValidator(config=Config({"Execute": {"timeout": 600}}))
     start = time.perf_counter()
     results = validator.validate(str(scratch / notebook.name))
     return results, validator.executed, time.perf_counter() - start

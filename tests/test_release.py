@@ -59,10 +59,12 @@ def test_release_contains_no_solution_or_hidden_test(assignment):
         released_lines = {line.strip() for cell in nbformat.read(released, as_version=4).cells
                           for line in cell.source.splitlines()}
         for region in _solution_regions(SOLUTIONS / assignment / released.name):
-            # a line of the solution or of a hidden test that is specific enough to give something away
-            leaked = [l.strip() for l in region.splitlines()
-                      if len(l.strip()) > 25 and l.strip() in released_lines and not l.strip().startswith("#")]
-            assert not leaked, f"{released.name} shows solution/hidden-test lines: {leaked[:3]}"
+            # A worked example may share a line or two with a solution (a loop header, say); a region
+            # most of whose specific lines show up in the release has been given away.
+            specific = [l.strip() for l in region.splitlines() if len(l.strip()) > 20 and not l.strip().startswith("#")]
+            leaked = [l for l in specific if l in released_lines]
+            assert not specific or len(leaked) * 2 <= len(specific), \
+                f"{released.name} shows solution/hidden-test lines: {leaked[:3]}"
 
 
 @pytest.mark.parametrize("assignment", assignments())
