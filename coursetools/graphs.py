@@ -41,29 +41,40 @@ def draw_graph(nodes: Mapping[Hashable, str], edges: Sequence[tuple], *, ax=None
     Returns the matplotlib Axes. `highlight` nodes get a warmer colour (e.g. the output).
     """
     depth = layer_of(nodes, edges)
+    parents = defaultdict(list)
+    for src, dst, *_ in edges:
+        parents[dst].append(src)
     columns = defaultdict(list)
     for node in nodes:
         columns[depth[node]].append(node)
-    position = {}
-    for col, members in columns.items():
-        for row, node in enumerate(members):
-            position[node] = (col * 3.0, (len(members) - 1) / 2.0 - row * 1.0) if len(members) > 1 else (col * 3.0, 0.0)
-            position[node] = (position[node][0], position[node][1] * 1.6)
+    # Order each column by the mean row of its parents (barycentre heuristic): fewer crossing edges.
+    row = {}
+    for col in sorted(columns):
+        members = columns[col]
+        if col > 0:
+            members.sort(key=lambda n: sum(row[p] for p in parents[n]) / max(len(parents[n]), 1))
+        for i, node in enumerate(members):
+            row[node] = i
+    position = {node: (depth[node] * 3.0, ((len(columns[depth[node]]) - 1) / 2.0 - row[node]) * 1.6) for node in nodes}
     width = max(depth.values(), default=0) + 1
     height = max((len(m) for m in columns.values()), default=1)
     if ax is None:
         _, ax = plt.subplots(figsize=(min(2.6 * width + 1, 16), 1.4 * height + 1.2))
     highlight = set(highlight)
-    for src, dst, *label in edges:
-        (x0, y0), (x1, y1) = position[src], position[dst]
-        ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
-                    arrowprops=dict(arrowstyle="-|>", color="#555", shrinkA=34, shrinkB=34, lw=1.2))
-        if label and label[0]:
-            ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.12, label[0], ha="center", va="bottom", fontsize=8, color="#333")
+    boxes = {}
     for node, text in nodes.items():
         x, y = position[node]
-        ax.text(x, y, text, ha="center", va="center", fontsize=9, family="monospace",
-                bbox=dict(boxstyle="round,pad=0.4", fc=highlight_color if node in highlight else node_color, ec="#335"))
+        boxes[node] = ax.text(x, y, text, ha="center", va="center", fontsize=9, family="monospace", zorder=3,
+                              bbox=dict(boxstyle="round,pad=0.4", fc=highlight_color if node in highlight else node_color, ec="#335"))
+    for src, dst, *label in edges:
+        # Anchor the arrow on the boxes themselves, so its head stops at the edge of the target box.
+        ax.annotate("", xy=(0.0, 0.5), xycoords=boxes[dst], xytext=(1.0, 0.5), textcoords=boxes[src], zorder=2,
+                    arrowprops=dict(arrowstyle="-|>", color="#555", lw=1.2, shrinkA=6, shrinkB=6,
+                                    patchA=boxes[src].get_bbox_patch(), patchB=boxes[dst].get_bbox_patch()))
+        if label and label[0]:
+            (x0, y0), (x1, y1) = position[src], position[dst]
+            ax.text(0.55 * x0 + 0.45 * x1, 0.55 * y0 + 0.45 * y1 + 0.15, label[0], ha="center", va="bottom",
+                    fontsize=8, color="#333", zorder=4, bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
     xs = [p[0] for p in position.values()] or [0]
     ys = [p[1] for p in position.values()] or [0]
     ax.set_xlim(min(xs) - 1.5, max(xs) + 1.5)
