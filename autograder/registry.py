@@ -43,7 +43,12 @@ class Check:
         return self.judge(data, **params)
 
     def __call__(self, obj: Any, **params: Any) -> Any:
-        return self.decide(self.collect(obj, **params), **params)
+        try:
+            return self.decide(self.collect(obj, **params), **params)
+        except CheckFailed as failure:
+            # Re-raised here so the learner's traceback is two frames (their cell, this line),
+            # not a walk through the checker's internals.
+            raise CheckFailed(str(failure)) from None
 
 
 CHECKS: dict[str, Check] = {}
