@@ -1,0 +1,385 @@
+"""Checks for notebook 03 (custom autograd Functions).
+
+The Functions are checked by the generic :func:`autograder.function_checks.check_function`; this
+module says, for each exercise, which inputs it is tried on (seeded, away from kinks) and what it
+must compute, with native torch operations only. Reference gradients come from PyTorch's autograd
+on those operations: no backward formula of the exercises is written here.
+
+The other checks (a learner's numerical Jacobian, a learner's gradcheck, training through KillHead)
+follow the same probe/judge split.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .feedback import CheckFailed, as_float, call_learner
+from .function_checks import FunctionSpec, add_spec, check_function, translate
+from .registry import register
+
+__all__ = ["check_function", "check_numerical_jacobian", "check_my_gradcheck", "check_kill_head_training"]
+
+
+def _randn(gen, *shape):
+    return torch.randn(*shape, generator=gen, dtype=torch.float64)
+
+
+def _away_from_zero(gen, *shape, low=0.3):
+    """Random numbers of either sign with |value| >= low: no input near a kink."""
+    magnitude = low + torch.rand(*shape, generator=gen, dtype=torch.float64)
+    sign = torch.where(torch.rand(*shape, generator=gen, dtype=torch.float64) < 0.5, -1.0, 1.0)
+    return sign * magnitude
+
+
+# --- a·b --------------------------------------------------------------------------------------
+
+_MUL_SHAPES = [(4,), (2, 3), (3, 1, 2), (5,)]
+
+
+def _mul_args(gen, case):
+    shape = _MUL_SHAPES[case % len(_MUL_SHAPES)]
+    return _randn(gen, *shape), _randn(gen, *shape)
+
+
+add_spec(FunctionSpec(name="mul", title="MulFunction.apply(a, b)", arg_names=("a", "b"), make_args=_mul_args,
+                      reference=lambda a, b: a * b))
+
+
+# --- exp, saving its output --------------------------------------------------------------------
+
+def _exp_args(gen, case):
+    shape = _MUL_SHAPES[case % len(_MUL_SHAPES)]
+    return (_randn(gen, *shape),)
+
+
+add_spec(FunctionSpec(name="exp", title="Exp.apply(x)", arg_names=("x",), make_args=_exp_args,
+                      reference=torch.exp, saves="output"))
+
+
+# --- Linear: Y = X W + b, W of shape (in_features, out_features) ----------------------------------
+
+_LINEAR_CASES = [  # (batch, in, out, bias: "tensor" | "absent" | "none")
+    (4, 3, 2, "tensor"), (3, 2, 4, "absent"), (5, 3, 3, "none"), (2, 4, 4, "tensor"), (64, 24, 16, "tensor"),
+]
+
+
+def _linear_args(gen, case):
+    n, fan_in, fan_out, bias = _LINEAR_CASES[case % len(_LINEAR_CASES)]
+    x, W = _randn(gen, n, fan_in), _randn(gen, fan_in, fan_out)
+    if bias == "tensor":
+        return x, W, _randn(gen, fan_out)
+    return (x, W) if bias == "absent" else (x, W, None)
+
+
+def _linear_reference(x, W, b=None):
+    return torch.addmm(b, x, W) if b is not None else torch.matmul(x, W)
+
+
+def _hint_untransposed_weight(args, grad_outputs, index, got, expected):
+    """grad of X computed with W where W-transpose was needed (only tells apart when W is square)."""
+    if index != 0 or args[1].shape[0] != args[1].shape[1]:
+        return None
+    if got.shape == expected.shape and torch.allclose(got, grad_outputs[0] @ args[1], rtol=1e-6, atol=1e-9):
+        return "the gradient for x multiplies grad_output by W itself: Y = XW, so check which factor is transposed."
+    return None
+
+
+add_spec(FunctionSpec(name="linear", title="LinearFunction.apply(x, W, b=None)", arg_names=("x", "W", "b"),
+                      make_args=_linear_args, reference=_linear_reference, needs_input_grad=True,
+                      gradient_hints=(_hint_untransposed_weight,)))
+
+
+# --- KillHead(x, n): zero the first n columns ----------------------------------------------------
+
+_KILL_CASES = [((4, 6), 2), ((3, 5), 0), ((2, 4), 4), ((5, 3), 1)]
+
+
+def _kill_args(gen, case):
+    shape, n = _KILL_CASES[case % len(_KILL_CASES)]
+    return _randn(gen, *shape), n
+
+
+def _kill_reference(x, n):
+    columns = torch.arange(x.shape[1])
+    return torch.where(columns >= n, x, torch.zeros((), dtype=x.dtype))
+
+
+def _hint_rows(args, got, expected):
+    x, n = args
+    rows = torch.arange(x.shape[0]).unsqueeze(1)
+    if got[0].shape == x.shape and torch.allclose(got[0], torch.where(rows >= n, x, torch.zeros((), dtype=x.dtype))):
+        return "the first n *rows* are zeroed; KillHead zeroes the first n *columns* (x[:, :n])."
+    if got[0].shape == x.shape and torch.allclose(got[0], x * (torch.arange(x.shape[1]) >= n - 1)):
+        return "one column too few survive: x[:, :n] is columns 0 .. n-1."
+    if got[0].shape == x.shape and torch.allclose(got[0], x * (torch.arange(x.shape[1]) >= n + 1)):
+        return "one column too many are zeroed: x[:, :n] is columns 0 .. n-1."
+    return None
+
+
+add_spec(FunctionSpec(name="kill_head", title="KillHead.apply(x, n)", arg_names=("x", "n"), make_args=_kill_args,
+                      reference=_kill_reference, forward_hints=(_hint_rows,)))
+
+
+# --- |u·v| element-wise ---------------------------------------------------------------------------
+
+def _abs_args(gen, case):
+    shape = _MUL_SHAPES[case % len(_MUL_SHAPES)]
+    return _away_from_zero(gen, *shape), _away_from_zero(gen, *shape)
+
+
+add_spec(FunctionSpec(name="abs_product", title="AbsProduct.apply(u, v)", arg_names=("u", "v"),
+                      make_args=_abs_args, reference=lambda u, v: torch.abs(u * v)))
+
+
+# --- log-sum-exp of each row, with a numerical backward --------------------------------------------
+
+_LSE_SHAPES = [(3, 4), (2, 5), (4, 2), (1, 6)]
+
+
+def _lse_args(gen, case):
+    return (_randn(gen, *_LSE_SHAPES[case % len(_LSE_SHAPES)]),)
+
+
+add_spec(FunctionSpec(name="numerical_logsumexp", title="NumericalLogSumExp.apply(x)", arg_names=("x",),
+                      make_args=_lse_args, reference=lambda x: torch.logsumexp(x, dim=1),
+                      ref_rtol=1e-6, ref_atol=1e-7, double_backward=False))
+
+
+# ============================================================================ numerical_jacobian(f, inputs, eps)
+
+def _jacobian_problem(name: str):
+    gen = torch.Generator().manual_seed(sum(map(ord, name)))
+    if name == "product_sine":
+        return (lambda a, b: a * torch.sin(b)), (_randn(gen, 3), _randn(gen, 3))
+    if name == "matrix_vector":
+        return (lambda A, x: A @ x), (_randn(gen, 2, 3), _randn(gen, 3))
+    if name == "sum_of_squares":
+        return (lambda x: (x ** 2).sum()), (_randn(gen, 2, 2),)
+    if name == "softmax":
+        return (lambda x: torch.softmax(x, dim=0)), (_randn(gen, 4),)
+    raise ValueError(f"unknown problem {name!r}")
+
+
+def probe_numerical_jacobian(numerical_jacobian, problems, eps=1e-6):
+    data = []
+    for name in problems:
+        f, inputs = _jacobian_problem(name)
+        before = [x.clone() for x in inputs]
+        count = {"calls": 0}
+
+        def counted(*xs, f=f, count=count):
+            count["calls"] += 1
+            return f(*xs)
+
+        result = call_learner(numerical_jacobian, counted, tuple(x.clone() for x in inputs), eps, name="numerical_jacobian")
+        if isinstance(result, torch.Tensor):
+            result = [result]
+        if not isinstance(result, (list, tuple)) or not all(isinstance(r, torch.Tensor) for r in result):
+            raise CheckFailed(f"`numerical_jacobian(f, inputs, eps)` should return a list of tensors, one per input; "
+                              f"it returned a {type(result).__name__}.")
+        data.append({"jacobians": [r.detach().to("cpu", torch.float64).clone() for r in result], "calls": count["calls"],
+                     "inputs_changed": any(not torch.equal(a, b) for a, b in zip(inputs, before))})
+    return data
+
+
+def judge_numerical_jacobian(data, problems, eps=1e-6):
+    for name, got in zip(problems, data):
+        f, inputs = _jacobian_problem(name)
+        call = f"numerical_jacobian(f, inputs, eps={eps}) for the test function '{name}'"
+        out_numel = f(*inputs).numel()
+        jac = torch.autograd.functional.jacobian(f, inputs)
+        if got["inputs_changed"]:
+            raise CheckFailed(f"`{call}` changed the inputs it was given: perturb copies (x.clone()), or put each entry back.")
+        if len(got["jacobians"]) != len(inputs):
+            raise CheckFailed(f"`{call}` returned {len(got['jacobians'])} Jacobian(s) for {len(inputs)} input(s): one per input.")
+        for i, (J, want, x) in enumerate(zip(got["jacobians"], jac, inputs)):
+            want = want.reshape(out_numel, x.numel())
+            if tuple(J.shape) != tuple(want.shape):
+                hint = (" It looks transposed: rows are output entries, columns are input entries."
+                        if tuple(J.shape) == tuple(want.shape)[::-1] else "")
+                raise CheckFailed(f"`{call}`: the Jacobian for input {i} has shape {tuple(J.shape)}; it should be "
+                                  f"(number of output entries, number of input entries) = {tuple(want.shape)}.{hint}")
+            err = (J - want).abs()
+            bad = err > 1e-6 + 1e-6 * want.abs()
+            if bad.any():
+                hints = []
+                if torch.allclose(J, 2 * want, rtol=1e-5, atol=1e-6):
+                    hints.append("every entry is twice too large: x + eps and x - eps are 2·eps apart.")
+                elif torch.allclose(J, -want, rtol=1e-5, atol=1e-6):
+                    hints.append("the sign is flipped: f(x + eps) - f(x - eps), in that order.")
+                elif float(err.max()) < 1e-2:
+                    hints.append("small errors everywhere look like a one-sided difference: step both ways, x + eps and x - eps.")
+                entries = [f"[{r}, {c}]" for r, c in torch.nonzero(bad)[:6].tolist()]
+                raise CheckFailed(f"`{call}`: the Jacobian for input {i} is wrong in entries {', '.join(entries)} "
+                                  f"(largest error {float(err.max()):.3g})." + "".join(f"\nHint: {h}" for h in hints))
+        expected_calls = 2 * sum(x.numel() for x in inputs)
+        if got["calls"] > expected_calls + 1:
+            raise CheckFailed(f"`{call}` evaluated f {got['calls']} times; a central-difference Jacobian needs "
+                              f"{expected_calls} (two per input entry).")
+
+
+check_numerical_jacobian = register("check_numerical_jacobian", probe_numerical_jacobian, judge_numerical_jacobian)
+
+
+# ============================================================================ my_gradcheck(fn, inputs)
+# Test Functions: correct ones are plain torch operations (autograd's own backward); wrong ones reuse
+# autograd's gradient and then spoil it in one known way. Nothing here is an exercise's answer.
+
+def _spoiled(op, spoil):
+    class Spoiled(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *inputs):
+            ctx.save_for_backward(*inputs)
+            with torch.no_grad():
+                return op(*inputs)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            inputs = [x.detach().requires_grad_() for x in ctx.saved_tensors]
+            with torch.enable_grad():
+                grads = torch.autograd.grad(op(*inputs), inputs, grad_output)
+            return tuple(spoil(i, g) for i, g in enumerate(grads))
+
+    return Spoiled.apply
+
+
+def _gradcheck_problem(name: str):
+    gen = torch.Generator().manual_seed(sum(map(ord, name)) + 3)
+    x, W = _randn(gen, 3, 2), _randn(gen, 2, 2)
+    a, b = _randn(gen, 4), _randn(gen, 4)
+    mask_mul = lambda a, b: a * b * (torch.arange(4) >= 2)  # noqa: E731  (zero Jacobian entries: atol matters)
+    problems = {
+        "correct_product": (lambda a, b: a * b, (a, b)),
+        "correct_matmul": (lambda x, W: x @ W, (x, W)),
+        "correct_with_zeros": (mask_mul, (a, b)),
+        "wrong_sign": (_spoiled(lambda a, b: a * b, lambda i, g: -g if i == 1 else g), (a, b)),
+        "wrong_weight_gradient": (_spoiled(lambda x, W: x @ W, lambda i, g: g.T if i == 1 else g), (x, W)),
+        "one_entry_off": (_spoiled(lambda a, b: a * b, lambda i, g: g + (torch.arange(4) == 2) * 0.05 if i == 0 else g), (a, b)),
+        "small_relative_error": (_spoiled(lambda x, W: x @ W, lambda i, g: g * 1.01 if i == 0 else g), (x, W)),
+    }
+    fn, inputs = problems[name]
+    return fn, tuple(t.clone().requires_grad_() for t in inputs)
+
+
+GRADCHECK_PROBLEMS = ("correct_product", "correct_matmul", "correct_with_zeros", "wrong_sign", "wrong_weight_gradient",
+                      "one_entry_off", "small_relative_error")
+
+
+def probe_my_gradcheck(my_gradcheck, problems):
+    data = []
+    for name in problems:
+        fn, inputs = _gradcheck_problem(name)
+        result = call_learner(my_gradcheck, fn, inputs, name="my_gradcheck")
+        if not isinstance(result, (bool, int)) and not (isinstance(result, torch.Tensor) and result.numel() == 1):
+            raise CheckFailed(f"`my_gradcheck(fn, inputs)` should return True or False; it returned a {type(result).__name__}.")
+        data.append(bool(result))
+    return data
+
+
+def judge_my_gradcheck(data, problems):
+    wrong = []
+    for name, got in zip(problems, data):
+        fn, inputs = _gradcheck_problem(name)
+        expected = torch.autograd.gradcheck(fn, inputs, raise_exception=False)
+        if got != expected:
+            wrong.append((name, got, expected))
+    if not wrong:
+        return None
+    lines = []
+    for name, got, expected in wrong:
+        what = "a correct backward" if expected else "a wrong backward"
+        lines.append(f"  - on '{name}' ({what}) my_gradcheck returned {got}.")
+    hints = []
+    if any(n == "correct_with_zeros" for n, _, _ in wrong):
+        hints.append("where the true derivative is 0, a purely relative test can never pass: accept "
+                     "|analytical - numerical| <= atol + rtol·|numerical|, as gradcheck does.")
+    if any(n in ("small_relative_error", "one_entry_off") for n, _, _ in wrong):
+        hints.append("a small error in one entry must still fail: compare every entry, not a sum or a mean.")
+    if all(n.startswith("correct") for n, _, _ in wrong):
+        hints.append("your check rejects correct Functions: are the two Jacobians laid out the same way "
+                     "(rows = output entries, columns = input entries)?")
+    raise CheckFailed("my_gradcheck disagrees with torch.autograd.gradcheck:\n" + "\n".join(lines)
+                      + "".join(f"\nHint: {h}" for h in hints))
+
+
+check_my_gradcheck = register("check_my_gradcheck", probe_my_gradcheck, judge_my_gradcheck)
+
+
+# ============================================================================ training through KillHead
+
+def _training_problem(seed: int, shape, n):
+    gen = torch.Generator().manual_seed(seed)
+    return _randn(gen, *shape), _randn(gen, *shape)
+
+
+def probe_kill_head_training(train_kill_head, cases):
+    data = []
+    for seed, shape, n, lr, steps in cases:
+        x0, target = _training_problem(seed, shape, n)
+        x0_before = x0.clone()
+        call = f"train_kill_head(x0, target, n={n}, lr={lr}, steps={steps})"
+        result = call_learner(train_kill_head, x0, target.clone(), n, lr, steps, name="train_kill_head")
+        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], torch.Tensor)):
+            raise CheckFailed(f"`{call}` should return a pair (x, losses): the trained tensor and the list of losses.")
+        x, losses = result
+        data.append({"x": x.detach().to("cpu", torch.float64).clone(),
+                     "losses": [as_float(v, f"a loss returned by `{call}`") for v in losses],
+                     "x0_changed": not torch.equal(x0, x0_before)})
+    return data
+
+
+def _reference_training(x0, target, n, lr, steps):
+    keep = (torch.arange(x0.shape[1]) >= n).to(x0.dtype)
+    x = x0.clone().requires_grad_()
+    losses = []
+    for _ in range(steps):
+        loss = torch.mean((x * keep - target) ** 2)
+        (g,) = torch.autograd.grad(loss, x)
+        with torch.no_grad():
+            x -= lr * g
+        losses.append(float(loss))
+    return x.detach(), losses
+
+
+def judge_kill_head_training(data, cases):
+    for (seed, shape, n, lr, steps), got in zip(cases, data):
+        x0, target = _training_problem(seed, shape, n)
+        x_ref, losses_ref = _reference_training(x0, target, n, lr, steps)
+        call = f"train_kill_head(x0, target, n={n}, lr={lr}, steps={steps})"
+        if got["x0_changed"]:
+            raise CheckFailed(f"`{call}` changed x0: train a copy (x0.clone().requires_grad_()).")
+        losses = got["losses"]
+        if len(losses) != steps:
+            raise CheckFailed(f"`{call}` returned {len(losses)} losses; it should return one per step ({steps}).")
+        if tuple(got["x"].shape) != tuple(shape):
+            raise CheckFailed(f"`{call}` returned x of shape {tuple(got['x'].shape)}; x has shape {tuple(shape)}.")
+        head = got["x"][:, :n]
+        if n and not torch.allclose(head, x0[:, :n], rtol=0, atol=1e-12):
+            raise CheckFailed(f"`{call}` changed the first {n} column(s) of x: KillHead zeroes them, so their gradient is 0 "
+                              "and SGD must leave them where they started.")
+        ok = [math.isclose(a, b, rel_tol=1e-8, abs_tol=1e-12) for a, b in zip(losses, losses_ref)]
+        if not all(ok):
+            first = ok.index(False)
+            hints = []
+            if all(math.isclose(a, b, rel_tol=1e-8, abs_tol=1e-12) for a, b in zip(losses, losses_ref[1:])):
+                hints.append("your losses are one step ahead: record the loss of the step before calling optimizer.step().")
+            elif len(losses) > 1 and math.isclose(losses[1], losses[0], rel_tol=1e-12):
+                hints.append("the loss does not move: call loss.backward() and optimizer.step() every step, and "
+                             "optimizer.zero_grad() before backward.")
+            elif all(b >= a - 1e-12 for a, b in zip(losses, losses[1:])) and losses[-1] > losses_ref[-1] * 1.0001:
+                hints.append("the loss falls more slowly than it should: are old gradients accumulating? call "
+                             "optimizer.zero_grad() every step (and check the loss is the mean squared error).")
+            raise CheckFailed(f"`{call}`: the loss at step {first} is off by {abs(losses[first] - losses_ref[first]):.3g} "
+                              f"(relative {abs(losses[first] - losses_ref[first]) / max(abs(losses_ref[first]), 1e-12):.2g})."
+                              + "".join(f"\nHint: {h}" for h in hints))
+        if not torch.allclose(got["x"], x_ref, rtol=1e-8, atol=1e-10):
+            raise CheckFailed(f"`{call}` returned the right losses but a different x: return the tensor you trained.")
+
+
+check_kill_head_training = register("check_kill_head_training", probe_kill_head_training, judge_kill_head_training)
+
+
+def translate_error(exc: BaseException) -> str:
+    """For the notebook: a PyTorch error in plain words (the same translation the checks use)."""
+    return translate(exc)
