@@ -1,0 +1,623 @@
+"""The checks of notebook 03 give full marks to correct Functions however they are written, and take
+points from realistic wrong ones on the part that should catch them, with the hint meant for them."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+from torch.autograd import Function
+
+from autograder import function_checks as fc
+from autograder import nb03
+from autograder.feedback import CheckFailed
+from autograder.registry import CHECKS, FAILED
+
+pytestmark = pytest.mark.nb03
+
+
+def fn(name, forward, backward):
+    """A Function class from a forward(ctx, *args) and a backward(ctx, *grads)."""
+    return type(name, (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+
+
+def run(F, reference, **params):
+    """(verdict or None, message): the verdict when some points were earned, the message when none."""
+    params = {"points": 5, "seed": 0, **params}
+    try:
+        return fc.check_function(F, reference=reference, **params), None
+    except CheckFailed as failure:
+        return None, str(failure)
+
+
+def part(verdict, name):
+    return next(p for p in verdict.parts if p.name == name)
+
+
+# --------------------------------------------------------------------------- correct answers (the solution's)
+
+def _save(ctx, *ts):
+    ctx.save_for_backward(*ts)
+
+
+def _mul_f(ctx, a, b):
+    _save(ctx, a, b)
+    return a * b
+
+
+def _mul_b(ctx, g):
+    a, b = ctx.saved_tensors
+    return g * b, g * a
+
+
+def _exp_f(ctx, x):
+    y = torch.exp(x)
+    _save(ctx, y)
+    return y
+
+
+def _exp_b(ctx, g):
+    (y,) = ctx.saved_tensors
+    return g * y
+
+
+def _lin_f(ctx, x, W, b=None):
+    _save(ctx, x, W)
+    ctx.has_bias = b is not None
+    y = x @ W
+    return y + b if b is not None else y
+
+
+def _lin_b(ctx, g):
+    x, W = ctx.saved_tensors
+    gx = g @ W.T if ctx.needs_input_grad[0] else None
+    gW = x.T @ g if ctx.needs_input_grad[1] else None
+    gb = g.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+    return gx, gW, gb
+
+
+def _kill_f(ctx, x, n):
+    ctx.n = n
+    y = x.clone()
+    y[:, :n] = 0
+    return y
+
+
+def _kill_b(ctx, g):
+    gx = g.clone()
+    gx[:, :ctx.n] = 0
+    return gx, None
+
+
+def _abs_f(ctx, u, v):
+    _save(ctx, u, v)
+    return torch.abs(u * v)
+
+
+def _abs_b(ctx, g):
+    u, v = ctx.saved_tensors
+    s = torch.sign(u * v)
+    return g * s * v, g * s * u
+
+
+def _lse_f(ctx, x):
+    _save(ctx, x)
+    return torch.logsumexp(x, dim=1)
+
+
+def _lse_numeric(x, h=1e-6, one_sided=False):
+    grad = torch.empty_like(x)
+    for j in range(x.shape[1]):
+        e = torch.zeros_like(x)
+        e[:, j] = h
+        if one_sided:
+            grad[:, j] = (torch.logsumexp(x + e, 1) - torch.logsumexp(x, 1)) / h
+        else:
+            grad[:, j] = (torch.logsumexp(x + e, 1) - torch.logsumexp(x - e, 1)) / (2 * h)
+    return grad
+
+
+def _lse_b(ctx, g):
+    (x,) = ctx.saved_tensors
+    return _lse_numeric(x) * g[:, None]
+
+
+Mul = fn("MulFunction", _mul_f, _mul_b)
+Exp = fn("Exp", _exp_f, _exp_b)
+Linear = fn("LinearFunction", _lin_f, _lin_b)
+KillHead = fn("KillHead", _kill_f, _kill_b)
+AbsProduct = fn("AbsProduct", _abs_f, _abs_b)
+NumLSE = fn("NumericalLogSumExp", _lse_f, _lse_b)
+
+CORRECT = [(Mul, "mul", 4), (Exp, "exp", 4), (Linear, "linear", 5), (KillHead, "kill_head", 4),
+           (AbsProduct, "abs_product", 4), (NumLSE, "numerical_logsumexp", 4)]
+
+
+@pytest.mark.parametrize("F, reference, cases", CORRECT, ids=[c[1] for c in CORRECT])
+def test_solutions_get_full_marks(F, reference, cases):
+    verdict, message = run(F, reference, cases=cases, double_backward=True)
+    assert message is None, message
+    assert float(verdict) == 5 and verdict.passed, verdict.report()
+
+
+# --------------------------------------------------------------------------- correct, written differently
+
+def _mul_attr_f(ctx, a, b):          # keeps the inputs as attributes, not saved tensors
+    ctx.a, ctx.b = a, b
+    return torch.mul(a, b)
+
+
+def _mul_attr_b(ctx, g):
+    return torch.mul(ctx.b, g), torch.mul(g, ctx.a)
+
+
+def _exp_b_alt(ctx, g):              # torch.mul, and an explicit tuple
+    (y,) = ctx.saved_tensors
+    return (torch.mul(y, g),)
+
+
+def _lin_einsum_b(ctx, g):           # einsum, ones-vector bias sum, and trailing None handled by one return
+    x, W = ctx.saved_tensors
+    out = [None, None, None]
+    if ctx.needs_input_grad[0]:
+        out[0] = torch.einsum("no,io->ni", g, W)
+    if ctx.needs_input_grad[1]:
+        out[1] = torch.einsum("ni,no->io", x, g)
+    if ctx.has_bias and ctx.needs_input_grad[2]:
+        out[2] = torch.ones(g.shape[0], dtype=g.dtype) @ g
+    return tuple(out)
+
+
+def _lin_f_functional(ctx, x, W, b=None):
+    _save(ctx, x, W)
+    ctx.has_bias = b is not None
+    return torch.nn.functional.linear(x, W.T, b)
+
+
+def _kill_mask_f(ctx, x, n):         # a mask instead of indexing; the mask saved as a tensor
+    keep = (torch.arange(x.shape[1]) >= n).to(x.dtype)
+    ctx.save_for_backward(keep)
+    return x * keep
+
+
+def _kill_mask_b(ctx, g):
+    (keep,) = ctx.saved_tensors
+    return g * keep, None
+
+
+def _abs_prod_f(ctx, u, v):          # saves the product only, and the inputs
+    p = u * v
+    ctx.save_for_backward(u, v, p)
+    return p.abs()
+
+
+def _abs_prod_b(ctx, g):             # d|p|/dp = p / |p| away from 0
+    u, v, p = ctx.saved_tensors
+    s = p / p.abs()
+    return g * s * v, g * s * u
+
+
+def _lse_vector_b(ctx, g):           # one perturbation per entry: 2 x numel evaluations
+    (x,) = ctx.saved_tensors
+    h = 1e-6
+    grad = torch.zeros_like(x)
+    for k in range(x.numel()):
+        e = torch.zeros_like(x).view(-1)
+        e[k] = h
+        e = e.view_as(x)
+        grad += ((torch.logsumexp(x + e, 1) - torch.logsumexp(x - e, 1)) / (2 * h) * g).sum() * (e / h)
+    return grad
+
+
+ALTERNATIVES = [
+    (fn("MulFunction", _mul_attr_f, _mul_attr_b), "mul"),
+    (fn("Exp", _exp_f, _exp_b_alt), "exp"),
+    (fn("LinearFunction", _lin_f, _lin_einsum_b), "linear"),
+    (fn("LinearFunction", _lin_f_functional, _lin_b), "linear"),
+    (fn("KillHead", _kill_mask_f, _kill_mask_b), "kill_head"),
+    (fn("AbsProduct", _abs_prod_f, _abs_prod_b), "abs_product"),
+    (fn("NumericalLogSumExp", _lse_f, _lse_vector_b), "numerical_logsumexp"),
+]
+
+
+@pytest.mark.parametrize("F, reference", ALTERNATIVES, ids=[f"{r}-{i}" for i, (_, r) in enumerate(ALTERNATIVES)])
+def test_correct_alternatives_get_full_marks(F, reference):
+    verdict, message = run(F, reference, cases=4, double_backward=reference != "numerical_logsumexp")
+    assert message is None, message
+    assert float(verdict) == 5, verdict.report()
+
+
+def test_a_function_built_on_a_function_is_checked_through_autograd():
+    def linear(x, W, b=None):
+        return Linear.apply(x, W, b)
+    verdict, message = run(linear, "linear", cases=4)
+    assert message is None and float(verdict) == 5, message or verdict.report()
+
+
+# --------------------------------------------------------------------------- the catalogue of wrong backwards
+
+def _b(backward):
+    return backward
+
+
+WRONG = {
+    # name: (Function, reference, params, the part(s) that must fail, text expected in the report)
+    "mul: grad_output ignored": (fn("MulFunction", _mul_f, lambda ctx, g: tuple(reversed(ctx.saved_tensors))),
+                                 "mul", {}, ["gradcheck", "reference"], "multiply your local derivative by grad_output"),
+    "mul: gradients swapped": (fn("MulFunction", _mul_f, lambda ctx, g: (g * ctx.saved_tensors[0], g * ctx.saved_tensors[1])),
+                               "mul", {}, ["gradcheck", "reference"], "belongs to `b`"),
+    "mul: wrong sign": (fn("MulFunction", _mul_f, lambda ctx, g: (-g * ctx.saved_tensors[1], -g * ctx.saved_tensors[0])),
+                        "mul", {}, ["gradcheck", "reference"], "wrong sign"),
+    "mul: one gradient returned": (fn("MulFunction", _mul_f, lambda ctx, g: g * ctx.saved_tensors[1]),
+                                   "mul", {}, ["interface"], "wrong number of returned gradients"),
+    "mul: backward detaches (no double backward)": (
+        fn("MulFunction", _mul_f, lambda ctx, g: ((g * ctx.saved_tensors[1]).detach(), (g * ctx.saved_tensors[0]).detach())),
+        "mul", {"double_backward": True}, ["double_backward"], "differentiable torch operations"),
+    "exp: saves its input": (fn("Exp", lambda ctx, x: (_save(ctx, x), torch.exp(x))[1],
+                                lambda ctx, g: g * torch.exp(ctx.saved_tensors[0])),
+                             "exp", {}, ["interface"], "save the result of forward"),
+    "exp: off by a factor 2": (fn("Exp", _exp_f, lambda ctx, g: 2 * g * ctx.saved_tensors[0]),
+                               "exp", {}, ["gradcheck", "reference"], "same factor (about 2)"),
+    "exp: grad_output changed in place": (fn("Exp", _exp_f, lambda ctx, g: g.mul_(ctx.saved_tensors[0])),
+                                          "exp", {}, ["interface"], "changed grad_output in place"),
+    "linear: transposed weight gradient": (
+        fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1].T, g.T @ ctx.saved_tensors[0],
+                                                     g.sum(0) if ctx.has_bias else None)),
+        "linear", {}, ["interface", "gradcheck", "reference"], "transpose"),
+    "linear: bias gradient not summed over the batch": (
+        fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1].T, ctx.saved_tensors[0].T @ g,
+                                                     g if ctx.has_bias else None)),
+        "linear", {}, ["interface", "gradcheck", "reference"], "sum over dim 0"),
+    "linear: W instead of W transposed (square W)": (
+        fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1], ctx.saved_tensors[0].T @ g,
+                                                     g.sum(0) if ctx.has_bias else None)),
+        "linear", {"seed": 1, "cases": 4}, ["gradcheck", "reference"], "check which factor is transposed"),
+    "linear: needs_input_grad ignored": (
+        fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1].T, ctx.saved_tensors[0].T @ g,
+                                                     g.sum(0) if ctx.has_bias else None)),
+        "linear", {}, ["interface"], "needs_input_grad"),
+    "linear: bias gradient returned when there is no bias": (
+        fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1].T, ctx.saved_tensors[0].T @ g, g.sum(0))),
+        "linear", {"cases": 3}, ["interface"], "non-tensor argument"),
+    "kill_head: a gradient for n": (fn("KillHead", _kill_f, lambda ctx, g: (_kill_b(ctx, g)[0], 0)),
+                                    "kill_head", {}, ["interface"], "non-tensor argument"),
+    "kill_head: no None for n": (fn("KillHead", _kill_f, lambda ctx, g: _kill_b(ctx, g)[0]),
+                                 "kill_head", {}, ["interface"], "wrong number of returned gradients"),
+    "kill_head: gradient not masked": (fn("KillHead", _kill_f, lambda ctx, g: (g, None)),
+                                       "kill_head", {}, ["gradcheck", "reference"], "dout[0, 0]/dx[0, 0]"),
+    "kill_head: new tensor in the default dtype": (
+        fn("KillHead", _kill_f, lambda ctx, g: (torch.zeros(g.shape, dtype=torch.float32).copy_(g).index_fill_(1, torch.arange(ctx.n), 0), None)),
+        "kill_head", {}, ["interface"], "zeros_like"),
+    "kill_head: rows instead of columns": (
+        fn("KillHead", lambda ctx, x, n: (setattr(ctx, "n", n), torch.cat([torch.zeros_like(x[:n]), x[n:]]))[1],
+           lambda ctx, g: (torch.cat([torch.zeros_like(g[:ctx.n]), g[ctx.n:]]), None)),
+        "kill_head", {}, ["forward", "reference"], "*rows*"),
+    "abs_product: sign of u instead of u·v": (
+        fn("AbsProduct", _abs_f, lambda ctx, g: (g * torch.sign(ctx.saved_tensors[0]) * ctx.saved_tensors[1],
+                                                 g * torch.sign(ctx.saved_tensors[1]) * ctx.saved_tensors[0])),
+        "abs_product", {}, ["gradcheck", "reference"], "largest absolute error"),
+    "abs_product: the sign forgotten": (
+        fn("AbsProduct", _abs_f, lambda ctx, g: (g * ctx.saved_tensors[1], g * ctx.saved_tensors[0])),
+        "abs_product", {}, ["gradcheck", "reference"], "entries"),
+    "numerical backward: one-sided difference": (
+        fn("NumericalLogSumExp", _lse_f, lambda ctx, g: _lse_numeric(ctx.saved_tensors[0], one_sided=True) * g[:, None]),
+        "numerical_logsumexp", {}, ["reference"], "disagrees with the reference backward"),
+    "numerical backward: grad_output ignored": (
+        fn("NumericalLogSumExp", _lse_f, lambda ctx, g: _lse_numeric(ctx.saved_tensors[0])),
+        "numerical_logsumexp", {}, ["gradcheck", "reference"], "multiply your local derivative by grad_output"),
+}
+
+
+@pytest.mark.parametrize("name", list(WRONG))
+def test_wrong_backward_loses_points_where_it_should(name):
+    F, reference, params, failing, text = WRONG[name]
+    verdict, message = run(F, reference, **params)
+    report = message if verdict is None else verdict.report()
+    assert text in report, report
+    if verdict is not None:
+        assert float(verdict) < 5
+        for p in failing:
+            assert part(verdict, p).passed is False, f"{p} should fail:\n{report}"
+        passed = [p.name for p in verdict.parts if p.passed]
+        assert passed, report
+    else:
+        for p in failing:
+            assert f"[FAIL] {fc.PART_TITLES[p]}" in report, report
+
+
+def test_partial_credit_values():
+    """Each part earns its share: a Function correct except for its interface gets 4/5 of the points (weights 1, 2, 1, 1)."""
+    verdict, _ = run(*WRONG["exp: saves its input"][:2], points=5)
+    assert float(verdict) == 4.0
+    verdict, _ = run(*WRONG["numerical backward: one-sided difference"][:2], points=5)
+    assert float(verdict) == 4.0  # within gradcheck's tolerance, not within the reference's
+    verdict, _ = run(*WRONG["exp: off by a factor 2"][:2], points=5)
+    assert float(verdict) == 2.0  # forward and interface only
+
+
+def test_blank_function_says_not_written():
+    def blank(ctx, *args):
+        raise NotImplementedError()
+    Blank = fn("LinearFunction", blank, blank)
+    _, message = run(Blank, "linear")
+    assert "not written yet" in message and "LinearFunction.apply" in message
+
+
+def test_blank_backward_only_keeps_the_forward_points():
+    def blank(ctx, *args):
+        raise NotImplementedError()
+    verdict, message = run(fn("Exp", _exp_f, blank), "exp")
+    assert verdict is not None and float(verdict) == 1.0
+    assert "`Exp.backward` is not written yet" in verdict.report()
+
+
+def test_crash_in_backward_is_translated():
+    def crash(ctx, g):
+        x, W = ctx.saved_tensors
+        return g @ W, x.T @ g, None     # shapes do not fit for a non-square W
+    verdict, message = run(fn("LinearFunction", _lin_f, crash), "linear", cases=1)
+    report = message or verdict.report()
+    assert "shapes that do not fit" in report and "PyTorch said" in report
+
+
+def test_wrong_kind_of_object():
+    _, message = run(Exp(), "exp")
+    assert "pass the class itself" in message
+    _, message = run(42, "exp")
+    assert "should be a subclass of torch.autograd.Function" in message
+    _, message = run(fn("Exp", lambda ctx, x: x.numpy(), _exp_b), "exp")
+    assert "should return a tensor" in message
+
+
+def test_translation_of_pytorch_errors():
+    class TooFew(Function):
+        @staticmethod
+        def forward(ctx, x, n):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    x = torch.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError) as info:
+        TooFew.apply(x, 3).sum().backward()
+    text = fc.translate(info.value)
+    assert "one value per argument of forward" in text and "PyTorch said" in text
+
+
+def test_messages_do_not_reveal_the_expected_gradient():
+    verdict, _ = run(*WRONG["abs_product: the sign forgotten"][:2], cases=1)
+    args = fc.case_args(fc.SPECS["abs_product"], 0, 0)
+    expected = torch.sign(args[0] * args[1]) * args[1]
+    report = verdict.report()
+    for value in expected.tolist():
+        assert f"{value:.3g}" not in report and f"{value:.4f}" not in report
+
+
+def test_fast_mode_is_used_for_large_inputs_and_catches_mistakes():
+    data = fc.probe_function(Linear, reference="linear", seed=0, cases=5)
+    assert [c["mode"] for c in data["cases"]] == ["full"] * 4 + ["fast"]
+    # only the large case (index 4) is wrong: the bias gradient doubled when the batch is large
+    def sneaky_b(ctx, g):
+        gx, gW, gb = _lin_b(ctx, g)
+        return gx, gW, (gb * 2 if gb is not None and g.shape[0] > 32 else gb)
+    verdict, message = run(fn("LinearFunction", _lin_f, sneaky_b), "linear", cases=5)
+    assert verdict is not None and not part(verdict, "gradcheck").passed, message
+    assert "u·J·v" in verdict.report() and "case 5" in verdict.report()
+
+
+def test_cuda_part_is_skipped_with_a_reason_without_a_gpu():
+    verdict, _ = run(Exp, "exp")
+    cuda = part(verdict, "cuda")
+    if torch.cuda.is_available():
+        assert cuda.passed is True
+    else:
+        assert cuda.passed is None and "no CUDA device" in cuda.messages[0]
+        assert float(verdict) == 5
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the CUDA part of a check cannot run here")
+def test_cuda_part_catches_a_cpu_only_gradient():
+    def cpu_grad(ctx, g):
+        (y,) = ctx.saved_tensors
+        return (g * y).cpu()
+    verdict, _ = run(fn("Exp", _exp_f, cpu_grad), "exp")
+    assert part(verdict, "cuda").passed is False
+
+
+def test_probe_data_is_plain_and_the_judge_alone_decides():
+    check = CHECKS["check_function"]
+    params = {"reference": "linear", "points": 4, "seed": 0, "cases": 2}
+    data = check.collect(Linear, **params)
+
+    def plain(value):
+        if isinstance(value, dict):
+            return all(isinstance(k, str) and plain(v) for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return all(plain(v) for v in value)
+        if isinstance(value, torch.Tensor):
+            return value.device.type == "cpu" and value.grad_fn is None and not value.requires_grad
+        return value is None or isinstance(value, (bool, int, float, str))
+    assert plain(data)
+    assert float(check.decide(data, **params)) == 4
+    # the data of a wrong answer, judged alone, loses points
+    wrong = check.collect(WRONG["linear: transposed weight gradient"][0], **params)
+    assert float(check.decide(wrong, **params)) < 4
+    # a blank answer is data too
+    def blank(ctx, *a):
+        raise NotImplementedError()
+    assert FAILED in check.collect(fn("LinearFunction", blank, blank), **params)
+
+
+# --------------------------------------------------------------------------- property-based
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), reference=st.sampled_from(["mul", "exp", "kill_head", "abs_product", "linear"]))
+def test_correct_functions_pass_on_any_seed(seed, reference):
+    F = {"mul": Mul, "exp": Exp, "kill_head": KillHead, "abs_product": AbsProduct, "linear": Linear}[reference]
+    verdict, message = run(F, reference, seed=seed, cases=2)
+    assert message is None and float(verdict) == 5, message or verdict.report()
+
+
+@settings(max_examples=25, deadline=None)
+@given(factor=st.floats(0.2, 5.0).filter(lambda c: abs(c - 1) > 0.01), seed=st.integers(0, 1000))
+def test_any_constant_factor_is_named(factor, seed):
+    F = fn("Exp", _exp_f, lambda ctx, g: factor * g * ctx.saved_tensors[0])
+    verdict, message = run(F, "exp", seed=seed, cases=1)
+    assert verdict is not None and "same factor" in verdict.report()
+    assert f"{factor:.3g}" in verdict.report()
+
+
+@settings(max_examples=15, deadline=None)
+@given(name=st.sampled_from([n for n, w in WRONG.items() if w[1] != "numerical_logsumexp" and "double" not in n]),
+       seed=st.integers(0, 500))
+def test_gradcheck_part_agrees_with_torch_gradcheck(name, seed):
+    """Our numerical-Jacobian verdict (computed outside the learner's process) is torch.autograd.gradcheck's."""
+    F, reference, params, _, _ = WRONG[name]
+    spec = fc.SPECS[reference]
+    cases = params.get("cases", 2)
+    try:
+        verdict = fc.check_function(F, reference=reference, points=5, seed=seed, cases=cases)
+    except CheckFailed as failure:
+        verdict = failure.verdict
+    ours = part(verdict, "gradcheck").passed
+    theirs = True
+    for case in range(cases):
+        args = fc.case_args(spec, seed, case)
+        inputs = tuple(a.clone().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args)
+        try:
+            theirs &= torch.autograd.gradcheck(F.apply, inputs, raise_exception=False)
+        except Exception:  # torch raises for some interface errors (wrong count, gradient for a non-tensor)
+            theirs = False
+    if ours != theirs:
+        # Only where the interface is wrong: autograd silently sums a gradient with an extra batch dimension
+        # (so torch's gradcheck passes), and raises on a wrong count (so it fails where our Jacobian is right).
+        assert part(verdict, "interface").passed is False, (name, ours, theirs, verdict.report())
+
+
+# --------------------------------------------------------------------------- the other checks
+
+def _numerical_jacobian(f, inputs, eps=1e-6):
+    out_numel = f(*inputs).numel()
+    result = []
+    for i, x in enumerate(inputs):
+        J = torch.empty(out_numel, x.numel(), dtype=x.dtype)
+        for k in range(x.numel()):
+            plus = [t.clone() for t in inputs]
+            minus = [t.clone() for t in inputs]
+            plus[i].view(-1)[k] += eps
+            minus[i].view(-1)[k] -= eps
+            J[:, k] = ((f(*plus) - f(*minus)) / (2 * eps)).reshape(-1)
+        result.append(J)
+    return result
+
+
+PROBLEMS = ["product_sine", "matrix_vector", "sum_of_squares", "softmax"]
+
+
+def test_numerical_jacobian_checks():
+    nb03.check_numerical_jacobian(_numerical_jacobian, problems=PROBLEMS)
+    with pytest.raises(CheckFailed, match="transposed"):
+        nb03.check_numerical_jacobian(lambda f, xs, eps=1e-6: [J.T for J in _numerical_jacobian(f, xs, eps)], problems=["matrix_vector"])
+    with pytest.raises(CheckFailed, match="2·eps apart"):
+        nb03.check_numerical_jacobian(lambda f, xs, eps=1e-6: [2 * J for J in _numerical_jacobian(f, xs, eps)], problems=["product_sine"])
+
+    def in_place(f, inputs, eps=1e-6):
+        for x in inputs:
+            x.view(-1)[0] += eps
+        return _numerical_jacobian(f, inputs, eps)
+    with pytest.raises(CheckFailed, match="not written yet"):
+        nb03.check_numerical_jacobian(lambda f, xs, eps=1e-6: (_ for _ in ()).throw(NotImplementedError()), problems=PROBLEMS)
+    with pytest.raises(CheckFailed, match="changed the inputs"):
+        nb03.check_numerical_jacobian(in_place, problems=["product_sine"])
+
+
+def _my_gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
+    def analytical(fn, inputs):
+        out = fn(*inputs)
+        rows = []
+        for k in range(out.numel()):
+            seed = torch.zeros_like(out).view(-1)
+            seed[k] = 1.0
+            grads = torch.autograd.grad(out, inputs, seed.view_as(out), retain_graph=True, allow_unused=True)
+            rows.append([torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)])
+        return [torch.stack([r[i].reshape(-1) for r in rows]) for i in range(len(inputs))]
+    with torch.no_grad():
+        numerical = _numerical_jacobian(fn, [x.detach() for x in inputs], eps)
+    return all(bool(((a - n).abs() <= atol + rtol * n.abs()).all()) for a, n in zip(analytical(fn, inputs), numerical))
+
+
+def test_my_gradcheck_checks():
+    nb03.check_my_gradcheck(_my_gradcheck, problems=list(nb03.GRADCHECK_PROBLEMS))
+    always = lambda fn, inputs: True  # noqa: E731
+    with pytest.raises(CheckFailed, match="a wrong backward"):
+        nb03.check_my_gradcheck(always, problems=list(nb03.GRADCHECK_PROBLEMS))
+    relative_only = lambda fn, inputs: _my_gradcheck(fn, inputs, atol=0.0)  # noqa: E731
+    with pytest.raises(CheckFailed, match="atol"):
+        nb03.check_my_gradcheck(relative_only, problems=["correct_with_zeros"])
+    loose = lambda fn, inputs: _my_gradcheck(fn, inputs, rtol=0.05)  # noqa: E731
+    with pytest.raises(CheckFailed, match="every entry"):
+        nb03.check_my_gradcheck(loose, problems=["small_relative_error"])
+
+
+def _train(x0, target, n, lr, steps):
+    x = x0.clone().requires_grad_()
+    opt = torch.optim.SGD([x], lr=lr)
+    losses = []
+    for _ in range(steps):
+        loss = torch.mean((KillHead.apply(x, n) - target) ** 2)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return x.detach(), losses
+
+
+def test_kill_head_training_checks():
+    cases = [(0, (4, 5), 2, 0.5, 20), (1, (3, 3), 0, 0.1, 5)]
+    nb03.check_kill_head_training(_train, cases=cases)
+
+    def no_zero_grad(x0, target, n, lr, steps):
+        x = x0.clone().requires_grad_()
+        opt = torch.optim.SGD([x], lr=lr)
+        losses = []
+        for _ in range(steps):
+            loss = torch.mean((KillHead.apply(x, n) - target) ** 2)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return x.detach(), losses
+    with pytest.raises(CheckFailed, match="(?s)loss at step 2.*zero_grad"):
+        nb03.check_kill_head_training(no_zero_grad, cases=cases)
+
+    def trains_x0(x0, target, n, lr, steps):
+        x = x0.requires_grad_()          # no copy: SGD moves the caller's tensor
+        opt = torch.optim.SGD([x], lr=lr)
+        losses = []
+        for _ in range(steps):
+            loss = torch.mean((KillHead.apply(x, n) - target) ** 2)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return x.detach(), losses
+    with pytest.raises(CheckFailed, match="changed x0"):
+        nb03.check_kill_head_training(trains_x0, cases=cases)
+
+    def leaky(x0, target, n, lr, steps):
+        x = x0.clone().requires_grad_()
+        opt = torch.optim.SGD([x], lr=lr)
+        for _ in range(steps):
+            opt.zero_grad()
+            torch.mean((x - target) ** 2).backward()
+            opt.step()
+        return x.detach(), [0.0] * steps
+    with pytest.raises(CheckFailed, match="first 2 column"):
+        nb03.check_kill_head_training(leaky, cases=cases)
+
+
+def test_every_check_shape_used_by_the_notebook_is_registered():
+    for name in ("check_function", "check_numerical_jacobian", "check_my_gradcheck", "check_kill_head_training"):
+        assert name in CHECKS
+    assert math.isfinite(float(fc.WEIGHTS["gradcheck"]))
