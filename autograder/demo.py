@@ -1,7 +1,8 @@
 """`make demo`: the instructor's job end to end in a scratch course directory.
 
-Regenerates the release, builds the example submissions (demo/README.md), grades them into a
-SQLite gradebook, prints the score table and writes feedback HTML and a grades CSV.
+Regenerates the release, builds the example submissions (demo/README.md), grades them with the
+course's grading command (`python -m autograder grade`: sandboxed, parallel) into a SQLite
+gradebook, prints the score table and writes feedback HTML and a grades CSV (with flags).
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def build_course(root: Path, only: list[str], db_url: str) -> None:
             (folder / "timestamp.txt").write_text("2026-11-01 12:00:00.000000 UTC")
 
 
-def run_demo(root: Path = DEFAULT_DIR, only: list[str] | None = None) -> list:
+def run_demo(root: Path = DEFAULT_DIR, only: list[str] | None = None, workers: int | None = None) -> list:
     root = root.resolve()
     only = only or assignments()
     start = time.perf_counter()
@@ -45,13 +46,10 @@ def run_demo(root: Path = DEFAULT_DIR, only: list[str] | None = None) -> list:
     rows = []
     for assignment in only:
         print(f"Grading {assignment} ...", flush=True)
-        rows += grade_assignment(root, assignment, db_url=db_url)
+        rows += grade_assignment(root, assignment, db_url=db_url, workers=workers)
     csv = export_csv(db_url, root / "grades.csv")
     print()
     print(format_table(rows))
-    for row in rows:
-        if row.message:
-            print(f"\n{row.student} / {row.assignment}: {row.message}")
     print(f"\nGradebook:     {root / 'gradebook.db'}")
     print(f"Feedback HTML: {root / 'feedback'}/<student>/<assignment>/*.html")
     print(f"Grades CSV:    {csv}")
@@ -62,9 +60,10 @@ def run_demo(root: Path = DEFAULT_DIR, only: list[str] | None = None) -> list:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="scratch course directory (wiped first)")
+    parser.add_argument("--workers", type=int, default=None, help="parallel grading workers (default: one per core)")
     parser.add_argument("assignments", nargs="*", help="assignments to grade (default: all)")
     args = parser.parse_args()
-    run_demo(args.dir, args.assignments or None)
+    run_demo(args.dir, args.assignments or None, args.workers)
 
 
 if __name__ == "__main__":

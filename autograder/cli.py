@@ -1,0 +1,70 @@
+"""The instructor's grading command.
+
+    python -m autograder grade NN-slug                      # every submission in submitted/*/NN-slug/
+    python -m autograder grade NN-slug --student ada ben    # some of them
+    revad-grade grade NN-slug --workers 4 --require-sandbox --db-url postgresql://...
+
+Run from anywhere; by default it grades this repository's course directory (source solutions/,
+release course/, gradebook .grading/gradebook.db, as in nbgrader_config.py). A killed run started
+again grades only what is left; --force grades everything again.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .coursedir import REPO
+from .grading import export_csv, format_table, grade_assignment
+from .sandbox import Limits
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("grade", help="grade submissions of an assignment (sandboxed, parallel, resumable)")
+    g.add_argument("assignment", help="assignment id, e.g. 01-reverse-accumulation")
+    g.add_argument("--student", nargs="+", default=None, metavar="S", help="grade only these students")
+    g.add_argument("--workers", type=int, default=None, help="parallel workers (default: one per core)")
+    g.add_argument("--require-sandbox", action="store_true",
+                   help="refuse to grade unless every sandbox protection is available")
+    g.add_argument("--course-dir", type=Path, default=None,
+                   help="nbgrader course directory (default: this repository)")
+    g.add_argument("--source", default=None, help="source directory name (default: solutions in this repository, else source)")
+    g.add_argument("--release", default=None, help="release directory name (default: course in this repository, else release)")
+    g.add_argument("--db-url", default=None, help="gradebook URL, e.g. sqlite:///path.db or postgresql://user@host/db")
+    g.add_argument("--force", action="store_true", help="grade again submissions that are already graded")
+    g.add_argument("--timeout", type=int, default=Limits.timeout_s, help="seconds for a whole notebook (wall clock)")
+    g.add_argument("--cell-timeout", type=int, default=Limits.cell_timeout_s, help="seconds for one cell")
+    g.add_argument("--memory-mb", type=int, default=Limits.memory_mb, help="memory limit of the learner's code")
+    g.add_argument("--export", type=Path, default=None, help="also write the CSV export (with flags) here")
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    root = (args.course_dir or REPO).resolve()
+    in_repo = root == REPO.resolve()
+    source = args.source or ("solutions" if in_repo else "source")
+    release = args.release or ("course" if in_repo else "release")
+    db_url = args.db_url or os.environ.get("REVAD_DB_URL") or (
+        f"sqlite:///{root / '.grading' / 'gradebook.db'}" if in_repo else f"sqlite:///{root / 'gradebook.db'}")
+    if db_url.startswith("sqlite:///"):
+        Path(db_url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    limits = Limits(timeout_s=args.timeout, cell_timeout_s=args.cell_timeout, memory_mb=args.memory_mb)
+    rows = grade_assignment(root, args.assignment, args.student, db_url=db_url, source=source, release=release,
+                            workers=args.workers, require_sandbox=args.require_sandbox, force=args.force,
+                            limits=limits, progress=not args.quiet)
+    print()
+    print(format_table(rows))
+    if args.export:
+        print(f"\nGrades CSV: {export_csv(db_url, args.export)}")
+    print(f"\nGradebook: {db_url}\nFeedback HTML: {root / 'feedback'}/<student>/{args.assignment}/*.html")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Writing a graded submission into nbgrader's gradebook, and remembering that it is done.
+
+nbgrader's own tables (submissions, grades, comments, the notebook's ``flagged`` bit) stay the
+record, written through nbgrader's Gradebook API so that formgrader, ``nbgrader generate_feedback``
+and ``nbgrader export`` keep working. One extra table in the same database, ``revad_graded``,
+holds per submission the flags, the messages, the sandbox used and a hash of what was graded. Its
+row is written last: a submission is done when its row exists with the same hash, so a run that
+was killed part-way and started again regrades exactly the ones without a row, and the result is
+the same as an uninterrupted run (a regrade removes nbgrader's rows and writes them again).
+"""
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import Column, Float, MetaData, String, Table, Text, create_engine, delete, select
+
+METADATA = MetaData()
+GRADED = Table(
+    "revad_graded", METADATA,
+    Column("assignment", String(128), primary_key=True),
+    Column("student", String(128), primary_key=True),
+    Column("content_hash", String(64), nullable=False),
+    Column("score", Float, nullable=False),
+    Column("max_score", Float, nullable=False),
+    Column("flags", Text, nullable=False),      # JSON list of {"notebook", "code", "detail"}
+    Column("messages", Text, nullable=False),   # JSON list of strings, as the learner reads them
+    Column("sandbox", Text, nullable=False),
+)
+
+_ENGINES: dict = {}
+
+
+def engine(db_url: str):
+    if db_url not in _ENGINES:
+        eng = create_engine(db_url)
+        METADATA.create_all(eng)
+        _ENGINES[db_url] = eng
+    return _ENGINES[db_url]
+
+
+def completed(db_url: str, assignment: str) -> dict[str, str]:
+    """student -> hash of the submission that was graded."""
+    with engine(db_url).connect() as conn:
+        rows = conn.execute(select(GRADED.c.student, GRADED.c.content_hash).where(GRADED.c.assignment == assignment))
+        return {r.student: r.content_hash for r in rows}
+
+
+def graded_rows(db_url: str, assignment: str | None = None) -> dict[tuple[str, str], dict]:
+    query = select(GRADED)
+    if assignment:
+        query = query.where(GRADED.c.assignment == assignment)
+    with engine(db_url).connect() as conn:
+        return {(r.assignment, r.student): {"flags": json.loads(r.flags), "messages": json.loads(r.messages),
+                                            "sandbox": r.sandbox, "content_hash": r.content_hash,
+                                            "score": r.score, "max_score": r.max_score}
+                for r in conn.execute(query)}
+
+
+def all_flags(result: dict) -> list[dict]:
+    return [{"notebook": name, **flag} for name, nb in result["notebooks"].items() for flag in nb["flags"]]
+
+
+def all_messages(result: dict) -> list[str]:
+    out = list(result["messages"])
+    for name, nb in result["notebooks"].items():
+        out += [f"{name}: {m}" for m in nb["messages"]]
+    return out
+
+
+def record(db_url: str, result: dict, content_hash: str, timestamp: str | None) -> tuple[float, float]:
+    """Write one submission's grades (nbgrader's tables), then its completion row. Idempotent."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    assignment, student = result["assignment"], result["student"]
+    with Gradebook(db_url) as gb:
+        gb.update_or_create_student(student)
+        try:
+            gb.remove_submission(assignment, student)
+        except MissingEntry:
+            pass
+    with Gradebook(db_url) as gb:
+        kwargs = {"timestamp": timestamp} if timestamp else {}
+        gb.add_submission(assignment, student, **kwargs)
+        for name, nb in result["notebooks"].items():
+            for gid, grade in nb["grades"].items():
+                row = gb.find_grade(gid, name, assignment, student)
+                row.auto_score = grade["score"]
+            for gid, comment in nb["comments"].items():
+                try:
+                    gb.find_comment(gid, name, assignment, student).auto_comment = comment
+                except MissingEntry:
+                    pass
+            gb.find_submission_notebook(name, assignment, student).flagged = bool(nb["flags"])
+        gb.db.commit()
+        sub = gb.find_submission(assignment, student)
+        score, max_score = float(sub.score), float(sub.max_score)
+    with engine(db_url).begin() as conn:
+        conn.execute(delete(GRADED).where((GRADED.c.assignment == assignment) & (GRADED.c.student == student)))
+        conn.execute(GRADED.insert().values(
+            assignment=assignment, student=student, content_hash=content_hash, score=score, max_score=max_score,
+            flags=json.dumps(all_flags(result), sort_keys=True), messages=json.dumps(all_messages(result)),
+            sandbox=result.get("sandbox", "")))
+    return score, max_score
+
+
+def forget(db_url: str, assignment: str, students: list[str]) -> None:
+    with engine(db_url).begin() as conn:
+        for student in students:
+            conn.execute(delete(GRADED).where((GRADED.c.assignment == assignment) & (GRADED.c.student == student)))
+
+
+def dump(db_url: str, assignment: str) -> list:
+    """Everything graded for an assignment, without database ids: for comparing two gradebooks."""
+    from nbgrader.api import Gradebook
+
+    out = []
+    with Gradebook(db_url) as gb:
+        for sub in sorted(gb.find_assignment(assignment).submissions, key=lambda s: s.student.id):
+            for nb in sorted(sub.notebooks, key=lambda n: n.name):
+                out.append((sub.student.id, str(sub.timestamp), nb.name, float(nb.score), nb.flagged,
+                            sorted((g.name, g.auto_score, g.manual_score) for g in nb.grades),
+                            sorted((c.name, c.auto_comment) for c in nb.comments)))
+    rows = graded_rows(db_url, assignment)
+    out += sorted((k, json.dumps(v, sort_keys=True)) for k, v in rows.items())
+    return out

@@ -1,0 +1,224 @@
+"""Where a learner's code runs while it is graded: a bubblewrap sandbox, and what it costs to lack one.
+
+The kernel that executes a submission is started as
+
+    prlimit (memory, CPU time, processes, file size)
+      -> bwrap   (own mount, PID, network, IPC and UTS namespaces; read-only system; scratch dir only)
+        -> setpriv (an unprivileged uid of its own, no capabilities, no new privileges)
+          -> python -m ipykernel_launcher
+
+The file system inside is an allow-list: the system directories (/usr, /etc and their links), the
+Python installation and the two course packages that notebooks import (autograder, coursetools),
+all read-only; a fresh /tmp; and the submission's scratch copy, writable. The course directory
+(solutions, gradebook, other submissions), the repository's other folders and /root are not there.
+There is no network: the kernel talks to the grader over Unix sockets in the scratch directory.
+
+Without bubblewrap (or where it cannot start), grading still works -- the limits and the
+unprivileged uid still apply -- and :func:`detect` says which protections are off;
+``require=True`` refuses instead.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import autograder
+import coursetools
+
+BASE_UID = 62000  # grading slot k runs as uid/gid BASE_UID + k: its own process-count budget
+
+
+@dataclass
+class Limits:
+    memory_mb: int = 4096        # address space of each sandboxed process (RLIMIT_AS)
+    cpu_s: int = 600             # CPU seconds per process (RLIMIT_CPU)
+    nproc: int = 128             # processes + threads of the slot's uid (RLIMIT_NPROC)
+    fsize_mb: int = 64           # largest file the code may write (RLIMIT_FSIZE)
+    cell_timeout_s: int = 120    # one cell
+    timeout_s: int = 900         # the whole notebook, wall clock
+    output_kb: int = 512         # output kept per cell (the rest is dropped, with a note)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class SandboxInfo:
+    tool: str | None                 # path of bwrap, or None when grading runs unsandboxed
+    as_root: bool                    # whether the grader is root (then bwrap runs as root, setpriv drops)
+    drop_uid: bool                   # whether kernels run under an unprivileged uid of their own
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def active(self) -> bool:
+        return self.tool is not None
+
+    def protections_off(self) -> list[str]:
+        off = []
+        if not self.active:
+            off += ["network isolation (the learner's code can reach the network)",
+                    "file-system isolation (it can read solutions/, the gradebook and other submissions, "
+                    "and write wherever the grader's user can)",
+                    "process isolation (its processes are cleaned up by uid, not by a PID namespace)"]
+        if not self.drop_uid:
+            off.append("unprivileged user (the code runs as the grader's own user)")
+        return off
+
+    def describe(self) -> str:
+        off = self.protections_off()
+        if not off:
+            return ("sandbox: bubblewrap (no network, read-only system, scratch copy only, unprivileged uid, "
+                    "limits on memory, CPU time, processes, file size and wall time)")
+        text = "WARNING: grading without full sandbox protection. OFF: " + "; ".join(off) + "."
+        text += " Still on: limits on memory, CPU time, processes, file size and wall time; verdicts decided outside the learner's process."
+        if self.problems:
+            text += " (" + " ".join(self.problems) + ")"
+        if not self.active:
+            text += " Install bubblewrap (apt-get install bubblewrap, or `make sandbox`) to turn it on."
+        return text
+
+
+def _bwrap_path() -> str | None:
+    override = os.environ.get("REVAD_BWRAP")
+    if override is not None:  # tests and instructors can point elsewhere, or disable with an empty value
+        return override if override and os.access(override, os.X_OK) else None
+    return shutil.which("bwrap")
+
+
+def _setpriv() -> str | None:
+    return shutil.which("setpriv")
+
+
+def detect(course_root: Path | None = None) -> SandboxInfo:
+    """Find bubblewrap and check that it really starts a sandbox here."""
+    as_root = os.geteuid() == 0
+    drop_uid = as_root and _setpriv() is not None
+    tool = _bwrap_path()
+    problems = []
+    if tool is None:
+        problems.append("bubblewrap (bwrap) was not found.")
+        return SandboxInfo(None, as_root, drop_uid, problems)
+    info = SandboxInfo(tool, as_root, drop_uid, problems)
+    scratch = Path(os.environ.get("TMPDIR", "/tmp"))
+    argv = bwrap_argv(info, scratch_dir=None, hide=[course_root] if course_root else []) + ["/bin/true"]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        problems.append(f"bwrap could not start ({exc}).")
+        return SandboxInfo(None, as_root, drop_uid, problems)
+    if out.returncode != 0:
+        problems.append(f"bwrap could not start a sandbox here: {out.stderr.strip()[:300]}")
+        return SandboxInfo(None, as_root, drop_uid, problems)
+    del scratch
+    return info
+
+
+def _readonly_roots() -> list[Path]:
+    """What the kernel needs to see: system dirs, Python, and the course packages (not the repository)."""
+    roots = [Path(p) for p in ("/usr", "/etc", "/opt") if Path(p).is_dir()]
+    python = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent.parent,
+              Path(autograder.__file__).resolve().parent, Path(coursetools.__file__).resolve().parent}
+    repo = Path(autograder.__file__).resolve().parent.parent
+    for entry in sys.path:
+        if not entry or not Path(entry).is_dir():
+            continue
+        p = Path(entry).resolve()
+        if p == repo or p == Path("/") or repo.is_relative_to(p) and p != repo:
+            continue  # never the repository itself (solutions/, .git) or a parent of it
+        if p.name in ("site-packages", "dist-packages") or "python" in p.name or p.is_relative_to(Path(sys.prefix).resolve()):
+            python.add(p)
+    out: list[Path] = []
+    for p in sorted(roots + [q.resolve() for q in python], key=lambda q: len(q.parts)):
+        if not any(p.is_relative_to(q) for q in out):
+            out.append(p)
+    return out
+
+
+def bwrap_argv(info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | None = None) -> list[str]:
+    """The bubblewrap command line (without the command to run inside)."""
+    argv = [info.tool, "--die-with-parent", "--new-session", "--tmpfs", "/"]
+    for link in ("bin", "lib", "lib64", "sbin", "lib32", "libx32"):
+        p = Path("/") / link
+        if p.is_symlink():
+            argv += ["--symlink", os.readlink(p), str(p)]
+        elif p.is_dir():
+            argv += ["--ro-bind", str(p), str(p)]
+    roots = _readonly_roots()
+    parents = sorted({str(q) for r in roots for q in Path(r).parents
+                      if str(q) != "/" and not any(q.is_relative_to(x) for x in roots)}, key=len)
+    for parent in parents:  # mount points' parents, world-traversable (bwrap would make them 0700)
+        argv += ["--perms", "0755", "--dir", parent]
+    for root in roots:
+        argv += ["--ro-bind", str(root), str(root)]
+    argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp", "--dir", "/run"]
+    for path in hide or []:  # in case one of them sits under an allowed root
+        if path and Path(path).exists() and any(Path(path).resolve().is_relative_to(r) for r in _readonly_roots()):
+            argv += ["--tmpfs", str(Path(path).resolve())]
+    if scratch_dir is not None:
+        for parent in sorted({str(q) for q in Path(scratch_dir).parents if str(q) not in ("/", "/tmp", "/var/tmp")}, key=len):
+            argv += ["--perms", "0755", "--dir", parent]
+        argv += ["--bind", str(scratch_dir), str(scratch_dir), "--chdir", str(scratch_dir / "work")]
+    argv += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+             "--hostname", "grader", "--clearenv"]
+    if not info.as_root:
+        argv += ["--unshare-user"]
+    return argv
+
+
+def kernel_command(info: SandboxInfo, limits: Limits, scratch_dir: Path, slot: int, env: dict[str, str],
+                   hide: list[Path]) -> list[str]:
+    """The full command that starts one sandboxed ipykernel; `{connection_file}` is filled by jupyter_client."""
+    uid = BASE_UID + slot
+    cmd = ["prlimit", f"--as={limits.memory_mb * 2**20}", f"--cpu={limits.cpu_s}",
+           f"--nproc={limits.nproc}", f"--fsize={limits.fsize_mb * 2**20}", f"--core=0", "--"]
+    if shutil.which("prlimit") is None:
+        cmd = []  # grading.py applies the same limits with resource.setrlimit instead
+    if info.active:
+        cmd += bwrap_argv(info, scratch_dir, hide)
+        for key, value in env.items():
+            cmd += ["--setenv", key, value]
+        if info.drop_uid:
+            cmd += ["--", _setpriv(), f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                    "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+        cmd += ["--"]
+    else:
+        cmd += ["env", "-i"] + [f"{k}={v}" for k, v in env.items()]
+        if info.drop_uid:
+            cmd += [_setpriv(), f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                    "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    cmd += [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    return cmd
+
+
+def slot_uid(info: SandboxInfo, slot: int) -> int | None:
+    return BASE_UID + slot if info.drop_uid else None
+
+
+def kill_uid(uid: int | None) -> int:
+    """Kill every process left running under a grading slot's uid (forks that escaped a session)."""
+    if uid is None:
+        return 0
+    import psutil
+    killed = 0
+    for _ in range(5):
+        victims = []
+        for proc in psutil.process_iter(["uids"]):
+            try:
+                if proc.info["uids"] and proc.info["uids"].real == uid:
+                    victims.append(proc)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+        if not victims:
+            break
+        for proc in victims:
+            try:
+                proc.kill()
+                killed += 1
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+        psutil.wait_procs(victims, timeout=2)
+    return killed
