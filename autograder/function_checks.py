@@ -523,10 +523,18 @@ def _output_index(shapes, k: int) -> str:
 
 
 def _compare(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float):
+    """(wrong entries, largest absolute error, largest relative error among wrong entries whose value is not 0)."""
     err = (got - want).abs()
     bad = err > atol + rtol * want.abs()
-    rel = err / want.abs().clamp_min(1e-12)
-    return bad, float(err.max()) if err.numel() else 0.0, float(rel[bad].max()) if bad.any() else 0.0
+    nonzero = bad & (want.abs() > atol)
+    rel = err / want.abs().clamp_min(1e-300)
+    return bad, float(err.max()) if err.numel() else 0.0, float(rel[nonzero].max()) if nonzero.any() else math.inf
+
+
+def _errors(max_abs: float, max_rel: float) -> str:
+    rel = (f"largest relative error {max_rel:.3g}" if math.isfinite(max_rel)
+           else "the right value of every wrong entry is 0, so no relative error")
+    return f"largest absolute error {max_abs:.3g}, {rel}"
 
 
 def _describe_entries(bad: torch.Tensor, out_shapes, in_name, in_shape, limit=6) -> str:
@@ -638,7 +646,7 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
                 entries = ", ".join(_output_index([tuple(e.shape)], int(k)) for k in torch.nonzero(bad.reshape(-1)).flatten()[:6])
                 hints = [h(args, got_outputs, expected) for h in spec.forward_hints]
                 fwd.fail(f"forward's output is wrong in {int(bad.sum())} of {bad.numel()} entries {where}: {entries}; "
-                         f"largest absolute error {max_abs:.3g}, largest relative error {max_rel:.3g}.", *hints)
+                         f"{_errors(max_abs, max_rel)}.", *hints)
     if data["output_dtypes"][0] != "float64":
         fwd.fail(f"forward returned a {data['output_dtypes'][0]} tensor for float64 inputs: keep the input's dtype.")
 
@@ -744,8 +752,8 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
             if bad.any():
                 parts["gradcheck"].fail(
                     f"the gradient for `{label}` disagrees with the numerical Jacobian {where} in {int(bad.sum())} of "
-                    f"{bad.numel()} entries: {_describe_entries(bad, shapes, label, shape)}; largest absolute error "
-                    f"{max_abs:.3g}, largest relative error {max_rel:.3g}.", *hints)
+                    f"{bad.numel()} entries: {_describe_entries(bad, shapes, label, shape)}; "
+                    f"{_errors(max_abs, max_rel)}.", *hints)
                 if got.numel() <= PICTURE_LIMIT:
                     pictures.append({"title": f"{name}: d outputs / d {label} {where}", "numerical": numerical,
                                      "analytical": got, "bad": bad})
@@ -753,8 +761,8 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
             if bad.any():
                 parts["reference"].fail(
                     f"the gradient for `{label}` disagrees with the reference backward {where} in {int(bad.sum())} of "
-                    f"{bad.numel()} Jacobian entries: {_describe_entries(bad, shapes, label, shape)}; largest absolute "
-                    f"error {max_abs:.3g}, largest relative error {max_rel:.3g}.", *hints)
+                    f"{bad.numel()} Jacobian entries: {_describe_entries(bad, shapes, label, shape)}; "
+                    f"{_errors(max_abs, max_rel)}.", *hints)
         else:
             # gradcheck's fast mode: u^T J v, analytically (the VJP dotted with v) and numerically.
             v = directions[i].reshape(-1)
@@ -773,8 +781,7 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
             if bad.any():
                 parts["reference"].fail(
                     f"the gradient for `{label}` disagrees with the reference backward {where} in "
-                    f"{_describe_grad_entries(bad.any(0), label, shape)}; largest absolute error {max_abs:.3g}, largest "
-                    f"relative error {max_rel:.3g}.", *(_generic_hints(got, want, True) + _spec_hints(spec, args, calls, i, data, ref)))
+                    f"{_describe_grad_entries(bad.any(0), label, shape)}; {_errors(max_abs, max_rel)}.", *(_generic_hints(got, want, True) + _spec_hints(spec, args, calls, i, data, ref)))
 
     # 4. double backward
     if double_backward and spec.double_backward:
@@ -927,9 +934,13 @@ def judge_function(data, reference, seed=0, cases=None, double_backward=False, c
             db.passed = None          # every case too large: not scored, and the report says why
         else:
             db.messages.clear()
-    scored = [p for p in parts.values() if p.passed is not None]
+    # The CUDA part can only take points away: a machine with a GPU and one without give a correct answer
+    # the same score, and a wrong answer the same score too unless it is wrong on CUDA only.
+    scored = [p for p in parts.values() if p.passed is not None and p.name != "cuda"]
     total = sum(p.weight for p in scored)
     earned = sum(p.weight for p in scored if p.passed)
+    if cuda and parts["cuda"].passed is False:
+        earned = max(0.0, earned - parts["cuda"].weight)
     score = round(points * earned / total, 2) if total else float(points)
     verdict = Verdict(score, points=points, parts=list(parts.values()), title=f"{name} ({spec.title})", pictures=pictures[:2])
     if earned == 0:
@@ -952,7 +963,8 @@ def draw_jacobians(picture: dict):
         image = ax.imshow(matrix.numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("input entry (flattened)")
-        ax.set_ylabel("output entry (flattened)")
+    axes[0].set_ylabel("output entry (flattened)")
+    for ax in axes:
         for r, c in torch.nonzero(bad).tolist():
             ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=1.5))
     fig.colorbar(image, ax=list(axes), shrink=0.8)
@@ -973,10 +985,15 @@ def _show_pictures(pictures) -> None:
     import matplotlib.pyplot as plt
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        import io
+
+        from IPython.display import Image
         for picture in pictures:
             fig = draw_jacobians(picture)
-            display(fig)
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")   # a PNG whatever the backend
             plt.close(fig)
+            display(Image(data=buffer.getvalue(), format="png"))
 
 
 @dataclass(frozen=True)
@@ -993,7 +1010,7 @@ class ReportingCheck(Check):
         if isinstance(verdict, Verdict):
             print(verdict.report() if not verdict.passed else f"{verdict.title}: all parts pass "
                   f"({float(verdict):g} of {verdict.points:g} points).")
-            for p in verdict.parts:
+            for p in verdict.parts if verdict.passed else []:
                 if p.passed is None:
                     print("  skipped: " + "; ".join(p.messages))
             _show_pictures(verdict.pictures)

@@ -60,7 +60,7 @@ add_spec(FunctionSpec(name="exp", title="Exp.apply(x)", arg_names=("x",), make_a
 # --- Linear: Y = X W + b, W of shape (in_features, out_features) ----------------------------------
 
 _LINEAR_CASES = [  # (batch, in, out, bias: "tensor" | "absent" | "none")
-    (4, 3, 2, "tensor"), (3, 2, 4, "absent"), (5, 3, 3, "none"), (2, 4, 4, "tensor"), (64, 24, 16, "tensor"),
+    (4, 3, 3, "tensor"), (3, 2, 4, "absent"), (5, 3, 2, "none"), (2, 4, 4, "tensor"), (64, 24, 16, "tensor"),
 ]
 
 
