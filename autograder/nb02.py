@@ -1,0 +1,917 @@
+"""Checks for notebook 02 (a scalar autograd engine).
+
+Probes touch only the learner's objects: they build graphs with the learner's `Variable`
+constructor (or the learner's operators), call the learner's code under a time limit and a
+recursion cap, and return plain numbers. Judges recompute every reference with PyTorch's autograd
+(or, for a plain chain, the product of its local derivatives) and never see the learner's objects.
+
+The graphs the tests use can be rebuilt by learners with :func:`example_graph`, and the random
+expressions with :func:`random_expression_text`, so a failure can be reproduced in the notebook.
+"""
+from __future__ import annotations
+
+import math
+import random
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from contextlib import contextmanager
+from typing import Any, Callable
+
+import torch
+
+from .feedback import CheckFailed, close, mismatch, not_written
+from .registry import register
+
+# ---------------------------------------------------------------------------------------------
+# Running learner code: blank stubs, crashes, recursion and time limits, all as readable failures.
+# ---------------------------------------------------------------------------------------------
+
+
+class _OutOfTime(BaseException):
+    """Raised by the alarm inside the learner's code (BaseException, so `except Exception` there
+    does not swallow it)."""
+
+
+@contextmanager
+def _time_limit(seconds: float | None):
+    """Interrupt the body after `seconds` (main thread only: signals cannot be delivered elsewhere)."""
+    usable = (seconds and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise _OutOfTime()
+
+    old_handler = signal.signal(signal.SIGALRM, on_alarm)
+    old_timer = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old_handler)
+        if old_timer[0] > 0:  # someone else's alarm was pending: give it back
+            signal.setitimer(signal.ITIMER_REAL, *old_timer)
+
+
+def _stack_depth() -> int:
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    return depth
+
+
+@contextmanager
+def _recursion_cap(extra: int = 2000):
+    """Lower (never raise) the recursion limit while learner code runs, so that code which recurses
+    once per node fails with RecursionError instead of overflowing the C stack after the learner
+    raised the limit with sys.setrecursionlimit."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(min(old, _stack_depth() + extra))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def _innermost_function(exc: BaseException, default: str) -> str:
+    tb = exc.__traceback__
+    name = default
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.endswith(("autograder/nb02.py", "autograder\\nb02.py")) and \
+                code.co_name not in ("<module>", "<lambda>", "<listcomp>", "<genexpr>"):
+            name = code.co_name
+        tb = tb.tb_next
+    return name
+
+
+def _crash_hint(exc: Exception) -> str:
+    text = str(exc)
+    if isinstance(exc, AttributeError) and any(f"'{t}' object has no attribute" in text for t in ("float", "int")):
+        return ("\nHint: one operand is a plain number, not a Variable. Wrap it with `as_variable(other)` "
+                "before you read `.value`.")
+    if isinstance(exc, ValueError) and "math domain error" in text:
+        return ("\nHint: math.log (or math.sqrt) got a number outside its domain. ln a exists only for a > 0: "
+                "for a base a <= 0 the derivative with respect to the exponent does not exist: record math.nan.")
+    if isinstance(exc, TypeError) and "complex" in text:
+        return "\nHint: a negative number to a fractional power is complex in Python; the tests avoid that."
+    return ""
+
+
+def _run(fn: Callable, *args: Any, name: str, call: str, seconds: float | None = None,
+         on_timeout: str = "", on_recursion: str = "") -> Any:
+    """Call learner code; every way it can fail becomes a CheckFailed that says what happened."""
+    try:
+        with _recursion_cap(), _time_limit(seconds):
+            return fn(*args)
+    except NotImplementedError as exc:
+        raise not_written(_innermost_function(exc, name)) from None
+    except RecursionError:
+        raise CheckFailed(
+            f"`{call}` raised RecursionError{on_recursion}: your {name} recurses, once per node along a "
+            "path, and Python allows only about a thousand nested calls. Use an explicit stack or "
+            "queue (a list you append to and pop from) instead of calling a function from itself.") from None
+    except _OutOfTime:
+        raise CheckFailed(f"`{call}` did not finish within {seconds:g} s{on_timeout}") from None
+    except CheckFailed:
+        raise
+    except Exception as exc:
+        raise CheckFailed(f"`{call}` raised {type(exc).__name__}: {exc}{_crash_hint(exc)}\n"
+                          "Run the same call in a cell of your own to see where it fails.") from exc
+
+
+def _number(value: Any, what: str) -> float:
+    """A learner's number as a float (NaN allowed: some derivatives are NaN on purpose)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+        raise CheckFailed(f"{what} should be a number, but it is {_short(value)} ({type(value).__name__}).")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise CheckFailed(f"{what} should be a number, but it is {_short(value)} ({type(value).__name__}).") from None
+
+
+def _short(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a learner object whose repr crashes
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _variable_class(obj: Any) -> type:
+    if not isinstance(obj, type):
+        raise CheckFailed(f"This check takes the class `Variable` itself; it got {_short(obj)}.")
+    return obj
+
+
+def _variable_of(fn: Any, name: str) -> type:
+    """The `Variable` class of the notebook a learner function was defined in."""
+    if not callable(fn):
+        raise CheckFailed(f"`{name}` should be a function, but it is a {type(fn).__name__}.")
+    cls = getattr(fn, "__globals__", {}).get("Variable")
+    if not isinstance(cls, type):
+        raise CheckFailed(f"`{name}` needs the class `Variable`: run the cells of section 1 first.")
+    return cls
+
+
+def _edges(node: Any, what: str) -> list:
+    parents = getattr(node, "parents", None)
+    local_grads = getattr(node, "local_grads", None)
+    if not isinstance(parents, Sequence) or not isinstance(local_grads, Sequence):
+        raise CheckFailed(f"{what} should have `parents` and `local_grads`, each a tuple; it has "
+                          f"parents={_short(parents)}, local_grads={_short(local_grads)}.")
+    if len(parents) != len(local_grads):
+        raise CheckFailed(f"{what} has {len(parents)} parents but {len(local_grads)} local derivatives: "
+                          "record one local derivative per parent, in the same order.")
+    return list(zip(parents, local_grads))
+
+
+def _gradients(out: Any, wrt: list, what: str, max_nodes: int = 200_000) -> list[float]:
+    """d out / d w for each w in `wrt`, by the probe's own sweep over the local derivatives the
+    learner's operations recorded (so that an exercise on operations does not depend on the
+    learner's backward)."""
+    uses, nodes, stack = {id(out): 0}, {id(out): out}, [out]
+    while stack:
+        node = stack.pop()
+        for parent, _ in _edges(node, f"A node in the graph of {what}"):
+            if id(parent) in uses:
+                uses[id(parent)] += 1
+            else:
+                uses[id(parent)], nodes[id(parent)] = 1, parent
+                stack.append(parent)
+                if len(nodes) > max_nodes:
+                    raise CheckFailed(f"The graph of {what} has more than {max_nodes} nodes.")
+    adjoint = {key: 0.0 for key in nodes}
+    adjoint[id(out)] = 1.0
+    ready = [out]
+    while ready:
+        node = ready.pop()
+        g = adjoint[id(node)]
+        for parent, local in _edges(node, f"A node in the graph of {what}"):
+            local = _number(local, f"A local derivative in the graph of {what}")
+            adjoint[id(parent)] += g * local
+            uses[id(parent)] -= 1
+            if uses[id(parent)] == 0:
+                ready.append(parent)
+    return [adjoint.get(id(w), 0.0) for w in wrt]
+
+
+def _describe(what: str, got: float, expected: float) -> str:
+    if math.isnan(expected) and not math.isnan(got):
+        return f"{what} should not exist here (PyTorch gives nan), but yours is a finite number."
+    if math.isnan(got):
+        return f"{what} is nan, but it exists here."
+    return mismatch(what, got, expected)
+
+
+def _agree(got: float, expected: float, rtol: float = 1e-9, atol: float = 1e-12) -> bool:
+    if math.isnan(expected) or math.isnan(got):
+        return math.isnan(expected) and math.isnan(got)
+    if math.isinf(expected) or math.isinf(got):
+        return got == expected
+    return close(got, expected, rtol=rtol, atol=atol)
+
+
+def _fail(problems: list[str], hints: list[str], intro: str = "Some numbers are wrong:") -> None:
+    if problems:
+        text = "\n".join(f"  - {p}" for p in problems[:6])
+        more = f"\n  ... and {len(problems) - 6} more" if len(problems) > 6 else ""
+        extra = "".join(f"\nHint: {h}" for h in dict.fromkeys(hints))
+        raise CheckFailed(f"{intro}\n{text}{more}{extra}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercises 1-4: operations. Each form is one expression; the probe records its value and the
+# gradient of the result with respect to x and y, the judge gets both from PyTorch.
+# ---------------------------------------------------------------------------------------------
+
+def _tanh_v(v):
+    return v.tanh()
+
+
+_FORMS: dict[str, list[tuple]] = {
+    # (shown as, applies to case (a, b)?, on Variables / tensors: f(x, y, a, b))
+    "mul": [("x * y", lambda a, b: True, lambda x, y, a, b: x * y),
+            ("x * b", lambda a, b: True, lambda x, y, a, b: x * b),
+            ("a * y", lambda a, b: True, lambda x, y, a, b: a * y),
+            ("x * x", lambda a, b: True, lambda x, y, a, b: x * x)],
+    "truediv": [("x / y", lambda a, b: b != 0, lambda x, y, a, b: x / y),
+                ("x / b", lambda a, b: b != 0, lambda x, y, a, b: x / b),
+                ("a / y", lambda a, b: b != 0, lambda x, y, a, b: a / y),
+                ("x / x", lambda a, b: a != 0, lambda x, y, a, b: x / x)],
+    "pow": [("x ** b", lambda a, b: a > 0 or float(b).is_integer(), lambda x, y, a, b: x ** b),
+            ("x ** y", lambda a, b: a > 0 or float(b).is_integer(), lambda x, y, a, b: x ** y),
+            ("a ** y", lambda a, b: a > 0, lambda x, y, a, b: a ** y)],
+}
+_OP_NAMES = {"mul": "variable_mul", "truediv": "variable_truediv", "pow": "variable_pow", "tanh": "variable_tanh"}
+
+
+def _forms(op: str, a: float, b: float) -> list[tuple]:
+    if op == "tanh":
+        return [("x.tanh()", lambda x, y, a, b: x.tanh() if not isinstance(x, torch.Tensor) else torch.tanh(x))]
+    return [(text, fn) for text, applies, fn in _FORMS[op] if applies(a, b)]
+
+
+def _probe_op(op: str, Variable: Any, cases: list) -> list:
+    Variable = _variable_class(Variable)
+    data = []
+    for case in cases:
+        a, b = (case, 1.0) if op == "tanh" else case
+        results = []
+        for text, fn in _forms(op, a, b):
+            x, y = Variable(float(a)), Variable(float(b))
+            call = f"{text} with x = Variable({a}), y = Variable({b}), a = {a}, b = {b}" if op != "tanh" \
+                else f"Variable({a}).tanh()"
+            out = _run(fn, x, y, float(a), float(b), name=_OP_NAMES[op], call=call, seconds=10)
+            if not isinstance(out, Variable):
+                raise CheckFailed(f"`{call}` should return a Variable; it returned {_short(out)} ({type(out).__name__}).")
+            value = _number(getattr(out, "value", None), f"The value of `{call}`")
+            results.append({"form": text, "value": value, "grads": _gradients(out, [x, y], f"`{call}`")})
+        data.append(results)
+    return data
+
+
+def _reference_form(fn: Callable, a: float, b: float) -> tuple[float, list[float]]:
+    x = torch.tensor(float(a), dtype=torch.float64, requires_grad=True)
+    y = torch.tensor(float(b), dtype=torch.float64, requires_grad=True)
+    out = fn(x, y, float(a), float(b))
+    grads = torch.autograd.grad(out, [x, y], allow_unused=True)
+    return float(out), [0.0 if g is None else float(g) for g in grads]
+
+
+def _op_hints(op: str, text: str, a: float, b: float, which: int, got: float, expected: float) -> list[str]:
+    hints = []
+    if op == "mul" and text == "x * y" and which == 0 and _agree(got, a) and not _agree(a, b):
+        hints.append("∂(x·y)/∂x is the *other* factor: record y's value for x and x's value for y.")
+    if op == "truediv" and text in ("x / y", "a / y") and which == 1 and b != 0:
+        if _agree(got, -a / b):
+            hints.append("∂(x/y)/∂y = −x/y²: the denominator is squared.")
+        elif _agree(got, -1 / (b * b)):
+            hints.append("∂(x/y)/∂y = −x/y²: you left out the factor x.")
+    if op == "pow" and which == 0 and a != 0:
+        if _agree(got, b * a ** b):
+            hints.append("The exponent drops by one: ∂(a^b)/∂a = b·a^(b−1).")
+        elif _agree(got, a ** (b - 1)):
+            hints.append("∂(a^b)/∂a = b·a^(b−1): multiply by the exponent b.")
+    if op == "pow" and which == 1 and a < 0 and not math.isnan(got) and _agree(got, a ** b * math.log(-a), rtol=1e-7):
+        hints.append("That is a^b·ln|a|. For a < 0 the derivative with respect to the exponent does not exist "
+                     "(a^b is not defined for the b around it): record math.nan, as PyTorch does. ln|a| gives a "
+                     "finite number that is wrong.")
+    if op == "pow" and which == 1 and a > 0 and math.isnan(got):
+        hints.append("Here a > 0, so ln a exists: ∂(a^b)/∂b = a^b·ln a.")
+    if op == "tanh" and which == 0:
+        t = math.tanh(a)
+        if _agree(got, t * t):
+            hints.append("That is tanh², the classic slip: the derivative is 1 − tanh²(a), written with the output t as 1 − t².")
+        elif _agree(got, 1 - a * a):
+            hints.append("1 − a² uses the input; the derivative is 1 − t² with t = tanh(a), the output.")
+    return hints
+
+
+def _judge_op(op: str, data: list, cases: list) -> None:
+    problems, hints = [], []
+    for case, results in zip(cases, data):
+        a, b = (case, 1.0) if op == "tanh" else case
+        forms = _forms(op, a, b)
+        if len(results) != len(forms):
+            raise CheckFailed("The check's data does not match its cases: run the test cell again.")
+        for (text, fn), got in zip(forms, results):
+            value, grads = _reference_form(fn, a, b)
+            where = f"`{text}` at x = {a}" + ("" if op == "tanh" else f", y = {b}")
+            if not _agree(got["value"], value, rtol=1e-12):
+                problems.append(_describe(f"The value of {where}", got["value"], value))
+                continue
+            for which, symbol in enumerate(("x", "y")):
+                if op == "tanh" and which == 1:
+                    continue
+                if not _agree(got["grads"][which], grads[which]):
+                    problems.append(_describe(f"The derivative of {where} with respect to {symbol}",
+                                              got["grads"][which], grads[which]))
+                    hints += _op_hints(op, text, a, b, which, got["grads"][which], grads[which])
+    _fail(problems, hints)
+
+
+check_mul = register("check_mul", lambda Variable, cases: _probe_op("mul", Variable, cases),
+                     lambda data, cases: _judge_op("mul", data, cases))
+check_truediv = register("check_truediv", lambda Variable, cases: _probe_op("truediv", Variable, cases),
+                         lambda data, cases: _judge_op("truediv", data, cases))
+check_pow = register("check_pow", lambda Variable, cases: _probe_op("pow", Variable, cases),
+                     lambda data, cases: _judge_op("pow", data, cases))
+check_tanh = register("check_tanh", lambda Variable, points: _probe_op("tanh", Variable, points),
+                      lambda data, points: _judge_op("tanh", data, points))
+
+
+# ---------------------------------------------------------------------------------------------
+# Graphs for exercises 5-7, built from (kind, n, seed) alone: the probe builds them with the
+# learner's constructor, the judge rebuilds their structure and asks PyTorch for the gradients.
+# ---------------------------------------------------------------------------------------------
+
+GRAPH_KINDS = ("random", "reuse", "chain", "doubling")
+
+
+def _graph_spec(kind: str, n: int, seed: int) -> tuple[list[tuple], list[float]]:
+    """[(parent indices, local derivatives)] per node in creation order (the last is the output),
+    and the nodes' values (arbitrary: a backward pass does not read them)."""
+    if kind not in GRAPH_KINDS:
+        raise ValueError(f"kind must be one of {GRAPH_KINDS}")
+    rng = random.Random(f"{kind}/{n}/{seed}")
+    spec: list[tuple] = []
+    if kind == "random":
+        inputs = max(2, n // 4)
+        for i in range(n):
+            if i < inputs:
+                spec.append(((), ()))
+                continue
+            k = rng.choice((1, 2, 2, 3))
+            parents = tuple(rng.randrange(max(0, i - 8), i) if rng.random() < 0.8 else rng.randrange(i)
+                            for _ in range(k))
+            spec.append((parents, tuple(round(rng.uniform(-1.5, 1.5), 3) for _ in parents)))
+    elif kind == "reuse":  # x (node 0) and w (node 1) feed n nodes; the output uses all of them and x twice more
+        spec = [((), ()), ((), ())]
+        for _ in range(n):
+            spec.append(((0, 1), (round(rng.uniform(-1, 1), 3), round(rng.uniform(-1, 1), 3))))
+        users = tuple(range(2, n + 2)) + (0, 0)
+        spec.append((users, tuple(round(rng.uniform(-1, 1), 3) for _ in users)))
+    elif kind == "chain":  # x, then n nodes each using the one before
+        spec = [((), ())] + [((i,), (round(math.exp(rng.uniform(-0.02, 0.02)), 6),)) for i in range(n)]
+    else:  # doubling: each of n levels uses the level before twice: 2^n paths
+        spec = [((), ())]
+        for i in range(n):
+            c = round(rng.uniform(0.3, 0.7), 3)
+            spec.append(((i, i), (c, round(1.0 - c + rng.uniform(-0.05, 0.05), 3))))
+    values = [round(rng.uniform(-2, 2), 3) for _ in spec]
+    return spec, values
+
+
+def example_graph(Variable: type, kind: str, n: int, seed: int) -> list:
+    """The graph a test calls (kind, n, seed), built with your `Variable(value, parents, local_grads)`.
+    Returns its nodes in creation order; the last one is the output."""
+    spec, values = _graph_spec(kind, n, seed)
+    nodes: list = []
+    for (parents, locals_), value in zip(spec, values):
+        nodes.append(Variable(value, tuple(nodes[p] for p in parents), tuple(locals_)))
+    return nodes
+
+
+def _reachable(spec: list) -> list[bool]:
+    seen = [False] * len(spec)
+    seen[-1] = True
+    for i in range(len(spec) - 1, -1, -1):  # parents always have smaller indices
+        if seen[i]:
+            for p in spec[i][0]:
+                seen[p] = True
+    return seen
+
+
+def _graph_name(kind: str, n: int, seed: int) -> str:
+    return f'example_graph(Variable, "{kind}", {n}, {seed})'
+
+
+def _graph_words(kind: str, n: int) -> str:
+    return {"random": f"a random graph of {n} nodes",
+            "reuse": f"a graph in which one input is used {n + 2} times",
+            "chain": f"a chain {n} nodes deep",
+            "doubling": f"a doubling chain of {n} levels ({n + 1} nodes, 2^{n} paths from the output to the input)"}[kind]
+
+
+def _sample(kind: str, n_nodes: int) -> list[int]:
+    """Which nodes' grads the probe reports: all of them, except on a long chain."""
+    if kind != "chain" or n_nodes <= 2000:
+        return list(range(n_nodes))
+    step = max(1, n_nodes // 200)
+    return sorted(set(range(0, n_nodes, step)) | {0, 1, n_nodes - 2, n_nodes - 1})
+
+
+_TIME = {"random": 10.0, "reuse": 10.0, "chain": 30.0, "doubling": 5.0}
+
+
+def _timeout_words(kind: str, n: int, what: str) -> str:
+    if kind == "doubling":
+        return (f" on {_graph_words(kind, n)}. It has only {n + 1} nodes, so {what} walks every path: "
+                "a node reached along many paths is visited once per path. Visit each node once: keep a set "
+                "of the nodes already seen, and sweep in (reverse) topological order.")
+    return (f" on {_graph_words(kind, n)}. The work should grow in proportion to the number of nodes; "
+            "look for something in a loop that itself takes time proportional to the graph "
+            "(`list.pop(0)`, `x in some_list`, `list.index`, sorting inside the loop, ...).")
+
+
+def _recursion_words(kind: str, n: int) -> str:
+    return f" on {_graph_words(kind, n)}"
+
+
+def _reference_grads(kind: str, n: int, seed: int) -> tuple[list[float], list[float]]:
+    """Gradients of the output with respect to every node, and an error scale for each (the same
+    gradients with every local derivative replaced by its absolute value): sums computed in another
+    order differ by round-off relative to that scale, not to the (possibly cancelled) result."""
+    spec, _ = _graph_spec(kind, n, seed)
+    reach = _reachable(spec)
+    if kind == "chain":  # a path graph: the chain rule is a running product
+        grads = [0.0] * len(spec)
+        grads[-1] = 1.0
+        for i in range(len(spec) - 1, 0, -1):
+            grads[i - 1] = grads[i] * spec[i][1][0]
+        return grads, [abs(g) for g in grads]
+    result = []
+    for absolute in (False, True):
+        nodes: list[torch.Tensor] = []
+        for parents, locals_ in spec:
+            if not parents:
+                nodes.append(torch.zeros((), dtype=torch.float64, requires_grad=True))
+            else:
+                terms = [nodes[p] * (abs(c) if absolute else c) for p, c in zip(parents, locals_)]
+                node = terms[0]
+                for t in terms[1:]:
+                    node = node + t
+                nodes.append(node)
+        wanted = [i for i in range(len(spec)) if reach[i]]
+        grads = torch.autograd.grad(nodes[-1], [nodes[i] for i in wanted], allow_unused=True)
+        full = [0.0] * len(spec)
+        for i, g in zip(wanted, grads):
+            full[i] = 1.0 if i == len(spec) - 1 else (0.0 if g is None else float(g))
+        result.append(full)
+    return result[0], result[1]
+
+
+def _index_map(nodes: list) -> dict:
+    return {id(node): i for i, node in enumerate(nodes)}
+
+
+# Exercise 5: topological_order ----------------------------------------------------------------
+
+class _Node:
+    """A bare node for topological_order when the notebook has no Variable class."""
+    __slots__ = ("value", "grad", "parents", "local_grads", "op")
+
+    def __init__(self, value, parents=(), local_grads=(), op=""):
+        self.value, self.grad, self.parents, self.local_grads, self.op = value, 0.0, parents, local_grads, op
+
+
+def probe_topological_order(topological_order, graphs):
+    if not callable(topological_order):
+        raise CheckFailed(f"`topological_order` should be a function, but it is a {type(topological_order).__name__}.")
+    cls = getattr(topological_order, "__globals__", {}).get("Variable")
+    cls = cls if isinstance(cls, type) else _Node
+    data = []
+    for kind, n, seed in graphs:
+        nodes = example_graph(cls, kind, n, seed)
+        call = f"topological_order(nodes[-1]) with nodes = {_graph_name(kind, n, seed)}"
+        order = _run(topological_order, nodes[-1], name="topological_order", call=call, seconds=_TIME[kind],
+                     on_timeout=_timeout_words(kind, n, "topological_order"), on_recursion=_recursion_words(kind, n))
+        try:
+            order = list(order)
+        except TypeError:
+            raise CheckFailed(f"`{call}` should return a list of nodes; it returned {_short(order)}.") from None
+        index = _index_map(nodes)
+        data.append([index.get(id(node), -1) for node in order])
+    return data
+
+
+def judge_topological_order(data, graphs):
+    for (kind, n, seed), order in zip(graphs, data):
+        spec, _ = _graph_spec(kind, n, seed)
+        reach = _reachable(spec)
+        where = f"On {_graph_words(kind, n)} (`nodes = {_graph_name(kind, n, seed)}`), topological_order(nodes[-1])"
+        if -1 in order:
+            raise CheckFailed(f"{where} returned something that is not a node of the graph (item {order.index(-1)} "
+                              "of the list). Return the nodes themselves.")
+        counts: dict[int, int] = {}
+        for i in order:
+            counts[i] = counts.get(i, 0) + 1
+        twice = sorted(i for i, c in counts.items() if c > 1)
+        if twice:
+            raise CheckFailed(f"{where} lists node {twice[0]} {counts[twice[0]]} times ({len(twice)} nodes appear more "
+                              "than once). Each node must appear exactly once: remember which nodes you have "
+                              "already added (a set), and skip them when you meet them again along another path.")
+        missing = [i for i in range(len(spec)) if reach[i] and i not in counts]
+        if missing:
+            raise CheckFailed(f"{where} leaves out {len(missing)} of the nodes the output depends on "
+                              f"(node {missing[0]}, for one). Follow `.parents` from the output all the way to the inputs.")
+        extra = [i for i in counts if not reach[i]]
+        if extra:
+            raise CheckFailed(f"{where} lists node {extra[0]}, which the output does not depend on. "
+                              "Collect only what you reach through `.parents` from the output.")
+        position = {i: k for k, i in enumerate(order)}
+        for i in order:
+            late = [p for p in spec[i][0] if position[p] > position[i]]
+            if late:
+                hint = ""
+                if all(position[p] > position[j] for j in order for p in spec[j][0]):
+                    hint = " Your list is in reverse: the inputs come first and the output last."
+                raise CheckFailed(f"{where} puts node {i} before its parent node {late[0]}. Every node must come "
+                                  f"after all of its parents.{hint}")
+
+
+check_topological_order = register("check_topological_order", probe_topological_order, judge_topological_order)
+
+
+# Exercise 6: backward -------------------------------------------------------------------------
+
+def probe_backward(Variable, graphs):
+    Variable = _variable_class(Variable)
+    data = []
+    for kind, n, seed in graphs:
+        nodes = example_graph(Variable, kind, n, seed)
+        call = f"nodes[-1].backward() with nodes = {_graph_name(kind, n, seed)}"
+        _run(lambda: nodes[-1].backward(), name="backward", call=call, seconds=_TIME[kind],
+             on_timeout=_timeout_words(kind, n, "backward (or the topological_order it uses)"),
+             on_recursion=_recursion_words(kind, n))
+        data.append([_number(nodes[i].grad, f"The grad of node {i} after `{call}`") for i in _sample(kind, len(nodes))])
+    return data
+
+
+def _uses(spec: list) -> list[int]:
+    count = [0] * len(spec)
+    for parents, _ in spec:
+        for p in parents:
+            count[p] += 1
+    return count
+
+
+def judge_backward(data, graphs):
+    for (kind, n, seed), got in zip(graphs, data):
+        spec, _ = _graph_spec(kind, n, seed)
+        expected, scale = _reference_grads(kind, n, seed)
+        sample = _sample(kind, len(spec))
+        reach = _reachable(spec)
+        where = f"After `nodes[-1].backward()` on {_graph_words(kind, n)} (`nodes = {_graph_name(kind, n, seed)}`)"
+        root = len(spec) - 1
+        wrong = [i for k, i in enumerate(sample)
+                 if not (abs(got[k] - expected[i]) <= 1e-9 * scale[i] + 1e-12)]
+        if not wrong:
+            continue
+        by_node = dict(zip(sample, got))
+        problems, hints = [], []
+        for i in wrong[::-1][:6]:
+            label = "the output" if i == root else ("an input" if not spec[i][0] else "")
+            name = f"the grad of node {i}" + (f" ({label})" if label else "")
+            if not reach[i]:
+                problems.append(f"{name} changed, but the output does not depend on that node: leave it at 0.")
+            else:
+                problems.append(_describe(name, by_node[i], expected[i]))
+        if root in wrong:
+            hints.append("The sweep starts from the seed: the output's grad is d(output)/d(output) = 1.")
+        nonzero = [i for i in sample if by_node[i] != 0.0 and i != root]
+        direct = set(spec[root][0])
+        if root not in wrong and not nonzero:
+            hints.append("Only the output's grad was set: for each node, add grad × local derivative to each parent's grad.")
+        elif root not in wrong and set(nonzero) <= direct and any(expected[i] != 0 for i in sample if i not in direct and i != root):
+            hints.append("Only the output's direct parents got a grad: sweep the nodes in *reverse* topological order, "
+                         "so that a node's grad is complete before it is passed on.")
+        uses = _uses(spec)
+        # the first wrong nodes in the sweep: every node that uses them is right
+        users: dict[int, list[int]] = {}
+        for j, (parents, _) in enumerate(spec):
+            for p in parents:
+                users.setdefault(p, []).append(j)
+        wrong_set = set(wrong)
+        first = [i for i in wrong if reach[i] and not any(u in wrong_set for u in users.get(i, []))]
+        if first and all(uses[i] > 1 for i in first):
+            hints.append("The first wrong nodes are the ones used more than once. A node used several times "
+                         "collects a contribution from every use: `parent.grad += ...`, not `parent.grad = ...`.")
+        _fail(problems, hints, intro=f"{where}:")
+
+
+check_backward = register("check_backward", probe_backward, judge_backward)
+
+
+# Exercise 6, hidden part: the whole engine against PyTorch on random expressions ------------------
+
+_UNARY = ("neg", "radd", "rsub", "rmul", "rdiv", "powc", "rpow", "exp", "log", "tanh", "relu", "sigmoid")
+_BINARY = ("add", "sub", "mul", "div", "powv")
+_POWERS = (2.0, 3.0, 0.5, -1.5)
+
+
+def random_program(seed: int) -> tuple[list[float], list[tuple]]:
+    """The random expression a test calls by its seed: input values, and steps (op, i, j, constant)
+    that each append one value to a pool that starts with the inputs."""
+    rng = random.Random(f"expression/{seed}")
+    inputs = [round(rng.uniform(-2, 2), 3) for _ in range(rng.randint(2, 4))]
+    steps = []
+    for _ in range(rng.randint(6, 24)):
+        size = len(inputs) + len(steps)
+        pick = lambda: size - 1 - min(int(rng.expovariate(0.4)), size - 1)  # noqa: E731  (recent values more often)
+        op = rng.choice(_UNARY + _BINARY + _BINARY)
+        constant = rng.choice(_POWERS) if op == "powc" else round(rng.uniform(-2, 2), 3)
+        steps.append((op, pick(), pick(), constant))
+    return inputs, steps
+
+
+def _apply(op: str, a: Any, b: Any, c: float, fns: dict) -> Any:
+    if op == "add":
+        return a + b
+    if op == "sub":
+        return a - b
+    if op == "mul":
+        return a * b
+    if op == "div":
+        return a / (b * b + 1.0)
+    if op == "powv":
+        return (fns["sigmoid"](a) + 0.5) ** fns["tanh"](b)
+    if op == "neg":
+        return -a
+    if op == "radd":
+        return c + a
+    if op == "rsub":
+        return c - a
+    if op == "rmul":
+        return c * a
+    if op == "rdiv":
+        return c / (a * a + 0.5)
+    if op == "powc":
+        return a ** c if c in (2.0, 3.0) else (a * a + 0.5) ** c
+    if op == "rpow":
+        return (abs(c) + 0.5) ** fns["tanh"](a)
+    if op == "exp":
+        return fns["exp"](fns["tanh"](a))
+    if op == "log":
+        return fns["log"](fns["sigmoid"](a) + 0.1)
+    return fns[op](a)
+
+
+def _evaluate(inputs: list, steps: list, fns: dict) -> Any:
+    pool = list(inputs)
+    for op, i, j, c in steps:
+        pool.append(_apply(op, pool[i], pool[j], c, fns))
+    return pool[-1]
+
+
+_VARIABLE_FNS = {name: (lambda name: lambda v: getattr(v, name)())(name) for name in ("exp", "log", "tanh", "relu", "sigmoid")}
+_TORCH_FNS = {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}
+
+
+def random_expression_text(seed: int) -> str:
+    """The random expression of a test seed, one step per line."""
+    inputs, steps = random_program(seed)
+    names = [f"x{i}" for i in range(len(inputs))]
+    lines = [f"{n} = Variable({v})" for n, v in zip(names, inputs)]
+    shown = {"add": "{a} + {b}", "sub": "{a} - {b}", "mul": "{a} * {b}", "div": "{a} / ({b} * {b} + 1.0)",
+             "powv": "({a}.sigmoid() + 0.5) ** {b}.tanh()", "neg": "-{a}", "radd": "{c} + {a}", "rsub": "{c} - {a}",
+             "rmul": "{c} * {a}", "rdiv": "{c} / ({a} * {a} + 0.5)", "rpow": "{p} ** {a}.tanh()",
+             "exp": "{a}.tanh().exp()", "log": "({a}.sigmoid() + 0.1).log()"}
+    for k, (op, i, j, c) in enumerate(steps):
+        a, b = names[i], names[j]
+        if op == "powc":
+            text = f"{a} ** {c}" if c in (2.0, 3.0) else f"({a} * {a} + 0.5) ** {c}"
+        else:
+            text = shown.get(op, "{a}." + op + "()").format(a=a, b=b, c=c, p=abs(c) + 0.5)
+        names.append(f"v{k}")
+        lines.append(f"v{k} = {text}")
+    return "\n".join(lines)
+
+
+def probe_engine(Variable, seeds):
+    Variable = _variable_class(Variable)
+    data = []
+    for seed in seeds:
+        inputs, steps = random_program(seed)
+        xs = [Variable(v) for v in inputs]
+        call = f"the random expression {seed}"
+        out = _run(_evaluate, xs, steps, _VARIABLE_FNS, name="operations", call=f"building {call}", seconds=10)
+        if not isinstance(out, Variable):
+            raise CheckFailed(f"Building {call} gave {_short(out)}, not a Variable.")
+        _run(lambda: out.backward(), name="backward", call=f"backward() on {call}", seconds=10)
+        data.append({"value": _number(out.value, f"The value of {call}"),
+                     "grads": [_number(x.grad, f"The grad of an input of {call}") for x in xs]})
+    return data
+
+
+def judge_engine(data, seeds):
+    for seed, got in zip(seeds, data):
+        inputs, steps = random_program(seed)
+        ts = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in inputs]
+        out = _evaluate(ts, steps, _TORCH_FNS)
+        grads = [0.0 if g is None else float(g) for g in torch.autograd.grad(out, ts, allow_unused=True)]
+        listing = "\n".join("    " + line for line in random_expression_text(seed).splitlines())
+        intro = (f"On random expression {seed} (see it with `from autograder.nb02 import random_expression_text; "
+                 f"print(random_expression_text({seed}))`):\n{listing}\n")
+        if not _agree(got["value"], float(out), rtol=1e-10):
+            raise CheckFailed(intro + _describe("the value of the last line", got["value"], float(out)) +
+                              "\nA value is wrong before any derivative: check what each operation returns.")
+        scale = max([abs(g) for g in grads] + [1e-300])
+        problems = [_describe(f"the grad of x{k}", g, e) for k, (g, e) in enumerate(zip(got["grads"], grads))
+                    if not abs(g - e) <= 1e-8 * (abs(e) + 1e-4 * scale) + 1e-12]
+        if problems:
+            raise CheckFailed(intro + "\n".join("  - " + p for p in problems) +
+                              "\nIf your backward passes the graph tests above, a local derivative of one of these "
+                              "operations is wrong: the test cells of exercises 1-4 and your gradient_check will find it.")
+
+
+check_engine = register("check_engine", probe_engine, judge_engine)
+
+
+# Exercise 7: zero_grad --------------------------------------------------------------------------
+
+def probe_zero_grad(Variable, graphs):
+    Variable = _variable_class(Variable)
+    data = []
+    for kind, n, seed in graphs:
+        nodes = example_graph(Variable, kind, n, seed)
+        for i, node in enumerate(nodes):
+            node.grad = 1.5 + i % 7
+        call = f"nodes[-1].zero_grad() with nodes = {_graph_name(kind, n, seed)} and every grad set to a nonzero number"
+        _run(lambda: nodes[-1].zero_grad(), name="zero_grad", call=call, seconds=_TIME[kind],
+             on_timeout=_timeout_words(kind, n, "zero_grad"), on_recursion=_recursion_words(kind, n))
+        data.append({i: _number(node.grad, f"The grad of node {i} after `{call}`")
+                     for i, node in enumerate(nodes) if node.grad != 0.0})
+    return data
+
+
+def judge_zero_grad(data, graphs):
+    for (kind, n, seed), nonzero in zip(graphs, data):
+        spec, _ = _graph_spec(kind, n, seed)
+        reach = _reachable(spec)
+        left = sorted(int(i) for i in nonzero if reach[int(i)])
+        if left:
+            root = len(spec) - 1
+            hint = ""
+            if root not in left:
+                hint = ("\nHint: the output itself was reset, its parents were not. zero_grad resets every node of the "
+                        "graph: topological_order(self) lists them all.")
+            raise CheckFailed(f"After `nodes[-1].zero_grad()` on {_graph_words(kind, n)} "
+                              f"(`nodes = {_graph_name(kind, n, seed)}`), {len(left)} nodes still have a nonzero grad "
+                              f"(node {left[0]}, for one).{hint}")
+
+
+check_zero_grad = register("check_zero_grad", probe_zero_grad, judge_zero_grad)
+
+
+# Exercise 8: gradient_check ---------------------------------------------------------------------
+# Each function is one node whose local derivatives are given, right or deliberately wrong; the
+# judge knows what the true derivatives are (PyTorch) and what the node claims.
+
+def _smooth(xs):
+    return math.sin(xs[0]) * xs[1] + xs[1] ** 3
+
+
+_CHECK_FUNCTIONS: dict[str, tuple] = {
+    # name: (value from floats, recorded local derivatives, the same function on tensors)
+    "smooth": (_smooth, lambda xs: [math.cos(xs[0]) * xs[1], math.sin(xs[0]) + 3 * xs[1] ** 2],
+               lambda t: torch.sin(t[0]) * t[1] + t[1] ** 3),
+    "tanh_squared": (lambda xs: math.tanh(xs[0]), lambda xs: [math.tanh(xs[0]) ** 2], lambda t: torch.tanh(t[0])),
+    "exp_scaled": (lambda xs: math.exp(xs[0]) * xs[1], lambda xs: [math.exp(xs[0]) * xs[1], math.exp(xs[0])],
+                   lambda t: torch.exp(t[0]) * t[1]),
+    "swapped_product": (lambda xs: xs[0] * xs[1], lambda xs: [xs[0], xs[1]], lambda t: t[0] * t[1]),
+    "flat": (lambda xs: 3.0, lambda xs: [0.0, 0.0], lambda t: 0.0 * t[0] + 0.0 * t[1] + 3.0),
+    "tiny": (lambda xs: 1e-6 * xs[0] ** 2, lambda xs: [4e-6 * xs[0]], lambda t: 1e-6 * t[0] ** 2),
+}
+
+
+def probe_gradient_check(gradient_check, cases):
+    Variable = _variable_of(gradient_check, "gradient_check")
+    data = []
+    for name, inputs in cases:
+        value, recorded, _ = _CHECK_FUNCTIONS[name]
+
+        def f(variables, value=value, recorded=recorded):
+            xs = [float(v.value) for v in variables]
+            return Variable(value(xs), tuple(variables), tuple(recorded(xs)), "f")
+
+        call = f"gradient_check(f, {list(inputs)}) with f = the test function \"{name}\""
+        errors = _run(gradient_check, f, list(inputs), name="gradient_check", call=call, seconds=10)
+        if isinstance(errors, (int, float)) or not isinstance(errors, Sequence):
+            raise CheckFailed(f"`{call}` should return a list with one relative error per input; it returned {_short(errors)}.")
+        if len(errors) != len(inputs):
+            raise CheckFailed(f"`{call}` returned {len(errors)} numbers for {len(inputs)} inputs: one relative error per input.")
+        data.append([_number(e, f"An entry of the list returned by `{call}`") for e in errors])
+    return data
+
+
+def judge_gradient_check(data, cases):
+    for (name, inputs), got in zip(cases, data):
+        _, recorded, torch_fn = _CHECK_FUNCTIONS[name]
+        t = torch.tensor([float(v) for v in inputs], dtype=torch.float64, requires_grad=True)
+        true = torch.autograd.grad(torch_fn(t), t)[0].tolist()
+        claimed = recorded([float(v) for v in inputs])
+        call = f"gradient_check(f, {list(inputs)}) for the test function \"{name}\""
+        for i, (e, a, n) in enumerate(zip(got, claimed, true)):
+            scale = max(abs(a), abs(n))
+            expected = 0.0 if scale == 0 else abs(a - n) / scale
+            what = f"the relative error `{call}` reports for input {i}"
+            if math.isnan(e):
+                hint = " When both gradients are 0 the relative error is 0: check for that before dividing." if scale == 0 else ""
+                raise CheckFailed(f"{what[0].upper() + what[1:]} is nan.{hint}")
+            if e < 0:
+                raise CheckFailed(f"{what[0].upper() + what[1:]} is negative: an error is a size, take the absolute value.")
+            if expected < 1e-6:  # the function's derivative is right: the check must say so, to many digits
+                if e <= 1e-7:
+                    continue
+                hint = ""
+                if e < 1e-2:
+                    hint = ("\nHint: that is the size of a one-sided difference's error. Step both ways: "
+                            "(f(x + h) - f(x - h)) / 2h.")
+                raise CheckFailed(f"This function's backward is correct, but {what} is {e:.2g}; a central difference "
+                                  f"in float64 agrees with a correct derivative to about 1e-9.{hint}")
+            if abs(e - expected) <= 1e-6 + 1e-4 * expected:
+                continue
+            hints = []
+            if abs(e - abs(a - n)) <= 1e-6 * max(abs(a - n), 1e-30) + 1e-15:
+                hints.append("That is the absolute error |backward - numeric|; divide it by the larger of the two magnitudes.")
+            elif n != 0 and abs(e - abs(a - n) / abs(n)) <= 1e-4 * e:
+                hints.append("You divided by the numerical gradient alone; divide by the larger of |backward| and |numeric|.")
+            elif a != 0 and abs(e - abs(a - n) / abs(a)) <= 1e-4 * e:
+                hints.append("You divided by the backward gradient alone; divide by the larger of |backward| and |numeric|.")
+            raise CheckFailed(f"This function's backward is wrong for input {i}, and {what} is {e:.3g}: "
+                              f"{'too small' if e < expected else 'too large'} (off by {abs(e - expected):.2g})."
+                              + "".join(f"\nHint: {h}" for h in hints))
+
+
+check_gradient_check = register("check_gradient_check", probe_gradient_check, judge_gradient_check)
+
+
+# Exercise 9: neuron_loss ------------------------------------------------------------------------
+
+def probe_neuron_loss(neuron_loss, cases):
+    Variable = _variable_of(neuron_loss, "neuron_loss")
+    data = []
+    for weights, bias, inputs, target in cases:
+        w = [Variable(float(v)) for v in weights]
+        b = Variable(float(bias))
+        call = f"neuron_loss({_short([f'Variable({v})' for v in weights])}, Variable({bias}), {list(inputs)}, {target})"
+        out = _run(neuron_loss, w, b, [float(v) for v in inputs], float(target), name="neuron_loss", call=call, seconds=10)
+        if not isinstance(out, Variable):
+            raise CheckFailed(f"`{call}` should return a Variable (so that backward can run from it); it returned "
+                              f"{_short(out)} ({type(out).__name__}).")
+        data.append({"value": _number(out.value, f"The value of `{call}`"),
+                     "grads": _gradients(out, w + [b], f"`{call}`")})
+    return data
+
+
+def judge_neuron_loss(data, cases):
+    for (weights, bias, inputs, target), got in zip(cases, data):
+        tw = torch.tensor([float(v) for v in weights], dtype=torch.float64, requires_grad=True)
+        tb = torch.tensor(float(bias), dtype=torch.float64, requires_grad=True)
+        x = torch.tensor([float(v) for v in inputs], dtype=torch.float64)
+        prediction = torch.tanh(torch.sum(tw * x) + tb)
+        loss = (prediction - target) ** 2
+        grad_w, grad_b = torch.autograd.grad(loss, [tw, tb])
+        expected = grad_w.tolist() + [float(grad_b)]
+        call = f"neuron_loss(weights={list(weights)}, bias={bias}, inputs={list(inputs)}, target={target})"
+        y_hat, s = float(prediction), float(torch.sum(tw * x) + tb)
+        if not _agree(got["value"], float(loss), rtol=1e-10):
+            hints = []
+            if _agree(got["value"], 0.5 * float(loss), rtol=1e-10):
+                hints.append("The loss here is (ŷ − y)², without a factor ½.")
+            elif any(_agree(got["value"], k * (y_hat - target ** 2) ** p, rtol=1e-10) for k in (0.5, 1.0) for p in (1, 2)):
+                hints.append("Square the difference (ŷ − y), not the target.")
+            elif _agree(got["value"], (s - target) ** 2, rtol=1e-10):
+                hints.append("The prediction is tanh of the weighted sum plus the bias.")
+            raise CheckFailed(_describe(f"The value of `{call}`", got["value"], float(loss)) +
+                              "".join(f"\nHint: {h}" for h in hints))
+        names = [f"weights[{i}]" for i in range(len(weights))] + ["bias"]
+        problems = [_describe(f"d loss / d {nm}", g, e) for nm, g, e in zip(names, got["grads"], expected)
+                    if not _agree(g, e, rtol=1e-8, atol=1e-12)]
+        if problems:
+            if all(g == 0.0 for g in got["grads"]):
+                hint = ("No gradient reaches the weights or the bias: the graph is broken. Somewhere a plain float "
+                        "(`.value`, `math.tanh`, `float(...)`) was used where a Variable operation was needed.")
+            else:
+                hint = ("The value is right, so the expression is right; the derivatives come from the local "
+                        "derivatives your operations record. Run the tests of exercises 1-4 again (tanh, ** and *).")
+            _fail(problems, [hint], intro=f"`{call}`:")
+
+
+check_neuron_loss = register("check_neuron_loss", probe_neuron_loss, judge_neuron_loss)
