@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PYTHONWARNINGS := ignore::DeprecationWarning
 
-.PHONY: venv lab demo release test clean
+.PHONY: venv lab demo release test clean bench-checks
 
 venv: $(STAMP)
 
@@ -26,6 +26,9 @@ lab: $(STAMP)  ## learners: JupyterLab on course/ with the nbgrader extension
 
 demo: $(STAMP)  ## instructors: release, grade the example submissions, report
 	$(BIN)/python -m autograder.demo
+
+bench-checks: $(STAMP)  ## seconds per exercise for the checks of notebook 03 (one CPU thread)
+	$(BIN)/python -m benchmarks.checks 03-custom-functions
 
 release: $(STAMP)  ## regenerate course/ from solutions/
 	$(BIN)/python -m autograder.release

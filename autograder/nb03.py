@@ -201,15 +201,16 @@ def judge_numerical_jacobian(data, problems, eps=1e-6):
                 raise CheckFailed(f"`{call}`: the Jacobian for input {i} has shape {tuple(J.shape)}; it should be "
                                   f"(number of output entries, number of input entries) = {tuple(want.shape)}.{hint}")
             err = (J - want).abs()
-            bad = err > 1e-6 + 1e-6 * want.abs()
+            bad = err > 1e-8 + 1e-7 * want.abs()   # a central difference in float64 is good to ~1e-10 here
             if bad.any():
                 hints = []
                 if torch.allclose(J, 2 * want, rtol=1e-5, atol=1e-6):
                     hints.append("every entry is twice too large: x + eps and x - eps are 2·eps apart.")
                 elif torch.allclose(J, -want, rtol=1e-5, atol=1e-6):
                     hints.append("the sign is flipped: f(x + eps) - f(x - eps), in that order.")
-                elif float(err.max()) < 1e-2:
-                    hints.append("small errors everywhere look like a one-sided difference: step both ways, x + eps and x - eps.")
+                elif float(err.max()) < 1e-4:
+                    hints.append("small errors (of the order of eps) look like a one-sided difference: step both ways, "
+                                 "x + eps and x - eps, and divide by 2·eps.")
                 entries = [f"[{r}, {c}]" for r, c in torch.nonzero(bad)[:6].tolist()]
                 raise CheckFailed(f"`{call}`: the Jacobian for input {i} is wrong in entries {', '.join(entries)} "
                                   f"(largest error {float(err.max()):.3g})." + "".join(f"\nHint: {h}" for h in hints))

@@ -523,6 +523,20 @@ def test_numerical_jacobian_checks():
     with pytest.raises(CheckFailed, match="2·eps apart"):
         nb03.check_numerical_jacobian(lambda f, xs, eps=1e-6: [2 * J for J in _numerical_jacobian(f, xs, eps)], problems=["product_sine"])
 
+    def one_sided(f, inputs, eps=1e-6):
+        base = f(*inputs).reshape(-1)
+        out = []
+        for i, x in enumerate(inputs):
+            J = torch.empty(base.numel(), x.numel())
+            for k in range(x.numel()):
+                moved = [t.clone() for t in inputs]
+                moved[i].view(-1)[k] += eps
+                J[:, k] = (f(*moved).reshape(-1) - base) / eps
+            out.append(J)
+        return out
+    with pytest.raises(CheckFailed, match="one-sided"):
+        nb03.check_numerical_jacobian(one_sided, problems=["product_sine"])
+
     def in_place(f, inputs, eps=1e-6):
         for x in inputs:
             x.view(-1)[0] += eps
