@@ -236,7 +236,7 @@ def _fresh(args: tuple, requires: Sequence[bool] | None = None, dtype=None, devi
 
 def _backward_once(fn, is_function, args, grad_outputs, name, retain=False):
     """Call the learner's backward with these grad_outputs. Returns (raw returns tuple, grad_output_modified)."""
-    outputs = _forward(fn, args, f"{name}.apply" if is_function else name)
+    outputs = _forward(fn, args, f"{name}.forward" if is_function else name)
     kept = [g.clone() for g in grad_outputs]
     if is_function:
         node = outputs[0].grad_fn
@@ -265,7 +265,7 @@ def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) 
     args = case_args(spec, seed, case)
     slots = _tensor_slots(args)
     data: dict[str, Any] = {"case": case}
-    outputs = _forward(fn, _fresh(args), f"{name}.apply" if is_function else name)
+    outputs = _forward(fn, _fresh(args), f"{name}.forward" if is_function else name)
     data["outputs"] = [o.detach().to("cpu").clone() for o in outputs]
     data["output_dtypes"] = [str(o.dtype).replace("torch.", "") for o in outputs]
     data["node"] = type(outputs[0].grad_fn).__name__ if outputs[0].grad_fn is not None else None
@@ -323,14 +323,14 @@ def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) 
                     for side, sign in enumerate((1.0, -1.0)):
                         moved = list(_fresh(args, [False] * len(args)))
                         moved[i].view(-1)[k] += sign * EPS
-                        rows[side, k] = _flat_outputs(_forward(fn, tuple(moved), f"{name}.apply" if is_function else name))
+                        rows[side, k] = _flat_outputs(_forward(fn, tuple(moved), f"{name}.forward" if is_function else name))
                 perturbed[i] = rows
             else:
                 rows = torch.empty(2, out_numel, dtype=torch.float64)
                 for side, sign in enumerate((1.0, -1.0)):
                     moved = list(_fresh(args, [False] * len(args)))
                     moved[i] = moved[i] + sign * EPS * directions[i]
-                    rows[side] = _flat_outputs(_forward(fn, tuple(moved), f"{name}.apply" if is_function else name))
+                    rows[side] = _flat_outputs(_forward(fn, tuple(moved), f"{name}.forward" if is_function else name))
                 perturbed[i] = rows
     data["perturbed"] = perturbed
 
@@ -366,7 +366,7 @@ def _probe_double_backward(fn, name, is_function, args, shapes, seed, case) -> d
     the learner's backward, create_graph=True) and numerically (the learner's backward at perturbed inputs)."""
     u = _grad_outputs(shapes, seed, case + 1000, count=1)[0]
     slots = _tensor_slots(args)
-    label = f"{name}.apply" if is_function else name
+    label = f"{name}.forward" if is_function else name
 
     def vjp(values, create_graph):
         inputs = _fresh(values)

@@ -341,7 +341,7 @@ def test_blank_function_says_not_written():
         raise NotImplementedError()
     Blank = fn("LinearFunction", blank, blank)
     _, message = run(Blank, "linear")
-    assert "not written yet" in message and "LinearFunction.apply" in message
+    assert "not written yet" in message and "LinearFunction.forward" in message
 
 
 def test_blank_backward_only_keeps_the_forward_points():
