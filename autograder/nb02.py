@@ -280,7 +280,7 @@ def _reference_form(fn: Callable, a: float, b: float) -> tuple[float, list[float
     y = torch.tensor(float(b), dtype=torch.float64, requires_grad=True)
     out = fn(x, y, float(a), float(b))
     grads = torch.autograd.grad(out, [x, y], allow_unused=True)
-    return float(out), [0.0 if g is None else float(g) for g in grads]
+    return float(out.detach()), [0.0 if g is None else float(g) for g in grads]
 
 
 def _op_hints(op: str, text: str, a: float, b: float, which: int, got: float, expected: float) -> list[str]:
@@ -724,12 +724,13 @@ def judge_engine(data, seeds):
         inputs, steps = random_program(seed)
         ts = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in inputs]
         out = _evaluate(ts, steps, _TORCH_FNS)
+        value = float(out.detach())
         grads = [0.0 if g is None else float(g) for g in torch.autograd.grad(out, ts, allow_unused=True)]
         listing = "\n".join("    " + line for line in random_expression_text(seed).splitlines())
         intro = (f"On random expression {seed} (see it with `from autograder.nb02 import random_expression_text; "
                  f"print(random_expression_text({seed}))`):\n{listing}\n")
-        if not _agree(got["value"], float(out), rtol=1e-10):
-            raise CheckFailed(intro + _describe("the value of the last line", got["value"], float(out)) +
+        if not _agree(got["value"], value, rtol=1e-10):
+            raise CheckFailed(intro + _describe("the value of the last line", got["value"], value) +
                               "\nA value is wrong before any derivative: check what each operation returns.")
         scale = max([abs(g) for g in grads] + [1e-300])
         problems = [_describe(f"the grad of x{k}", g, e) for k, (g, e) in enumerate(zip(got["grads"], grads))
@@ -864,6 +865,17 @@ check_gradient_check = register("check_gradient_check", probe_gradient_check, ju
 
 # Exercise 9: neuron_loss ------------------------------------------------------------------------
 
+def _connected(out: Any, wrt: list) -> list[bool]:
+    """Whether each of `wrt` is reachable from `out` through `.parents`."""
+    seen, stack = {id(out)}, [out]
+    while stack:
+        for parent in getattr(stack.pop(), "parents", ()):
+            if id(parent) not in seen:
+                seen.add(id(parent))
+                stack.append(parent)
+    return [id(w) in seen for w in wrt]
+
+
 def probe_neuron_loss(neuron_loss, cases):
     Variable = _variable_of(neuron_loss, "neuron_loss")
     data = []
@@ -876,7 +888,8 @@ def probe_neuron_loss(neuron_loss, cases):
             raise CheckFailed(f"`{call}` should return a Variable (so that backward can run from it); it returned "
                               f"{_short(out)} ({type(out).__name__}).")
         data.append({"value": _number(out.value, f"The value of `{call}`"),
-                     "grads": _gradients(out, w + [b], f"`{call}`")})
+                     "grads": _gradients(out, w + [b], f"`{call}`"),
+                     "connected": _connected(out, w + [b])})
     return data
 
 
@@ -890,7 +903,7 @@ def judge_neuron_loss(data, cases):
         grad_w, grad_b = torch.autograd.grad(loss, [tw, tb])
         expected = grad_w.tolist() + [float(grad_b)]
         call = f"neuron_loss(weights={list(weights)}, bias={bias}, inputs={list(inputs)}, target={target})"
-        y_hat, s = float(prediction), float(torch.sum(tw * x) + tb)
+        y_hat, s, loss = float(prediction.detach()), float((torch.sum(tw * x) + tb).detach()), loss.detach()
         if not _agree(got["value"], float(loss), rtol=1e-10):
             hints = []
             if _agree(got["value"], 0.5 * float(loss), rtol=1e-10):
@@ -905,9 +918,10 @@ def judge_neuron_loss(data, cases):
         problems = [_describe(f"d loss / d {nm}", g, e) for nm, g, e in zip(names, got["grads"], expected)
                     if not _agree(g, e, rtol=1e-8, atol=1e-12)]
         if problems:
-            if all(g == 0.0 for g in got["grads"]):
-                hint = ("No gradient reaches the weights or the bias: the graph is broken. Somewhere a plain float "
-                        "(`.value`, `math.tanh`, `float(...)`) was used where a Variable operation was needed.")
+            if not all(got.get("connected", [True])):
+                hint = ("Some of the weights or the bias are not in the graph of the loss: the graph is broken. "
+                        "Somewhere a plain float (`.value`, `math.tanh`, `float(...)`) was used where a Variable "
+                        "operation was needed, so no gradient can flow back past it.")
             else:
                 hint = ("The value is right, so the expression is right; the derivatives come from the local "
                         "derivatives your operations record. Run the tests of exercises 1-4 again (tanh, ** and *).")

@@ -1,0 +1,1 @@
+"""Benchmarks of the course's reference code (run with `make bench-engine`)."""
