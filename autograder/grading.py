@@ -168,6 +168,65 @@ def _die_with_parent():
         pass
 
 
+class _Worker:
+    """A long-lived `python -m autograder.runner --serve` process; replaced when it dies or hangs."""
+
+    def __init__(self, slot: int, state_dir: Path):
+        self.slot, self.state_dir = slot, state_dir
+        self.proc = None
+        self.job = None
+        self.started = 0.0
+        self._buffer = b""
+
+    def _spawn(self) -> None:
+        log = open(self.state_dir / f"worker-{self.slot}.log", "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.runner", "--serve"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=log, start_new_session=True,
+                                     preexec_fn=_die_with_parent)
+        log.close()
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self._buffer = b""
+
+    def submit(self, student: str, job_dir: Path) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            self._spawn()
+        self.job = (student, job_dir)
+        self.started = time.monotonic()
+        try:
+            self.proc.stdin.write(f"{job_dir / 'job.json'}\n".encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+
+    def poll(self, limit: float) -> str:
+        """running | done | died | overdue"""
+        try:
+            chunk = self.proc.stdout.read()
+        except (OSError, ValueError):
+            chunk = None
+        if chunk:
+            self._buffer += chunk
+        if b"done " in self._buffer:
+            self._buffer = self._buffer.split(b"\n")[-1] if self._buffer.endswith(b"\n") is False else b""
+            return "done"
+        if self.proc.poll() is not None:
+            self.proc = None
+            return "died"
+        if time.monotonic() - self.started > limit:
+            self.stop()
+            return "overdue"
+        return "running"
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        self.proc = None
+
+
 def _read_timestamp(folder: Path) -> str | None:
     path = folder / "timestamp.txt"
     try:
@@ -242,54 +301,41 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
     os.chmod(scratch_base, 0o711)
     bar = Progress(len(todo), progress)
     pending = list(todo)
-    running: dict[int, tuple] = {}
-    free = list(range(workers))
+    pool = [_Worker(slot, state_dir) for slot in range(min(workers, max(len(todo), 1)))]
     per_submission = limits.timeout_s * max(1, len(spec["notebooks"])) + 300
     try:
-        while pending or running:
-            while pending and free:
-                student = pending.pop(0)
-                slot = free.pop(0)
-                job_dir = state_dir / student
-                if job_dir.exists():
-                    shutil.rmtree(job_dir)
-                (job_dir / "out").mkdir(parents=True)
-                job = {"student": student, "spec": str(spec_path), "slot": slot,
-                       "submission": str(course_root / "submitted" / student / assignment),
-                       "out": str(job_dir / "out"), "scratch": str(scratch_base / str(slot)),
-                       "limits": limits.to_dict(), "hide": [str(course_root)],
-                       "sandbox": {"tool": info.tool, "as_root": info.as_root, "drop_uid": info.drop_uid},
-                       "sandbox_text": info.describe(), "threads": 1 if workers > 1 else 2}
-                (job_dir / "job.json").write_text(json.dumps(job))
-                with open(job_dir / "worker.log", "wb") as logfile:
-                    proc = subprocess.Popen([sys.executable, "-m", "autograder.runner", str(job_dir / "job.json")],
-                                            stdout=logfile, stderr=subprocess.STDOUT, start_new_session=True,
-                                            preexec_fn=_die_with_parent)
-                running[slot] = (proc, student, job_dir, time.monotonic())
-            time.sleep(0.1)
-            for slot, (proc, student, job_dir, started) in list(running.items()):
-                overdue = time.monotonic() - started > per_submission
-                if proc.poll() is None and not overdue:
+        while pending or any(w.job for w in pool):
+            for worker in pool:
+                if worker.job is None and pending:
+                    student = pending.pop(0)
+                    job_dir = state_dir / student
+                    if job_dir.exists():
+                        shutil.rmtree(job_dir)
+                    (job_dir / "out").mkdir(parents=True)
+                    job = {"student": student, "spec": str(spec_path), "slot": worker.slot,
+                           "submission": str(course_root / "submitted" / student / assignment),
+                           "out": str(job_dir / "out"), "scratch": str(scratch_base / str(worker.slot)),
+                           "limits": limits.to_dict(), "hide": [str(course_root)],
+                           "sandbox": {"tool": info.tool, "as_root": info.as_root, "drop_uid": info.drop_uid},
+                           "sandbox_text": info.describe(), "threads": 1 if workers > 1 else 2}
+                    (job_dir / "job.json").write_text(json.dumps(job))
+                    worker.submit(student, job_dir)
+            for worker in pool:
+                if worker.job is None:
                     continue
-                if proc.poll() is None:
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    proc.wait()
-                sandbox.kill_uid(sandbox.slot_uid(info, slot))
-                del running[slot]
-                free.append(slot)
-                free.sort()
-                text = _finish(course_root, assignment, student, job_dir, spec, db_url, hashes[student], overdue)
+                state = worker.poll(per_submission)
+                if state == "running":
+                    continue
+                student, job_dir = worker.job
+                worker.job = None
+                sandbox.kill_uid(sandbox.slot_uid(info, worker.slot))
+                text = _finish(course_root, assignment, student, job_dir, spec, db_url, hashes[student], state == "overdue")
                 bar.update(student, text)
+            time.sleep(0.05)
     finally:
-        for slot, (proc, *_rest) in running.items():
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            sandbox.kill_uid(sandbox.slot_uid(info, slot))
+        for worker in pool:
+            worker.stop()
+            sandbox.kill_uid(sandbox.slot_uid(info, worker.slot))
         shutil.rmtree(scratch_base, ignore_errors=True)
     rows = read_scores(db_url, assignment, students)
     return rows
@@ -307,7 +353,7 @@ def _finish(course_root, assignment, student, job_dir: Path, spec, db_url, conte
             result = None
     if result is None:
         detail = ""
-        for name in ("error.txt", "../worker.log"):
+        for name in ("error.txt",):
             p = out / name
             if p.is_file():
                 detail += p.read_text(errors="replace")[-2000:]

@@ -91,6 +91,7 @@ def _revad_setup(modules, watched_paths):
     events = {k: list(v) for k, v in ip.events.callbacks.items()}
     transformers = (list(ip.input_transformers_cleanup), list(ip.input_transformers_post), list(ip.ast_transformers))
     trace = (sys.gettrace(), sys.getprofile())
+    custom_exc = tuple(getattr(ip, "custom_exceptions", ()))
 
     def patched():
         out = []
@@ -116,6 +117,8 @@ def _revad_setup(modules, watched_paths):
         now = (list(ip.input_transformers_cleanup), list(ip.input_transformers_post), list(ip.ast_transformers))
         if now != transformers:
             out.append("IPython input/AST transformers")
+        if tuple(getattr(ip, "custom_exceptions", ())) != custom_exc:
+            out.append("IPython custom exception handler")
         if (sys.gettrace(), sys.getprofile()) != trace:
             out.append("sys.settrace/setprofile")
         return out
@@ -347,7 +350,12 @@ def static_patches(source: str) -> list[str]:
                 found.append(f"{node.func.id}({ast.unparse(node.args[0])}, ...)")
             continue
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                "register", "settrace", "setprofile") and _root_name(node.func) in ("sys", "get_ipython"):
+                "__setattr__", "__delattr__"):
+            found.append(ast.unparse(node.func) + "(...)")
+            continue
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "register", "settrace", "setprofile", "set_custom_exc", "register_magic_function",
+                "set_hook") and _root_name(node.func) in ("sys", "get_ipython", "ip", "IPython"):
             found.append(ast.unparse(node.func))
             continue
         for target in targets:
@@ -421,6 +429,8 @@ def build_execution(nb, spec_nb: dict, state: dict[str, str], calls: dict[str, l
     order = [c["grade_id"] for c in spec_nb["cells"] if c.get("grade_id")]
     cells = []
     placed = set()
+    stripped = {_norm(c["release_source"]): c["grade_id"] for c in spec_nb["cells"]
+                if c.get("grade_id") and state.get(c["grade_id"]) == "stripped" and not c["solution"]}
 
     def instructor_cell(spec_cell):
         if spec_cell["cell_type"] == "code":
@@ -458,6 +468,11 @@ def build_execution(nb, spec_nb: dict, state: dict[str, str], calls: dict[str, l
             placed.add(gid)
         elif gid in spec_by_id:
             continue  # a duplicate of a graded cell: the first one counts
+        elif not gid and _norm(cell.source) in stripped:
+            other = stripped.pop(_norm(cell.source))  # a locked cell without its metadata: the instructor's copy runs
+            insert_missing_before(other)
+            cells.append(instructor_cell(spec_by_id[other]))
+            placed.add(other)
         else:
             new = copy.deepcopy(cell)
             if nbgrader_meta(new):
@@ -584,8 +599,11 @@ def execute(run_nb, scratch: Path, job: dict, log: list[str]) -> dict:
     async def run_all():
         nonlocal stopped
         try:
+            t0 = time.monotonic()
             await client.async_start_new_kernel(**start_kwargs)
             await client.async_start_new_kernel_client()
+            if os.environ.get("REVAD_DEBUG"):
+                print(f"kernel start: {time.monotonic() - t0:.2f} s", file=sys.stderr, flush=True)
         except Exception as exc:  # noqa: BLE001
             stopped = f"kernel_start: {type(exc).__name__}: {exc}"
             return
@@ -599,6 +617,7 @@ def execute(run_nb, scratch: Path, job: dict, log: list[str]) -> dict:
                     stopped = "deadline"
                     break
                 client.current = index
+                t0 = time.monotonic()
                 try:
                     await asyncio.wait_for(client.async_execute_cell(cell, index), timeout=remaining)
                 except asyncio.TimeoutError:
@@ -616,6 +635,8 @@ def execute(run_nb, scratch: Path, job: dict, log: list[str]) -> dict:
                     status[index] = "died"
                     stopped = f"died: {type(exc).__name__}"
                     break
+                if os.environ.get("REVAD_DEBUG"):
+                    print(f"cell {index}: {time.monotonic() - t0:.2f} s", file=sys.stderr, flush=True)
                 if index in client.timed_out:
                     status[index] = "timeout"
                 elif any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
@@ -870,6 +891,9 @@ def grade_notebook(name: str, path: Path | None, spec_nb: dict, job: dict, scrat
     return result
 
 
+_EXPORTER = None
+
+
 def write_feedback(name: str, result: dict, out_dir: Path, spec_nb: dict) -> None:
     """Feedback HTML with nbgrader's feedback template: scores, trusted messages, no hidden tests."""
     import nbgrader
@@ -896,9 +920,12 @@ def write_feedback(name: str, result: dict, out_dir: Path, spec_nb: dict) -> Non
     max_score = sum(g["max"] for g in result["grades"].values())
     templates = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
     css = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "static" / "node_modules" / "bootstrap" / "dist" / "css"
-    exporter = HTMLExporter(template_name="feedback", extra_template_basedirs=[str(templates)],
-                            extra_template_paths=[str(css)])
-    exporter.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
+    global _EXPORTER
+    if _EXPORTER is None:
+        _EXPORTER = HTMLExporter(template_name="feedback", extra_template_basedirs=[str(templates)],
+                                 extra_template_paths=[str(css)])
+        _EXPORTER.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
+    exporter = _EXPORTER
     resources = {"nbgrader": {"notebook": name, "score": score, "max_score": max_score, "late_penalty": 0}}
     html, _ = exporter.from_notebook_node(nb, resources=resources)
     (out_dir / "feedback").mkdir(parents=True, exist_ok=True)
@@ -938,9 +965,8 @@ def grade_submission(job: dict) -> dict:
     return result
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    job = json.loads(Path(argv[0]).read_text())
+def run_job(job_path: str) -> int:
+    job = json.loads(Path(job_path).read_text())
     out = Path(job["out"])
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -952,6 +978,31 @@ def main(argv: list[str] | None = None) -> int:
     tmp.write_text(json.dumps(result, indent=1, default=str))
     os.replace(tmp, out / "result.json")
     return 0
+
+
+def serve() -> int:
+    """A long-lived worker: one job file path per line on stdin, "done <path>" on stdout when graded.
+    (Importing nbclient, nbconvert and torch costs seconds: pay it once per worker, not per submission.)"""
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # stray prints from libraries go to the log, not into the protocol
+    import nbclient  # noqa: F401  -- warm up
+    import nbconvert  # noqa: F401
+    import torch  # noqa: F401
+    protocol.write("ready\n")
+    for line in sys.stdin:
+        path = line.strip()
+        if not path:
+            continue
+        rc = run_job(path)
+        protocol.write(f"done {rc} {path}\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--serve":
+        return serve()
+    return run_job(argv[0])
 
 
 if __name__ == "__main__":

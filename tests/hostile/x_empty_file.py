@@ -1,0 +1,3 @@
+"""An empty notebook file."""
+FILES = {"tiny.ipynb": b""}
+EXPECT = {"score": 0, "flags": set(), "message": "is empty"}

@@ -1,0 +1,4 @@
+"""An empty folder."""
+FILES = {}
+EMPTY = True
+EXPECT = {"score": 0, "flags": set(), "message": "empty"}

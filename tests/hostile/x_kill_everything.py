@@ -1,0 +1,3 @@
+"""Kills every process it can see (pid 1 of the sandbox included) after the tests."""
+APPEND = ["import os, signal\nfor pid in range(1, 200):\n    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError:\n        pass"]
+EXPECT = {"score": 7, "flags": set(), "message": "kernel stopped"}

@@ -1,0 +1,118 @@
+"""The hardened grading command on a corpus of honest, hostile and broken submissions (tests/hostile/).
+
+One grading run (2 parallel workers, short time limits) over a tiny assignment that uses notebook
+01's checks; then each submission's score, flags and messages are compared with its spec's EXPECT.
+"""
+from __future__ import annotations
+
+import socket
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder import record, sandbox
+from autograder.coursedir import REPO
+from autograder.grading import export_csv, format_table, grade_assignment, read_scores
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hostile  # noqa: E402  (tests/hostile/: the tiny assignment and the corpus)
+
+LIMITS = sandbox.Limits(cell_timeout_s=8, timeout_s=45, memory_mb=3072, output_kb=256)
+SPECS = hostile.specs()
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus")
+    db_url = f"sqlite:///{root / 'gradebook.db'}"
+    hostile.make_course(root, db_url)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(5)
+    context = {"COURSE": root, "REPO": REPO, "PORT": listener.getsockname()[1]}
+    hostile.write_submissions(root, context)
+    gradebook_bytes = (root / "gradebook.db").stat().st_size
+    logs = []
+    rows = grade_assignment(root, hostile.ASSIGNMENT, db_url=db_url, workers=2, limits=LIMITS, progress=False,
+                            log=logs.append)
+    listener.close()
+    return root, db_url, {r.student: r for r in rows}, logs, gradebook_bytes
+
+
+def test_the_corpus_is_big_enough():
+    hostile_specs = [k for k in SPECS if k.startswith("x_")]
+    honest = [k for k in SPECS if k.startswith("h_")]
+    assert len(hostile_specs) >= 25 and len(honest) >= 3
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_submission_gets_its_expected_outcome(graded, name):
+    root, db_url, rows, logs, _ = graded
+    expect = SPECS[name].EXPECT
+    assert name in rows, f"{name} has no recorded score"
+    row = rows[name]
+    assert row.max_score == hostile.MAX_SCORE, "max points never change"
+    assert row.score == expect["score"], f"{name}: {row.score} != {expect['score']}\n{row.flags}\n{row.messages}"
+    codes = {f.split(":")[0] for f in row.flags}
+    if expect["flags"]:
+        assert expect["flags"] <= codes, f"{name}: flags {codes} lack {expect['flags'] - codes}"
+    else:
+        assert not codes, f"{name} should raise no flag: {row.flags}"
+    if "message" in expect:
+        assert any(expect["message"] in m for m in row.messages + [row.message]) or any(
+            expect["message"] in html.read_text() for html in (root / "feedback" / name / hostile.ASSIGNMENT).glob("*.html")), \
+            f"{name}: no message with {expect['message']!r}: {row.messages}"
+
+
+def test_the_sandbox_was_on(graded):
+    _, _, _, logs, _ = graded
+    if sandbox.detect().protections_off():
+        pytest.skip("bubblewrap is not usable here: " + sandbox.detect().describe())
+    assert any("sandbox: bubblewrap" in line for line in logs)
+
+
+def test_gradebook_is_intact_and_nbgrader_reads_it(graded, tmp_path):
+    root, db_url, rows, _, _ = graded
+    with sqlite3.connect(root / "gradebook.db") as conn:
+        assert conn.execute("pragma integrity_check").fetchone()[0] == "ok"
+    with Gradebook(db_url) as gb:
+        assert len(gb.find_assignment(hostile.ASSIGNMENT).submissions) == len(SPECS)
+        flagged = {nb.student.id for nb in gb.notebook_submissions(hostile.NOTEBOOK, hostile.ASSIGNMENT) if nb.flagged}
+    assert "x_patch_gradcheck_allclose_abs" in flagged and "h_correct" not in flagged
+    csv_text = export_csv(db_url, tmp_path / "grades.csv").read_text()
+    assert "flags" in csv_text.splitlines()[0] and "verdict_mismatch" in csv_text
+    table = format_table(list(rows.values()))
+    assert "FLAG patched" in table and "x_malformed_json" in table
+    assert not (REPO / "autograder" / "nb01.py").read_text().startswith("owned")
+
+
+def test_feedback_never_shows_hidden_tests_or_solutions(graded):
+    root, *_ = graded
+    hidden = ["BEGIN HIDDEN TESTS", "(-1.3, 0.7), (0.5, -4.0)", "('exp', 0.5, 1e-2), ('cube', 2.0, 1e-4)", "BEGIN SOLUTION"]
+    pages = list((root / "feedback").rglob("*.html"))
+    assert len(pages) >= len(SPECS) - 2
+    for page in pages:
+        text = page.read_text()
+        for secret in hidden:
+            assert secret not in text, f"{page} shows {secret!r}"
+    autograded = list((root / "autograded").rglob("*.ipynb"))
+    for nb in autograded:
+        assert "BEGIN HIDDEN TESTS" not in nb.read_text()
+
+
+def test_a_trusted_failure_says_why(graded):
+    root, _, rows, _, _ = graded
+    html = next((root / "feedback" / "h_partly_wrong" / hostile.ASSIGNMENT).glob("*.html")).read_text()
+    assert "one-sided difference" in html and "Score: 2" in html
+
+
+def test_nothing_is_graded_twice_when_run_again(graded):
+    root, db_url, rows, _, _ = graded
+    before = record.dump(db_url, hostile.ASSIGNMENT)
+    logs = []
+    again = grade_assignment(root, hostile.ASSIGNMENT, db_url=db_url, workers=2, limits=LIMITS, progress=False, log=logs.append)
+    assert any(f"{len(SPECS)} submission(s) already graded" in line for line in logs)
+    assert record.dump(db_url, hostile.ASSIGNMENT) == before
+    assert {r.student: r.score for r in again} == {r.student: r.score for r in rows.values()}
