@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PYTHONWARNINGS := ignore::DeprecationWarning
 
-.PHONY: venv lab demo release test clean bench-checks
+.PHONY: venv lab demo release test clean bench-engine grade sandbox system-deps bench-grading bench-checks
 
 venv: $(STAMP)
 
@@ -33,8 +33,37 @@ bench-checks: $(STAMP)  ## seconds per exercise for the checks of notebook 03 (o
 release: $(STAMP)  ## regenerate course/ from solutions/
 	$(BIN)/python -m autograder.release
 
+# Grading runs learners' code under bubblewrap (the sandbox); the gradebook test also starts PostgreSQL.
+# Both are Debian packages: `make system-deps` installs them with apt when run as root (CI does),
+# and otherwise says what to run. Without them grading still works, and says which protections are off.
+SYSTEM_PACKAGES := bubblewrap postgresql
+# Extra arguments for `make grade`, e.g. make grade ASSIGNMENT=01-reverse-accumulation GRADE_ARGS="--student ada"
+ASSIGNMENT ?= 01-reverse-accumulation
+GRADE_ARGS ?=
+
+system-deps:  ## install bubblewrap (grading sandbox) and PostgreSQL (gradebook test) with apt
+	@if command -v bwrap >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		echo "system-deps: bubblewrap and PostgreSQL are installed"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES); \
+	else \
+		echo "system-deps: not root (or no apt-get), so nothing was installed. Run: sudo apt-get install $(SYSTEM_PACKAGES)"; \
+		echo "             Without bubblewrap, grading runs unsandboxed and says so; the PostgreSQL test is skipped."; \
+	fi
+
+sandbox: system-deps  ## alias: install the grading sandbox (bubblewrap)
+
+grade: $(STAMP)  ## instructors: grade submitted/*/$(ASSIGNMENT) (sandboxed, parallel, resumable)
+	$(BIN)/python -m autograder grade $(ASSIGNMENT) $(GRADE_ARGS)
+
+bench-grading: $(STAMP)  ## 40 submissions of notebook 01: the course's command (2 workers) vs stock nbgrader autograde
+	$(BIN)/python -m benchmarks.grading
+
 test: $(STAMP)  ## the whole test suite (CI runs this)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench-engine: $(STAMP)  ## time notebook 02's reference engine against PyTorch (10^4, 10^5, 10^6 nodes)
+	$(BIN)/python -m benchmarks.engine
 
 clean:
 	rm -rf build .grading .pytest_cache

@@ -175,6 +175,7 @@ class _Worker:
         self.slot, self.state_dir = slot, state_dir
         self.proc = None
         self.job = None
+        self.uid = None
         self.started = 0.0
         self._buffer = b""
 
@@ -295,8 +296,8 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
         log(f"{skipped} submission(s) already graded and unchanged: skipped (use --force to grade them again).")
     log(f"Grading {len(todo)} submission(s) of {assignment} with {min(workers, max(len(todo), 1))} worker(s) ...")
 
-    for slot in range(workers):  # leftovers of a run that was killed
-        sandbox.kill_uid(sandbox.slot_uid(info, slot))
+    # each job gets a uid of its own; a random start keeps concurrent grading runs on one machine apart
+    seq = int.from_bytes(os.urandom(2), "little") % sandbox.UID_RANGE
     scratch_base = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp" if Path("/tmp").is_dir() else None))
     os.chmod(scratch_base, 0o711)
     bar = Progress(len(todo), progress)
@@ -312,7 +313,8 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
                     if job_dir.exists():
                         shutil.rmtree(job_dir)
                     (job_dir / "out").mkdir(parents=True)
-                    job = {"student": student, "spec": str(spec_path), "slot": worker.slot,
+                    seq += 1
+                    job = {"student": student, "spec": str(spec_path), "slot": worker.slot, "uid_seq": seq,
                            "submission": str(course_root / "submitted" / student / assignment),
                            "out": str(job_dir / "out"), "scratch": str(scratch_base / str(worker.slot)),
                            "limits": limits.to_dict(), "hide": [str(course_root)],
@@ -320,6 +322,7 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
                            "sandbox_text": info.describe(), "threads": 1 if workers > 1 else 2}
                     (job_dir / "job.json").write_text(json.dumps(job))
                     worker.submit(student, job_dir)
+                    worker.uid = sandbox.slot_uid(info, seq)
             for worker in pool:
                 if worker.job is None:
                     continue
@@ -328,14 +331,16 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
                     continue
                 student, job_dir = worker.job
                 worker.job = None
-                sandbox.kill_uid(sandbox.slot_uid(info, worker.slot))
+                sandbox.kill_uid(worker.uid)
+                if os.environ.get("REVAD_DEBUG"):
+                    shutil.copytree(job_dir, f"/tmp/debug-{student}", dirs_exist_ok=True)
                 text = _finish(course_root, assignment, student, job_dir, spec, db_url, hashes[student], state == "overdue")
                 bar.update(student, text)
             time.sleep(0.05)
     finally:
         for worker in pool:
             worker.stop()
-            sandbox.kill_uid(sandbox.slot_uid(info, worker.slot))
+            sandbox.kill_uid(worker.uid)
         shutil.rmtree(scratch_base, ignore_errors=True)
     rows = read_scores(db_url, assignment, students)
     return rows

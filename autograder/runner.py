@@ -546,7 +546,7 @@ def execute(run_nb, scratch: Path, job: dict, log: list[str]) -> dict:
 
     limits = sandbox.Limits(**job["limits"])
     info = sandbox.SandboxInfo(**job["sandbox"])
-    uid = sandbox.slot_uid(info, job["slot"])
+    uid = sandbox.slot_uid(info, job["uid_seq"])
     home = scratch / "home"
     env = {"HOME": str(home), "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(home / "mpl"), "IPYTHONDIR": str(home / "ipython"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(home / "data"), "TMPDIR": "/tmp" if info.active else str(home / "tmp"),
@@ -556,7 +556,7 @@ def execute(run_nb, scratch: Path, job: dict, log: list[str]) -> dict:
     for sub in ("mpl", "ipython", "runtime", "data", "tmp"):
         (home / sub).mkdir(parents=True, exist_ok=True)
     hide = [Path(p) for p in job.get("hide", [])]
-    argv = sandbox.kernel_command(info, limits, scratch, job["slot"], env, hide)
+    argv = sandbox.kernel_command(info, limits, scratch, job["uid_seq"], env, hide)
     if uid is not None:
         for path in [scratch, *scratch.rglob("*")]:
             os.lchown(path, uid, uid)
@@ -806,6 +806,9 @@ def grade_notebook(name: str, path: Path | None, spec_nb: dict, job: dict, scrat
     run_nb, test_index, probe_index = build_execution(nb, spec_nb, state, calls, modules)
     report = execute(run_nb, scratch, job, result["messages"])
     status, stopped = report["status"], report["stopped"]
+    if os.environ.get("REVAD_DEBUG"):
+        nbformat.write(run_nb, out_dir / f"{name}.run.ipynb")
+        (out_dir / f"{name}.status.json").write_text(json.dumps(report, default=str))
     if stopped and stopped.startswith("kernel_start"):
         result["messages"].append("The grader could not start Python for your notebook, so no test ran (0 points). "
                                   "Your instructor has the details.")

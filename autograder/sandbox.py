@@ -29,7 +29,8 @@ from pathlib import Path
 import autograder
 import coursetools
 
-BASE_UID = 62000  # grading slot k runs as uid/gid BASE_UID + k: its own process-count budget
+BASE_UID = 62000  # job k runs as uid/gid BASE_UID + k % UID_RANGE: its own process-count budget, nothing left over
+UID_RANGE = 3000
 
 
 @dataclass
@@ -172,7 +173,7 @@ def bwrap_argv(info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | N
 def kernel_command(info: SandboxInfo, limits: Limits, scratch_dir: Path, slot: int, env: dict[str, str],
                    hide: list[Path]) -> list[str]:
     """The full command that starts one sandboxed ipykernel; `{connection_file}` is filled by jupyter_client."""
-    uid = BASE_UID + slot
+    uid = BASE_UID + slot % UID_RANGE
     cmd = ["prlimit", f"--as={limits.memory_mb * 2**20}", f"--cpu={limits.cpu_s}",
            f"--nproc={limits.nproc}", f"--fsize={limits.fsize_mb * 2**20}", f"--core=0", "--"]
     if shutil.which("prlimit") is None:
@@ -195,20 +196,25 @@ def kernel_command(info: SandboxInfo, limits: Limits, scratch_dir: Path, slot: i
 
 
 def slot_uid(info: SandboxInfo, slot: int) -> int | None:
-    return BASE_UID + slot if info.drop_uid else None
+    return BASE_UID + slot % UID_RANGE if info.drop_uid else None
 
 
-def kill_uid(uid: int | None) -> int:
-    """Kill every process left running under a grading slot's uid (forks that escaped a session)."""
+def slot_uid_for(info: SandboxInfo, seq: int) -> int | None:
+    return BASE_UID + seq % UID_RANGE if info.drop_uid else None
+
+
+def kill_uid(uid: int | None, upto: int | None = None) -> int:
+    """Kill every process left running under a job's uid (or uids uid..upto-1): forks that escaped a session."""
     if uid is None:
         return 0
+    upto = upto or uid + 1
     import psutil
     killed = 0
     for _ in range(5):
         victims = []
         for proc in psutil.process_iter(["uids"]):
             try:
-                if proc.info["uids"] and proc.info["uids"].real == uid:
+                if proc.info["uids"] and uid <= proc.info["uids"].real < upto:
                     victims.append(proc)
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 pass
