@@ -306,9 +306,11 @@ def _op_hints(op: str, text: str, a: float, b: float, which: int, got: float, ex
     if op == "tanh" and which == 0:
         t = math.tanh(a)
         if _agree(got, t * t):
-            hints.append("That is tanh², the classic slip: the derivative is 1 − tanh²(a), written with the output t as 1 − t².")
+            hints.append("That is tanh², a classic slip (a published tutorial makes it). Derive it again from "
+                         "tanh = sinh/cosh with the quotient rule, then use cosh² − sinh² = 1 to write the result in "
+                         "terms of the output t: look at what happens to the 1.")
         elif _agree(got, 1 - a * a):
-            hints.append("1 − a² uses the input; the derivative is 1 − t² with t = tanh(a), the output.")
+            hints.append("That formula is written with the input a; the derivative of tanh is a formula in the output t = tanh(a).")
     return hints
 
 
