@@ -65,7 +65,7 @@ def postgres_url():
         subprocess.run(run_as + [str(bindir / "createdb") if (bindir / "createdb").exists() else "createdb",
                                  "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "gradebook"],
                        check=True, capture_output=True, env=env)
-        yield f"postgresql://postgres@127.0.0.1:{port}/gradebook"
+        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/gradebook"
     finally:
         subprocess.run(run_as + [str(bindir / "pg_ctl"), "-D", str(data / "db"), "-m", "immediate", "stop"],
                        capture_output=True, env=env)

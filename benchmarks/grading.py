@@ -1,0 +1,75 @@
+"""Grading throughput: the course's hardened command (2 workers) against stock `nbgrader autograde` (sequential).
+
+    make bench-grading            # or: python -m benchmarks.grading [--n 40] [--workers 2]
+
+Builds two identical scratch courses with N submissions of notebook 01 (the demo's correct, partly
+wrong and blank learners, in turn), grades one with `autograder.grading.grade_assignment` (sandboxed,
+verdicts decided outside the kernel, feedback HTML written) and the other with nbgrader's own
+autograde, one student after the other, and prints seconds per submission for each and the ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+from pathlib import Path
+
+import nbformat
+
+from autograder.coursedir import REPO, SOLUTIONS, nbgrader_api
+from autograder.grading import autograde, grade_assignment
+from autograder.release import generate_in_course
+from autograder.submissions import example_submissions
+
+ASSIGNMENT = "01-reverse-accumulation"
+
+
+def build(root: Path, n: int) -> list[str]:
+    if root.exists():
+        shutil.rmtree(root)
+    (root / "source").mkdir(parents=True)
+    shutil.copytree(SOLUTIONS / ASSIGNMENT, root / "source" / ASSIGNMENT,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    generate_in_course(root, [ASSIGNMENT], f"sqlite:///{root / 'gradebook.db'}")
+    examples = list(example_submissions(ASSIGNMENT, root / "release", SOLUTIONS).values())
+    students = [f"learner{i:03d}" for i in range(n)]
+    for i, student in enumerate(students):
+        folder = root / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        for name, nb in examples[i % len(examples)].items():
+            nbformat.write(nb, folder / name)
+        (folder / "timestamp.txt").write_text("2026-11-01 12:00:00.000000 UTC")
+    return students
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=40, help="submissions (default 40)")
+    parser.add_argument("--workers", type=int, default=2, help="workers of the course's command (default 2)")
+    parser.add_argument("--dir", type=Path, default=REPO / "build" / "bench-grading")
+    args = parser.parse_args()
+
+    ours_root, stock_root = args.dir / "ours", args.dir / "stock"
+    students = build(ours_root, args.n)
+    build(stock_root, args.n)
+
+    start = time.perf_counter()
+    rows = grade_assignment(ours_root, ASSIGNMENT, db_url=f"sqlite:///{ours_root / 'gradebook.db'}",
+                            workers=args.workers, progress=False, log=lambda *_: None)
+    ours = time.perf_counter() - start
+    assert len(rows) == args.n
+
+    api = nbgrader_api(stock_root, db_url=f"sqlite:///{stock_root / 'gradebook.db'}")
+    start = time.perf_counter()
+    errors = autograde(api, ASSIGNMENT, students)
+    stock = time.perf_counter() - start
+
+    print(f"{args.n} submissions of {ASSIGNMENT}")
+    print(f"course command ({args.workers} workers, sandboxed, feedback included): {ours / args.n:6.2f} s per submission ({ours:.0f} s)")
+    print(f"stock nbgrader autograde (sequential):                       {stock / args.n:6.2f} s per submission ({stock:.0f} s)"
+          + (f"  [{len(errors)} failed]" if errors else ""))
+    print(f"speed-up: {stock / ours:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
