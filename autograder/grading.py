@@ -332,8 +332,6 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
                 student, job_dir = worker.job
                 worker.job = None
                 sandbox.kill_uid(worker.uid)
-                if os.environ.get("REVAD_DEBUG"):
-                    shutil.copytree(job_dir, f"/tmp/debug-{student}", dirs_exist_ok=True)
                 text = _finish(course_root, assignment, student, job_dir, spec, db_url, hashes[student], state == "overdue")
                 bar.update(student, text)
             time.sleep(0.05)

@@ -69,9 +69,18 @@ def all_messages(result: dict) -> list[str]:
 
 def record(db_url: str, result: dict, content_hash: str, timestamp: str | None) -> tuple[float, float]:
     """Write one submission's grades (nbgrader's tables), then its completion row. Idempotent."""
+    import warnings
+
     from nbgrader.api import Gradebook, MissingEntry
+    from sqlalchemy.exc import SAWarning
 
     assignment, student = result["assignment"], result["student"]
+    with warnings.catch_warnings():  # nbgrader's add_submission trips SQLAlchemy's autoflush warning
+        warnings.simplefilter("ignore", SAWarning)
+        return _record(db_url, result, content_hash, timestamp, assignment, student, Gradebook, MissingEntry)
+
+
+def _record(db_url, result, content_hash, timestamp, assignment, student, Gradebook, MissingEntry):
     with Gradebook(db_url) as gb:
         gb.update_or_create_student(student)
         try:

@@ -323,6 +323,10 @@ SUSPICIOUS_TARGETS = ("torch", "builtins", "__builtins__", "math", "autograder",
                       "check_", "CHECKS", "np", "numpy")
 
 
+HARMLESS_SETTINGS = ("torch.backends.", "np.random.", "numpy.random.", "sys.path", "sys.argv", "sys.stdout", "sys.stderr",
+                     "sys.setrecursionlimit", "torch.set_", "np.set_")
+
+
 def _root_name(node) -> str | None:
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         node = node.value
@@ -361,8 +365,9 @@ def static_patches(source: str) -> list[str]:
         for target in targets:
             if isinstance(target, (ast.Attribute, ast.Subscript)):
                 root = _root_name(target)
-                if root and (root.startswith(SUSPICIOUS_TARGETS)):
-                    found.append(ast.unparse(target))
+                text = ast.unparse(target)
+                if root and root.startswith(SUSPICIOUS_TARGETS) and not text.startswith(HARMLESS_SETTINGS):
+                    found.append(text)
             elif isinstance(target, ast.Name) and target.id in ("__builtins__", "CHECKS", "__revad_probe__") or (
                     isinstance(target, ast.Name) and target.id.startswith("check_")):
                 found.append(target.id)

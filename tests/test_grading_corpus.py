@@ -51,6 +51,8 @@ def test_the_corpus_is_big_enough():
 def test_submission_gets_its_expected_outcome(graded, name):
     root, db_url, rows, logs, _ = graded
     expect = SPECS[name].EXPECT
+    if getattr(SPECS[name], "NEEDS_SANDBOX", False) and sandbox.detect().protections_off():
+        pytest.skip("needs the bubblewrap sandbox, which is not usable here: " + sandbox.detect().describe())
     assert name in rows, f"{name} has no recorded score"
     row = rows[name]
     assert row.max_score == hostile.MAX_SCORE, "max points never change"

@@ -6,4 +6,5 @@ def primal_trace(x1, x2):
     w3 = w1 * w2
     w4 = math.sin(w1) + len(SEEN)
     return {'w1': w1, 'w2': w2, 'w3': w3, 'w4': w4, 'w5': w3 + w4}"""}
+NEEDS_SANDBOX = True  # only bubblewrap hides files, the network and other processes
 EXPECT = {"score": 7, "flags": set()}
