@@ -425,8 +425,16 @@ def export_csv(db_url: str, path: Path) -> Path:
 
 
 def format_table(rows: list[SubmissionScore]) -> str:
+    """The score table: one block per assignment, then each submission's flags and messages."""
     if not rows:
         return "(no graded submissions)"
+    assignments = list(dict.fromkeys(r.assignment for r in rows))
+    if len(assignments) > 1:
+        return "\n\n".join(_format_one([r for r in rows if r.assignment == a]) for a in assignments)
+    return _format_one(rows)
+
+
+def _format_one(rows: list[SubmissionScore]) -> str:
     cells = list(dict.fromkeys(name for row in rows for name in row.by_cell))
     header = ["student", "assignment", "score"] + cells + ["flags"]
     lines = [[r.student, r.assignment, f"{r.score:g} / {r.max_score:g}"]
