@@ -718,6 +718,10 @@ def judge_cell(calls: list, payload: dict | None, points: float) -> tuple[float,
         else:
             if isinstance(verdict, (int, float)) and not isinstance(verdict, bool) and math.isfinite(verdict):
                 partial.append(float(verdict))
+                # A partial verdict (nb03's Verdict) explains itself: keep its report for the feedback.
+                report = getattr(verdict, "report", None)
+                if callable(report) and not getattr(verdict, "passed", True):
+                    messages.append(str(report()))
     if failed:
         return 0.0, list(dict.fromkeys(messages)), True
     if partial:

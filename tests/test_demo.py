@@ -55,3 +55,13 @@ def test_demo_writes_feedback_csv_and_a_table(demo):
     rows = list(csv.DictReader((root / "grades.csv").open()))
     assert {r["student_id"] for r in rows} == {"ada", "ben", "cleo"}
     assert "ada" in stdout and "Feedback HTML" in stdout and "grades.csv" in stdout
+
+
+@pytest.mark.slow
+def test_partial_credit_feedback_explains_itself(demo):
+    """A partly right test cell's feedback carries the check's report (which part failed, the hint)."""
+    root, _ = demo
+    (html,) = (root / "feedback" / "ben" / "03-custom-functions").glob("*.html")
+    text = html.read_text()
+    assert "Partly right" in text and "sum over the batch" in text.replace("\n", " ")
+    assert "BEGIN HIDDEN" not in text
