@@ -6,6 +6,7 @@ what is wrong (which entry, by how much, a hint for a known mistake) -- never th
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Callable
 
 
@@ -21,6 +22,25 @@ def not_written(name: str) -> CheckFailed:
     )
 
 
+_CHECKER_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def innermost_function(exc: BaseException, default: str) -> str:
+    """The learner's function that actually raised: a written `backward` calling a blank
+    `topological_order` should name `topological_order`, not `backward`."""
+    frames, tb = [], exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        learners = os.path.dirname(os.path.abspath(code.co_filename)) != _CHECKER_DIR and \
+            "site-packages" not in code.co_filename and not code.co_filename.startswith("<frozen")
+        if learners and code.co_name not in ("<module>", "<lambda>", "<listcomp>", "<dictcomp>", "<genexpr>"):
+            frames.append(code)
+        tb = tb.tb_next
+    if len(frames) < 2 or frames[-1] is frames[0]:
+        return default  # the function the check called is itself the blank one
+    return getattr(frames[-1], "co_qualname", frames[-1].co_name)
+
+
 def call_learner(fn: Callable, *args: Any, name: str | None = None, **kwargs: Any) -> Any:
     """Call the learner's function; turn a blank stub or a crash into a readable failure."""
     name = name or getattr(fn, "__name__", "your function")
@@ -28,8 +48,8 @@ def call_learner(fn: Callable, *args: Any, name: str | None = None, **kwargs: An
         raise CheckFailed(f"`{name}` should be a function, but it is a {type(fn).__name__}.")
     try:
         return fn(*args, **kwargs)
-    except NotImplementedError:
-        raise not_written(name) from None
+    except NotImplementedError as exc:
+        raise not_written(innermost_function(exc, name)) from None
     except CheckFailed:
         raise
     except Exception as exc:  # the learner's code crashed: say where, in their terms

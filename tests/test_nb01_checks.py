@@ -200,3 +200,18 @@ def test_probe_data_is_plain_and_the_judge_alone_decides():
     def blank(a, b):
         raise NotImplementedError()
     assert FAILED in check.collect(blank, points=[(2.0, 3.0)])
+
+
+def test_blank_helper_is_named_not_its_caller():
+    from autograder.feedback import call_learner
+
+    def helper(x):
+        raise NotImplementedError()
+
+    def written(x):
+        return helper(x) + 1
+
+    with pytest.raises(CheckFailed, match="`.*helper` is not written yet"):
+        call_learner(written, 1.0, name="written")
+    with pytest.raises(CheckFailed, match="`helper` is not written yet"):
+        call_learner(helper, 1.0, name="helper")
