@@ -148,14 +148,16 @@ def bwrap_argv(info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | N
             argv += ["--symlink", os.readlink(p), str(p)]
         elif p.is_dir():
             argv += ["--ro-bind", str(p), str(p)]
+    # Fresh /tmp and /var/tmp first: a virtual environment or checkout that lives under /tmp (a CI
+    # clone, say) is bound on top of them below, instead of being hidden by them.
+    argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp", "--dir", "/run"]
     roots = _readonly_roots()
     parents = sorted({str(q) for r in roots for q in Path(r).parents
-                      if str(q) != "/" and not any(q.is_relative_to(x) for x in roots)}, key=len)
+                      if str(q) not in ("/", "/tmp", "/var/tmp") and not any(q.is_relative_to(x) for x in roots)}, key=len)
     for parent in parents:  # mount points' parents, world-traversable (bwrap would make them 0700)
         argv += ["--perms", "0755", "--dir", parent]
     for root in roots:
         argv += ["--ro-bind", str(root), str(root)]
-    argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp", "--dir", "/run"]
     for path in hide or []:  # in case one of them sits under an allowed root
         if path and Path(path).exists() and any(Path(path).resolve().is_relative_to(r) for r in _readonly_roots()):
             argv += ["--tmpfs", str(Path(path).resolve())]
