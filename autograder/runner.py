@@ -159,28 +159,25 @@ del _revad_setup
 
 # --------------------------------------------------------------------------------------------- spec
 
-def hidden_stripped(source: str) -> str:
-    out, hidden = [], False
+def _split_hidden(source: str) -> tuple[list[str], list[str]]:
+    """(visible lines, hidden-test lines) of a test cell; the marker lines belong to neither."""
+    visible, hidden_part, hidden = [], [], False
     for line in source.splitlines():
         if HIDDEN_BEGIN in line:
             hidden = True
         elif HIDDEN_END in line:
             hidden = False
-        elif not hidden:
-            out.append(line)
-    return "\n".join(out)
+        else:
+            (hidden_part if hidden else visible).append(line)
+    return visible, hidden_part
+
+
+def hidden_stripped(source: str) -> str:
+    return "\n".join(_split_hidden(source)[0])
 
 
 def hidden_lines(source: str) -> list[str]:
-    out, hidden = [], False
-    for line in source.splitlines():
-        if HIDDEN_BEGIN in line:
-            hidden = True
-        elif HIDDEN_END in line:
-            hidden = False
-        elif hidden and len(line.strip()) >= 8:
-            out.append(line.strip())
-    return out
+    return [line.strip() for line in _split_hidden(source)[1] if len(line.strip()) >= 8]
 
 
 def check_modules(source: str) -> list[str]:

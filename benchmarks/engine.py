@@ -90,24 +90,23 @@ def _collector(paused: bool):
             gc.enable()
 
 
-def _time_engine(Variable, steps: int, paused: bool) -> tuple[float, float, float]:
+def _time(build, backend, steps: int, paused: bool) -> tuple[float, float, float]:
+    """(forward seconds, backward seconds, gradient of w[0]) for one graph of `steps` steps."""
     with _collector(paused):
         start = time.process_time()
-        w, y = build_engine(Variable, steps)
-        built = time.process_time()
-        y.backward()
-        done = time.process_time()
-    return built - start, done - built, w[0].grad
-
-
-def _time_torch(torch, steps: int, paused: bool) -> tuple[float, float, float]:
-    with _collector(paused):
-        start = time.process_time()
-        w, y = build_torch(torch, steps)
+        w, y = build(backend, steps)
         built = time.process_time()
         y.backward()
         done = time.process_time()
     return built - start, done - built, float(w[0].grad)
+
+
+def _time_engine(Variable, steps: int, paused: bool) -> tuple[float, float, float]:
+    return _time(build_engine, Variable, steps, paused)
+
+
+def _time_torch(torch, steps: int, paused: bool) -> tuple[float, float, float]:
+    return _time(build_torch, torch, steps, paused)
 
 
 def run(sizes: list[int], repeat: int = 3, out=sys.stdout, modes: tuple[str, ...] = ("on", "paused")) -> list[dict]:
