@@ -1,0 +1,96 @@
+"""Make a graded notebook safe to show: nothing the learner wrote may run in the instructor's or
+learner's browser (formgrader renders the autograded notebook without sanitizing; feedback is HTML).
+
+    sanitize_notebook(nb)   in place: nbconvert's SanitizeHTML preprocessor (bleach) on markdown and
+                            raw cells and on outputs (HTML/markdown outputs cleaned, JavaScript, SVG and
+                            widget outputs dropped); markdown links that would render to a script URL
+                            (nbconvert's markdown renderer lets `[x](javascript:...)` through) make the
+                            cell shown as plain text (so does markdown that cannot be rendered at all);
+                            notebook metadata cut to what nbgrader needs.
+"""
+from __future__ import annotations
+
+import html.parser
+import re
+
+KEPT_NOTEBOOK_METADATA = ("kernelspec", "language_info")
+SAFE_ATTACHMENT_TYPES = ("image/png", "image/jpeg", "image/gif")
+SAFE_SCHEMES = ("http", "https", "mailto", "attachment", "ftp")
+URL_ATTRIBUTES = ("href", "src", "action", "formaction", "xlink:href", "background", "poster", "srcset", "data")
+_SCHEME = re.compile(r"^([a-z][a-z0-9+.\-]*):")
+_STRIPPED = re.compile(r"[\x00-\x20\x7f]+")
+
+
+class _Urls(html.parser.HTMLParser):
+    """Every URL-valued attribute (entities already decoded by the parser) and every event handler."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[str, str, str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            name = (name or "").lower()
+            if name in URL_ATTRIBUTES or name.startswith("on"):
+                self.found.append((tag, name, value or ""))
+
+    handle_startendtag = handle_starttag
+
+
+def unsafe_urls(rendered_html: str) -> list[str]:
+    """Attributes in `rendered_html` that could run code: event handlers, URLs with a scheme other than
+    http(s)/mailto/attachment (javascript:, vbscript:, data: except images in <img src>)."""
+    parser = _Urls()
+    parser.feed(rendered_html)
+    parser.close()
+    bad = []
+    for tag, name, value in parser.found:
+        if name.startswith("on"):
+            bad.append(f"<{tag} {name}=...>")
+            continue
+        url = _STRIPPED.sub("", value).lower()  # browsers ignore whitespace and controls inside a scheme
+        match = _SCHEME.match(url)
+        if not match or match.group(1) in SAFE_SCHEMES:
+            continue
+        if match.group(1) == "data" and tag == "img" and name == "src" and url.startswith(tuple(f"data:{t}" for t in SAFE_ATTACHMENT_TYPES)):
+            continue
+        bad.append(f"<{tag} {name}={match.group(1)}:...>")
+    return bad
+
+
+def _literal_markdown(source: str) -> str:
+    """Markdown that shows `source` as text: a code fence longer than any backtick run inside it."""
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", source)), default=0))
+    return ("*(This cell's markdown contained a link the grader does not show live; here is its text.)*\n\n"
+            f"{fence}text\n{source}\n{fence}")
+
+
+def sanitize_notebook(nb):
+    """Clean `nb` (an nbformat NotebookNode) in place and return it."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+    from nbconvert.preprocessors.sanitize import SanitizeHTML
+
+    for key in list(nb.metadata):
+        if key not in KEPT_NOTEBOOK_METADATA:
+            del nb.metadata[key]
+    cleaner = SanitizeHTML()
+    for index, cell in enumerate(nb.cells):
+        cleaner.preprocess_cell(cell, {}, index)
+        if cell.cell_type == "markdown":
+            attachments = cell.get("attachments")
+            if isinstance(attachments, dict):
+                for name in list(attachments):
+                    bundle = attachments[name]
+                    kept = {k: v for k, v in bundle.items() if k in SAFE_ATTACHMENT_TYPES} if isinstance(bundle, dict) else {}
+                    if kept:
+                        attachments[name] = kept
+                    else:
+                        del attachments[name]
+            try:
+                renderer = IPythonRenderer(escape=False, attachments=cell.get("attachments") or {})  # as nbconvert renders
+                rendered = MarkdownWithMath(renderer=renderer).render(cell.source)
+            except Exception:  # noqa: BLE001 -- e.g. a missing attachment, which would also break the feedback page
+                rendered = None
+            if rendered is None or unsafe_urls(rendered):
+                cell.source = _literal_markdown(cell.source)
+    return nb
