@@ -9,7 +9,10 @@ notebook into one learner's submission and says what grading must make of it:
     PREPEND = ["..."]                  # learner cells added right after the imports
     def build(nb: dict) -> dict | bytes | None: ...   # free-form edit of the notebook JSON
     FILES = {"name": b"bytes"}         # the submission folder holds exactly these files instead
-    EXPECT = {"score": 7, "flags": {"patched"}, "message": "substring of a message"}
+    LINKS = {"name": "target"}         # symbolic links added to the submission (replacing a file of that name)
+    FOLDER_LINK = "target"             # the submission folder itself is a symbolic link to target
+    EXPECT = {"score": 7, "flags": {"patched"}, "message": "substring of a message",
+              "absent": ["text that must appear nowhere in its feedback or autograded notebook"]}
 
 Placeholders in code: {COURSE} (course directory), {REPO}, {PORT} (a TCP port listening on the host).
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import nbformat
@@ -125,9 +129,18 @@ def write_submissions(root: Path, context: dict, only: list[str] | None = None) 
     chosen = {k: v for k, v in specs().items() if not only or k in only}
     for name, spec in chosen.items():
         folder = root / "submitted" / name / ASSIGNMENT
+        if hasattr(spec, "FOLDER_LINK"):
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(_fill(spec.FOLDER_LINK, context), folder)
+            continue
         folder.mkdir(parents=True, exist_ok=True)
         for fname, data in submission_files(spec, release_nb, context).items():
             (folder / fname).write_bytes(data)
+        for fname, target in getattr(spec, "LINKS", {}).items():
+            (folder / fname).parent.mkdir(parents=True, exist_ok=True)
+            if (folder / fname).exists():
+                (folder / fname).unlink()
+            os.symlink(_fill(target, context), folder / fname)
         if not getattr(spec, "EMPTY", False):
             (folder / "timestamp.txt").write_text("2026-11-01 12:00:00.000000 UTC")
     return chosen
