@@ -7,13 +7,16 @@
 """
 from __future__ import annotations
 
+import re
+
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?")
 
 
 def spreadsheet_cell(value):
     """`value`, or its text with a leading apostrophe when a spreadsheet would read it as a formula.
-    Numbers stay numbers (a negative score is a number, not a formula)."""
-    if not isinstance(value, str):
+    Numbers stay numbers (a negative score is a number, not a formula), also when read back as text."""
+    if not isinstance(value, str) or _PLAIN_NUMBER.fullmatch(value):
         return value
     return "'" + value if value.startswith(FORMULA_STARTS) else value
 

@@ -140,12 +140,14 @@ def test_formula_cells_are_neutralised(value):
 @given(st.text())
 def test_spreadsheet_cells_never_start_a_formula_and_lose_nothing(value):
     out = safe_text.spreadsheet_cell(value)
-    assert not out.startswith(safe_text.FORMULA_STARTS)
+    assert not out.startswith(safe_text.FORMULA_STARTS) or safe_text._PLAIN_NUMBER.fullmatch(out)
     assert out in (value, "'" + value)
 
 
 def test_numbers_stay_numbers():
     assert safe_text.spreadsheet_cell(-3.5) == -3.5 and safe_text.spreadsheet_cell("ada") == "ada"
+    assert safe_text.spreadsheet_cell("-3.5") == "-3.5" and safe_text.spreadsheet_cell("-1e-3") == "-1e-3"
+    assert safe_text.spreadsheet_cell("-3.5+cmd") == "'-3.5+cmd"
 
 
 @given(st.text())
