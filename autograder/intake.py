@@ -40,6 +40,17 @@ class Intake:
     refused: dict[str, str] = field(default_factory=dict)   # notebook file name -> message for the learner
     skipped: list[str] = field(default_factory=list)        # regular files left out for size or count
 
+    WHOLE = "(the submission folder)"
+
+    @classmethod
+    def refused_whole(cls, folder: Path, message: str) -> "Intake":
+        """What a submission folder that is itself a link (or not a folder) amounts to: nothing, and why."""
+        return cls(Path(folder), refused={cls.WHOLE: message})
+
+    def refuses(self, notebook_file: str) -> bool:
+        """Whether this notebook file (or the whole folder) was refused as a link."""
+        return notebook_file in self.refused or self.WHOLE in self.refused
+
     def flags(self) -> list[dict]:
         """One `symlink` flag for the instructor, naming what was left out (never what it pointed to)."""
         links = sorted(set(self.dropped) | set(self.refused))

@@ -94,3 +94,36 @@ def test_with_bubblewrap_a_private_course_and_python_grade_full_marks(tmp_path, 
     out = _grade(python, course)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "7 / 7" in out.stdout, out.stdout[-3000:]
+
+
+def test_a_kernel_killed_while_it_starts_is_started_again(tmp_path, monkeypatch):
+    import nbformat
+
+    from autograder.grading import execute as running
+    from autograder.grading import sandbox
+    from autograder.grading.jobs import Job, SandboxSettings
+
+    info = sandbox.detect()
+    marker = tmp_path / "killed-once"
+    real_command = sandbox.kernel_command
+
+    def killed_on_first_start(*args, **kwargs):  # the first start dies by SIGKILL before Python runs
+        kill_once = 'if mkdir "$0" 2>/dev/null; then kill -KILL $$; fi; exec "$@"'
+        return ["/bin/sh", "-c", kill_once, str(marker), *real_command(*args, **kwargs)]
+
+    monkeypatch.setattr(sandbox, "kernel_command", killed_on_first_start)
+    scratch = Path(tempfile.mkdtemp(prefix="rg-test-", dir="/tmp"))
+    os.chmod(scratch, 0o711)
+    (scratch / "work").mkdir()
+    job = Job(student="ada", spec="", submission="", out=str(tmp_path), scratch=str(scratch), slot=0,
+              uid_seq=int.from_bytes(os.urandom(2), "little"), limits=sandbox.Limits(timeout_s=120),
+              sandbox=SandboxSettings(info.tool, info.as_root, info.drop_uid), sandbox_text=info.describe())
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    try:
+        report = running.execute(nb, scratch, job)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert marker.is_dir(), "the first start was not killed"
+    assert report["stopped"] is None and report["status"][0] == "ok"
+    assert nb.cells[0].outputs[0]["text"] == "42\n"
+    assert len(report["kernel_start_failures"]) == 1 and "attempt 1" in report["kernel_start_failures"][0]

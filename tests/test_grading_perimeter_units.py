@@ -87,8 +87,10 @@ def test_a_submission_folder_that_is_a_link_is_refused_whole(tmp_path, which):
     else:
         (submitted / "ada").mkdir(parents=True)
         os.symlink(target, submitted / "ada" / "a1")
-    with pytest.raises(intake.SubmissionRefused, match="symbolic link"):
+    with pytest.raises(intake.SubmissionRefused, match="symbolic link") as refusal:
         intake.snapshot(submitted, "ada", "a1", tmp_path / "copy")
+    got = intake.Intake.refused_whole(tmp_path / "copy", str(refusal.value))
+    assert got.refuses("tiny.ipynb") and got.messages() == [str(refusal.value)] and got.flags()[0]["code"] == "symlink"
     assert intake.read_timestamp(submitted, "ada", "a1") is None
 
 

@@ -3,9 +3,8 @@ import json
 
 
 def build(nb):
-    text = json.dumps(nb)
-    deep = "[" * 5000 + "1" + "]" * 5000
-    return text.replace('"metadata": {', '"metadata": {"ext": ' + deep + ", ", 1).encode()
+    nb["metadata"]["ext"] = "DEEP"
+    return json.dumps(nb).replace('"DEEP"', "[" * 5000 + "1" + "]" * 5000).encode()
 
 
 EXPECT = {"score": 7, "flags": set(), "message": "nested more than"}

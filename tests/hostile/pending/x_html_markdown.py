@@ -11,4 +11,4 @@ def build(nb):
     return nb
 
 
-EXPECT = {"score": 7, "flags": set(), "live_html": False}
+EXPECT = {"score": 7, "flags": set()}

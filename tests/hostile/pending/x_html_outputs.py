@@ -5,4 +5,4 @@ display(Javascript("pwn('out3')"))
 display(SVG('<svg xmlns="http://www.w3.org/2000/svg" onload="pwn(1)"><script>pwn("out4")</script></svg>'))
 display(Markdown("[x](javascript:pwn('out5'))"))
 print("<script>pwn('out6')</script>")"""]
-EXPECT = {"score": 7, "flags": set(), "live_html": False}
+EXPECT = {"score": 7, "flags": set()}

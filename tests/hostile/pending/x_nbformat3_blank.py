@@ -7,7 +7,8 @@ BLANK = True
 
 
 def build(nb):
-    return json.dumps(nbformat.convert(nbformat.from_dict(nb), 3)).encode()
+    v4 = nbformat.reads(json.dumps(nb), as_version=4)
+    return nbformat.writes(nbformat.convert(v4, 3), version=3).encode()
 
 
 EXPECT = {"score": 0, "flags": set(), "message": "nbformat 3"}
