@@ -61,6 +61,7 @@ add_spec(FunctionSpec(name="exp", title="Exp.apply(x)", arg_names=("x",), make_a
 
 _LINEAR_CASES = [  # (batch, in, out, bias: "tensor" | "absent" | "none")
     (4, 3, 3, "tensor"), (3, 2, 4, "absent"), (5, 3, 2, "none"), (2, 4, 4, "tensor"), (64, 24, 16, "tensor"),
+    (3, 3, 2, "tensor"),  # batch = inputs, W not square: `x @ grad_output` (a published mistake) runs here
 ]
 
 
@@ -85,9 +86,28 @@ def _hint_untransposed_weight(args, grad_outputs, index, got, expected):
     return None
 
 
+def _hint_weight_from_x_not_x_transposed(args, grad_outputs, index, got, expected):
+    """grad of W computed as x @ G (runs only when batch = inputs) where x^T @ G was needed."""
+    x = args[0]
+    if index != 1 or x.shape[0] != x.shape[1] or got.shape != expected.shape:
+        return None
+    if torch.allclose(got, x @ grad_outputs[0], rtol=1e-6, atol=1e-9):
+        return ("the gradient for W multiplies x by grad_output as they are. That runs only because the batch size "
+                "equals the number of inputs here: check which factor is transposed (the gradient of W has W's shape, "
+                "(inputs, outputs), for every batch size).")
+    return None
+
+
+_LINEAR_HINTS = (_hint_untransposed_weight, _hint_weight_from_x_not_x_transposed)
+
 add_spec(FunctionSpec(name="linear", title="LinearFunction.apply(x, W, b=None)", arg_names=("x", "W", "b"),
                       make_args=_linear_args, reference=_linear_reference, needs_input_grad=True,
-                      gradient_hints=(_hint_untransposed_weight,)))
+                      gradient_hints=_LINEAR_HINTS))
+
+# For the notebook's worked example only: the case in which `x @ grad_output` runs.
+add_spec(FunctionSpec(name="linear_batch_equals_inputs", title="LinearFunction.apply(x, W, b=None), batch = inputs",
+                      arg_names=("x", "W", "b"), make_args=lambda gen, case: _linear_args(gen, len(_LINEAR_CASES) - 1),
+                      reference=_linear_reference, needs_input_grad=True, gradient_hints=_LINEAR_HINTS))
 
 
 # --- KillHead(x, n): zero the first n columns ----------------------------------------------------
@@ -128,8 +148,20 @@ def _abs_args(gen, case):
     return _away_from_zero(gen, *shape), _away_from_zero(gen, *shape)
 
 
+def _hint_abs_without_sign(args, grad_outputs, index, got, expected):
+    """d|uv|/du = sign(u)|v|, written as |v| (or sign(v)|u| as |u|): right where the other factor's sign is +."""
+    other = args[1 - index]
+    if got.shape != expected.shape or not torch.allclose(got, grad_outputs[0] * other.abs(), rtol=1e-6, atol=1e-9):
+        return None
+    names = ("u", "v")
+    return (f"the gradient for {names[index]} is right where {names[index]} > 0 and has the wrong sign where "
+            f"{names[index]} < 0: the factor that "
+            f"multiplies |{names[1 - index]}| is the sign of {names[index]}, the slope of |t| at t = u·v.")
+
+
 add_spec(FunctionSpec(name="abs_product", title="AbsProduct.apply(u, v)", arg_names=("u", "v"),
-                      make_args=_abs_args, reference=lambda u, v: torch.abs(u * v)))
+                      make_args=_abs_args, reference=lambda u, v: torch.abs(u * v),
+                      gradient_hints=(_hint_abs_without_sign,)))
 
 
 # --- log-sum-exp of each row, with a numerical backward --------------------------------------------
@@ -166,10 +198,12 @@ def probe_numerical_jacobian(numerical_jacobian, problems, eps=1e-6):
     for name in problems:
         f, inputs = _jacobian_problem(name)
         given = tuple(x.clone() for x in inputs)
-        count = {"calls": 0}
+        count = {"calls": 0, "with_grad": 0}
 
         def counted(*xs, f=f, count=count):
             count["calls"] += 1
+            count["with_grad"] += torch.is_grad_enabled() and any(
+                isinstance(x, torch.Tensor) and x.requires_grad for x in xs)
             return f(*xs)
 
         result = call_learner(numerical_jacobian, counted, given, eps, name="numerical_jacobian")
@@ -179,6 +213,7 @@ def probe_numerical_jacobian(numerical_jacobian, problems, eps=1e-6):
             raise CheckFailed(f"`numerical_jacobian(f, inputs, eps)` should return a list of tensors, one per input; "
                               f"it returned a {type(result).__name__}.")
         data.append({"jacobians": [r.detach().to("cpu", torch.float64).clone() for r in result], "calls": count["calls"],
+                     "calls_with_grad": count["with_grad"],
                      "inputs_changed": any(not torch.equal(a, b) for a, b in zip(inputs, given))})
     return data
 
@@ -193,6 +228,12 @@ def judge_numerical_jacobian(data, problems, eps=1e-6):
             raise CheckFailed(f"`{call}` changed the inputs it was given: perturb copies (x.clone()), or put each entry back.")
         if len(got["jacobians"]) != len(inputs):
             raise CheckFailed(f"`{call}` returned {len(got['jacobians'])} Jacobian(s) for {len(inputs)} input(s): one per input.")
+        expected_calls = 2 * sum(x.numel() for x in inputs)
+        refusal = (f"This exercise is the numerical Jacobian that gradcheck compares autograd with: central differences, "
+                   f"two evaluations of f per input entry ({expected_calls} here), and no autograd.")
+        if got.get("calls_with_grad", 0):
+            raise CheckFailed(f"`{call}` called f on inputs that require grad: that is autograd "
+                              f"(torch.autograd.functional.jacobian, backward, ...), which differentiates f exactly. {refusal}")
         for i, (J, want, x) in enumerate(zip(got["jacobians"], jac, inputs)):
             want = want.reshape(out_numel, x.numel())
             if tuple(J.shape) != tuple(want.shape):
@@ -214,7 +255,9 @@ def judge_numerical_jacobian(data, problems, eps=1e-6):
                 entries = [f"[{r}, {c}]" for r, c in torch.nonzero(bad)[:6].tolist()]
                 raise CheckFailed(f"`{call}`: the Jacobian for input {i} is wrong in entries {', '.join(entries)} "
                                   f"(largest error {float(err.max()):.3g})." + "".join(f"\nHint: {h}" for h in hints))
-        expected_calls = 2 * sum(x.numel() for x in inputs)
+        if got["calls"] < expected_calls:
+            raise CheckFailed(f"`{call}` has the right numbers but evaluated f only {got['calls']} time(s): "
+                              f"autograd (torch.func.jacrev, ...) computes them exactly. {refusal}")
         if got["calls"] > expected_calls + 1:
             raise CheckFailed(f"`{call}` evaluated f {got['calls']} times; a central-difference Jacobian needs "
                               f"{expected_calls} (two per input entry).")
