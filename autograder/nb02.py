@@ -95,8 +95,9 @@ def _crash_hint(exc: Exception) -> str:
         return ("\nHint: one operand is a plain number, not a Variable. Wrap it with `as_variable(other)` "
                 "before you read `.value`.")
     if isinstance(exc, ValueError) and "math domain error" in text:
-        return ("\nHint: math.log (or math.sqrt) got a number outside its domain. ln a exists only for a > 0: "
-                "for a base a <= 0 the derivative with respect to the exponent does not exist: record math.nan.")
+        return ("\nHint: math.log (or math.sqrt) got a number outside its domain. ln a exists only for a > 0. "
+                "For a base a < 0 the derivative with respect to the exponent does not exist: record math.nan. "
+                "At a = 0 (with b > 0), a^b is 0 for every such b: that derivative is 0.")
     if isinstance(exc, TypeError) and "complex" in text:
         return "\nHint: a negative number to a fractional power is complex in Python; the tests avoid that."
     return ""
@@ -243,8 +244,8 @@ _FORMS: dict[str, list[tuple]] = {
                 ("x / b", lambda a, b: b != 0, lambda x, y, a, b: x / b),
                 ("a / y", lambda a, b: b != 0, lambda x, y, a, b: a / y),
                 ("x / x", lambda a, b: a != 0, lambda x, y, a, b: x / x)],
-    "pow": [("x ** b", lambda a, b: a > 0 or float(b).is_integer(), lambda x, y, a, b: x ** b),
-            ("x ** y", lambda a, b: a > 0 or float(b).is_integer(), lambda x, y, a, b: x ** y),
+    "pow": [("x ** b", lambda a, b: a > 0 or float(b).is_integer() or (a == 0 and b > 1), lambda x, y, a, b: x ** b),
+            ("x ** y", lambda a, b: a > 0 or float(b).is_integer() or (a == 0 and b > 1), lambda x, y, a, b: x ** y),
             ("a ** y", lambda a, b: a > 0, lambda x, y, a, b: a ** y)],
 }
 _OP_NAMES = {"mul": "variable_mul", "truediv": "variable_truediv", "pow": "variable_pow", "tanh": "variable_tanh"}
@@ -303,12 +304,15 @@ def _op_hints(op: str, text: str, a: float, b: float, which: int, got: float, ex
                      "finite number that is wrong.")
     if op == "pow" and which == 1 and a > 0 and math.isnan(got):
         hints.append("Here a > 0, so ln a exists: ∂(a^b)/∂b = a^b·ln a.")
+    if op == "pow" and which == 1 and a == 0 and b > 0 and got != 0:
+        hints.append("At a = 0 and b > 0, a^b is 0 for every b nearby, so it does not change with b: "
+                     "the derivative with respect to the exponent is 0 (a·ln a → 0), not nan.")
     if op == "tanh" and which == 0:
         t = math.tanh(a)
         if _agree(got, t * t):
-            hints.append("That is tanh², a classic slip (a published tutorial makes it). Derive it again from "
-                         "tanh = sinh/cosh with the quotient rule, then use cosh² − sinh² = 1 to write the result in "
-                         "terms of the output t: look at what happens to the 1.")
+            hints.append("That is tanh², a classic slip (a published tutorial makes it). Derive the derivative "
+                         "again from tanh = sinh/cosh with the quotient rule, and only then write it in terms of "
+                         "the output t; your gradient_check (section 5) will confirm it.")
         elif _agree(got, 1 - a * a):
             hints.append("That formula is written with the input a; the derivative of tanh is a formula in the output t = tanh(a).")
     return hints
@@ -746,6 +750,22 @@ def judge_engine(data, seeds):
 check_engine = register("check_engine", probe_engine, judge_engine)
 
 
+def report_engine(Variable, seeds) -> None:
+    """Compare the whole engine (operations and backward) with PyTorch on the random expressions of
+    `seeds`, and print what differs. A report for the notebook, not a graded check: each operation and
+    backward have test cells of their own, and one wrong derivative should cost its own exercise only."""
+    differ = []
+    for seed in seeds:
+        try:
+            check_engine(Variable, seeds=[seed])
+        except CheckFailed as failure:
+            differ.append((seed, str(failure)))
+    print(f"{len(seeds) - len(differ)} of {len(seeds)} random expressions agree with PyTorch (value and every gradient).")
+    if differ:
+        print(f"The first that differs (of {len(differ)}: {', '.join(str(seed) for seed, _ in differ[:10])}"
+              f"{' ...' if len(differ) > 10 else ''}):\n{differ[0][1]}")
+
+
 # Exercise 7: zero_grad --------------------------------------------------------------------------
 
 def probe_zero_grad(Variable, graphs):
@@ -878,21 +898,152 @@ def _connected(out: Any, wrt: list) -> list[bool]:
     return [id(w) in seen for w in wrt]
 
 
+# The neuron is graded on the expression it builds, replayed with PyTorch's operations: a wrong local
+# derivative in an operation (exercises 1-4, graded there) costs nothing here. The probe runs the
+# learner's neuron_loss on Variables of a subclass that records each operation it is asked for; the
+# record is plain data (op names, operand references, constants, and for a node the learner built by
+# hand, its recorded local derivatives), which the judge replays on tensors.
+
+_TRACED_METHODS = {"__add__": "add", "__radd__": "radd", "__sub__": "sub", "__rsub__": "rsub", "__mul__": "mul",
+                   "__rmul__": "rmul", "__truediv__": "div", "__rtruediv__": "rdiv", "__pow__": "pow",
+                   "__rpow__": "rpow", "__neg__": "neg", "tanh": "tanh", "exp": "exp", "log": "log",
+                   "sigmoid": "sigmoid", "relu": "relu"}
+_REFLECTED = {"radd", "rsub", "rmul", "rdiv", "rpow"}
+
+
+def _tracing_class(Variable: type, trace: dict, keep: list) -> type:
+    """A subclass of the learner's Variable whose operations record (op, operands) for their result."""
+    namespace: dict = {"__slots__": ()} if "__slots__" in Variable.__dict__ else {}
+    traced_class: list = []
+
+    def make(method: str, op: str, base: Callable):
+        def traced(self, *args):
+            if op in _REFLECTED and args and isinstance(args[0], Variable):
+                return NotImplemented   # Python asked the subclass first: let the other Variable's own method run
+            out = base(self, *args)
+            if isinstance(out, Variable) and out is not self:
+                if type(out) is Variable:
+                    try:
+                        out.__class__ = traced_class[0]
+                    except TypeError:
+                        pass
+                trace[id(out)] = (op, self, args)
+                keep.append(out)
+            return out
+        traced.__name__ = method
+        return traced
+
+    for method, op in _TRACED_METHODS.items():
+        base = getattr(Variable, method, None)
+        if callable(base):
+            namespace[method] = make(method, op, base)
+    traced_class.append(type(Variable.__name__, (Variable,), namespace))
+    return traced_class[0]
+
+
+def _record(out: Any, inputs: list, trace: dict, what: str, limit: int = 20_000) -> list:
+    """The expression that ends in `out`, as a list of steps in evaluation order; the last is `out`.
+    A step is ("op", name, [refs]) | ("node", value, [(ref, local)]) | ("const", value); a ref is
+    ["input", i] or ["step", k]; a number among an operation's operands is ["number", value]."""
+    position = {id(v): i for i, v in enumerate(inputs)}
+    steps: list = []
+    index: dict = {}
+
+    def operands_of(node):
+        if id(node) in trace:
+            return [a for a in (trace[id(node)][1],) + tuple(trace[id(node)][2]) if hasattr(a, "value")]
+        return [p for p, _ in _edges(node, f"A node in the graph of {what}")]
+
+    stack = [(out, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in index or id(node) in position:
+            continue
+        if not expanded:
+            stack.append((node, True))
+            stack.extend((child, False) for child in operands_of(node)
+                         if id(child) not in index and id(child) not in position)
+            continue
+        if len(steps) >= limit:
+            raise CheckFailed(f"The graph of {what} has more than {limit} nodes.")
+
+        def ref(v):
+            if hasattr(v, "value"):
+                return ["input", position[id(v)]] if id(v) in position else ["step", index[id(v)]]
+            return ["number", _number(v, f"A number in {what}")]
+
+        if id(node) in trace:
+            op, first, args = trace[id(node)]
+            steps.append(("op", op, [ref(first)] + [ref(a) for a in args]))
+        else:
+            edges = _edges(node, f"A node in the graph of {what}")
+            value = _number(getattr(node, "value", None), f"The value of a node in {what}")
+            if edges:
+                steps.append(("node", value, [(ref(p), _number(g, f"A local derivative in {what}")) for p, g in edges]))
+            else:
+                steps.append(("const", value))
+        index[id(node)] = len(steps) - 1
+    return steps
+
+
 def probe_neuron_loss(neuron_loss, cases):
     Variable = _variable_of(neuron_loss, "neuron_loss")
     data = []
     for weights, bias, inputs, target in cases:
-        w = [Variable(float(v)) for v in weights]
-        b = Variable(float(bias))
+        trace: dict = {}
+        keep: list = []
+        Traced = _tracing_class(Variable, trace, keep)
+        w = [Traced(float(v)) for v in weights]
+        b = Traced(float(bias))
         call = f"neuron_loss({_short([f'Variable({v})' for v in weights])}, Variable({bias}), {list(inputs)}, {target})"
         out = _run(neuron_loss, w, b, [float(v) for v in inputs], float(target), name="neuron_loss", call=call, seconds=10)
         if not isinstance(out, Variable):
             raise CheckFailed(f"`{call}` should return a Variable (so that backward can run from it); it returned "
                               f"{_short(out)} ({type(out).__name__}).")
         data.append({"value": _number(out.value, f"The value of `{call}`"),
-                     "grads": _gradients(out, w + [b], f"`{call}`"),
+                     "steps": _record(out, w + [b], trace, f"`{call}`") if not any(out is v for v in w + [b]) else [],
+                     "returns_input": next((i for i, v in enumerate(w + [b]) if out is v), None),
                      "connected": _connected(out, w + [b])})
     return data
+
+
+_REPLAY = {"add": lambda a, b: a + b, "radd": lambda a, b: b + a, "sub": lambda a, b: a - b, "rsub": lambda a, b: b - a,
+           "mul": lambda a, b: a * b, "rmul": lambda a, b: b * a, "div": lambda a, b: a / b, "rdiv": lambda a, b: b / a,
+           "pow": lambda a, b: a ** b, "rpow": lambda a, b: b ** a, "neg": lambda a: -a, "tanh": torch.tanh,
+           "exp": torch.exp, "log": torch.log, "sigmoid": torch.sigmoid, "relu": torch.relu}
+
+
+def _replay(steps: list, returns_input, leaves: list) -> torch.Tensor:
+    """The recorded expression on tensors, with PyTorch's own operations (and, for a node the learner
+    built by hand, its own local derivatives)."""
+    if returns_input is not None:
+        return leaves[returns_input]
+    values: list = []
+
+    def get(ref):
+        kind, x = ref
+        if kind == "input":
+            return leaves[int(x)]
+        if kind == "step":
+            return values[int(x)]
+        return float(x)
+
+    for step in steps:
+        if step[0] == "op":
+            args = [get(r) for r in step[2]]
+            if not isinstance(args[0], torch.Tensor):
+                args[0] = torch.tensor(args[0], dtype=torch.float64)
+            values.append(_REPLAY[step[1]](*args))
+        elif step[0] == "node":
+            node = torch.tensor(step[1], dtype=torch.float64)
+            for ref, local in step[2]:
+                parent = get(ref)
+                if isinstance(parent, torch.Tensor):
+                    node = node + local * (parent - parent.detach())
+            values.append(node)
+        else:
+            values.append(torch.tensor(step[1], dtype=torch.float64))
+    return values[-1]
 
 
 def judge_neuron_loss(data, cases):
@@ -916,8 +1067,18 @@ def judge_neuron_loss(data, cases):
                 hints.append("The prediction is tanh of the weighted sum plus the bias.")
             raise CheckFailed(_describe(f"The value of `{call}`", got["value"], float(loss)) +
                               "".join(f"\nHint: {h}" for h in hints))
+        # The learner's expression, replayed with PyTorch's operations: its gradient is right exactly when the
+        # expression connects every weight and the bias to the loss the right way, whatever the local
+        # derivatives of the learner's operations are (those have their own exercises).
+        leaves = [torch.tensor(float(v), dtype=torch.float64, requires_grad=True) for v in list(weights) + [bias]]
+        replayed = _replay(got["steps"], got.get("returns_input"), leaves)
+        if not isinstance(replayed, torch.Tensor) or not replayed.requires_grad:
+            replayed_grads = [0.0] * len(leaves)
+        else:
+            replayed_grads = [0.0 if g is None else float(g)
+                              for g in torch.autograd.grad(replayed, leaves, allow_unused=True)]
         names = [f"weights[{i}]" for i in range(len(weights))] + ["bias"]
-        problems = [_describe(f"d loss / d {nm}", g, e) for nm, g, e in zip(names, got["grads"], expected)
+        problems = [_describe(f"d loss / d {nm}", g, e) for nm, g, e in zip(names, replayed_grads, expected)
                     if not _agree(g, e, rtol=1e-8, atol=1e-12)]
         if problems:
             if not all(got.get("connected", [True])):
@@ -925,9 +1086,92 @@ def judge_neuron_loss(data, cases):
                         "Somewhere a plain float (`.value`, `math.tanh`, `float(...)`) was used where a Variable "
                         "operation was needed, so no gradient can flow back past it.")
             else:
-                hint = ("The value is right, so the expression is right; the derivatives come from the local "
-                        "derivatives your operations record. Run the tests of exercises 1-4 again (tanh, ** and *).")
-            _fail(problems, [hint], intro=f"`{call}`:")
+                hint = ("The value is right, but part of it does not depend on the weights through Variable "
+                        "operations: somewhere a plain number (`.value`, `math.tanh`, `float(...)`) stands where a "
+                        "Variable operation was needed, so gradients do not flow through that part.")
+            _fail(problems, [hint], intro=f"`{call}` (its expression replayed with PyTorch's operations):")
 
 
 check_neuron_loss = register("check_neuron_loss", probe_neuron_loss, judge_neuron_loss)
+
+
+# Exercise 10: the published neuron, checked -----------------------------------------------------
+# The pieces are single nodes built with the learner's Variable constructor, so the exercise depends
+# on the learner's backward and gradient_check (its subject) and on no operation of exercises 1-4.
+# A right local derivative is a central difference of the piece's own value (no formula given away);
+# the published ones are the tutorial's: tanh² for tanh, and the cost ½(ŷ − y²).
+
+SEED_X, SEED_Y = 2.0, 1.0
+_SEED_ACTIVATIONS = {"tanh": math.tanh, "published_tanh": math.tanh}
+_SEED_COSTS = {"half_square": lambda p: 0.5 * (p - SEED_Y) ** 2, "published_cost": lambda p: 0.5 * (p - SEED_Y ** 2)}
+
+
+def _central(f: Callable, a: float, h: float = 1e-5) -> float:
+    return (f(a + h) - f(a - h)) / (2 * h)
+
+
+def _seed_pieces(Variable: type, activation: str, cost: str):
+    def weighted_sum(w, b):
+        return Variable(w.value * SEED_X + b.value, (w, b), (SEED_X, 1.0), "w*x+b")
+
+    def act(a):
+        t = math.tanh(a.value)
+        local = t * t if activation == "published_tanh" else _central(math.tanh, a.value)
+        return Variable(t, (a,), (local,), "tanh")
+
+    def loss_of(p):
+        return Variable(_SEED_COSTS[cost](p.value), (p,), (_central(_SEED_COSTS[cost], p.value),), "cost")
+
+    return weighted_sum, act, loss_of
+
+
+def probe_seed_neuron(seed_neuron_report, cases):
+    Variable = _variable_of(seed_neuron_report, "seed_neuron_report")
+    data = []
+    for activation, cost, w, b in cases:
+        pieces = _seed_pieces(Variable, activation, cost)
+        call = (f"seed_neuron_report(weighted_sum, activation, cost, w={w}, b={b}) with the test's {activation} "
+                f"and {cost}")
+        report = _run(seed_neuron_report, *pieces, float(w), float(b), name="seed_neuron_report", call=call, seconds=10)
+        if not isinstance(report, dict) or not {"loss", "dw", "check"} <= set(report):
+            raise CheckFailed(f"`{call}` should return a dict with the keys 'loss', 'dw' and 'check'; it returned "
+                              f"{_short(report)}.")
+        data.append({k: _number(report[k], f"report['{k}'] of `{call}`") for k in ("loss", "dw", "check")})
+    return data
+
+
+def judge_seed_neuron(data, cases):
+    for (activation, cost, w, b), got in zip(cases, data):
+        tw = torch.tensor(float(w), dtype=torch.float64, requires_grad=True)
+        s = tw * SEED_X + float(b)
+        y_hat = torch.tanh(s)
+        loss = 0.5 * (y_hat - SEED_Y) ** 2 if cost == "half_square" else 0.5 * (y_hat - SEED_Y ** 2)
+        (true_dw,) = torch.autograd.grad(loss, tw)
+        true_dw, loss = float(true_dw), loss.detach()
+        t = float(y_hat.detach())
+        # what backward() gives: the product of the recorded local derivatives along the chain
+        act_local = t * t if activation == "published_tanh" else 1.0 - t * t
+        cost_local = (t - SEED_Y) if cost == "half_square" else 0.5
+        backward_dw = SEED_X * act_local * cost_local
+        scale = max(abs(backward_dw), abs(true_dw))
+        check = 0.0 if scale == 0 else abs(backward_dw - true_dw) / scale
+        where = f"seed_neuron_report with {activation} and {cost} at w = {w}, b = {b}"
+        problems = []
+        if not _agree(got["loss"], float(loss), rtol=1e-9):
+            problems.append(_describe("report['loss']", got["loss"], float(loss)) +
+                            " It is the value of cost(activation(weighted_sum(w, b))).")
+        if not _agree(got["dw"], backward_dw, rtol=1e-6, atol=1e-12):
+            problems.append(_describe("report['dw']", got["dw"], backward_dw) +
+                            " It is w.grad after one backward() from the loss (grads starting at 0).")
+        if check < 1e-6:
+            if not 0 <= got["check"] <= 1e-6:
+                problems.append(f"report['check'] is {got['check']:.2g}, but this neuron's backward is right: your "
+                                "gradient_check's relative error for w should be tiny.")
+        elif not abs(got["check"] - check) <= 1e-4 * check + 1e-9:
+            problems.append(f"report['check'] is {got['check']:.3g}: "
+                            f"{'too small' if got['check'] < check else 'too large'} for this backward (off by "
+                            f"{abs(got['check'] - check):.2g}). It is gradient_check(loss, [w, b])[0].")
+        _fail(problems, [], intro=f"{where}:")
+
+
+check_seed_neuron = register("check_seed_neuron", probe_seed_neuron, judge_seed_neuron)
