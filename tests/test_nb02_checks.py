@@ -523,3 +523,14 @@ def test_seed_neuron_reproduces_the_published_number_and_the_right_one():
 def test_seed_neuron_mistakes(body, expected):
     ns = engine("def seed_neuron_report(weighted_sum, activation, cost, w=1.0, b=0.0):\n" + body)
     _fails(nb02.check_seed_neuron, ns["seed_neuron_report"], cases=SEED_CASES, contains=(expected,))
+
+
+def test_points_follow_effort():
+    """topological_order, the hardest exercise, is worth more than any single operation; the
+    one-line-per-piece seed-neuron report is worth the least."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    points = {c.metadata.nbgrader.grade_id: c.metadata.nbgrader.points for c in nb.cells
+              if c.metadata.get("nbgrader", {}).get("grade")}
+    operations = [points[f"test_variable_{op}"] for op in ("mul", "truediv", "pow", "tanh")]
+    assert points["test_topological_order"] > max(operations)
+    assert points["test_seed_neuron_report"] == min(points.values())
