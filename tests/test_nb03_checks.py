@@ -271,7 +271,7 @@ WRONG = {
     "linear: bias gradient not summed over the batch": (
         fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1].T, ctx.saved_tensors[0].T @ g,
                                                      g if ctx.has_bias else None)),
-        "linear", {}, ["interface", "gradcheck", "reference"], "sum over dim 0"),
+        "linear", {}, ["interface"], "the sum over the batch"),
     "linear: W instead of W transposed (square W)": (
         fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1], ctx.saved_tensors[0].T @ g,
                                                      g.sum(0) if ctx.has_bias else None)),
@@ -342,7 +342,7 @@ def test_abs_sign_message_says_where_not_everywhere():
     for seed in range(4):
         verdict, message = run(F, "abs_product", seed=seed, cases=4)
         report = message if verdict is None else verdict.report()
-        assert "where u < 0" in report and "where v < 0" in report, report
+        assert "where u < 0" in report and "where v < 0" in report and "everywhere" not in report, report
 
 
 def test_published_linear_mistake_runs_only_when_batch_equals_inputs_and_the_hidden_case_catches_it():
@@ -354,6 +354,17 @@ def test_published_linear_mistake_runs_only_when_batch_equals_inputs_and_the_hid
     assert "batch size equals the number of inputs" in report, report
     from autograder.probes.nb03 import _LINEAR_CASES
     assert _LINEAR_CASES[5][0] == _LINEAR_CASES[5][1] != _LINEAR_CASES[5][2]
+
+
+def test_unsummed_bias_loses_only_the_interface_part():
+    """A bias gradient of shape (N, O): autograd sums it down and training works, so only the interface part
+    (with its hint) is lost -- less than a genuinely wrong transposed grad_weight loses."""
+    unsummed, _ = run(*WRONG["linear: bias gradient not summed over the batch"][:2], points=5, cases=6)
+    assert float(unsummed) == 4.0, unsummed.report()
+    assert [p.name for p in unsummed.parts if p.passed is False] == ["interface"]
+    assert "the sum over the batch" in unsummed.report()
+    transposed, message = run(*WRONG["linear: transposed weight gradient"][:2], points=5, cases=6)
+    assert transposed is None or float(transposed) < float(unsummed), message
 
 
 def test_partial_credit_values():
