@@ -7,10 +7,11 @@ can be reproduced in the notebook.
 """
 from __future__ import annotations
 
+from .feedback import CheckFailed
 from .probes.nb02_cases import example_graph, random_expression_text
 from .registry import register
 
-__all__ = ["example_graph", "random_expression_text"]
+__all__ = ["example_graph", "random_expression_text", "report_engine"]
 
 
 def _check(exercise: str):
@@ -29,3 +30,20 @@ check_engine = _check("engine")
 check_zero_grad = _check("zero_grad")
 check_gradient_check = _check("gradient_check")
 check_neuron_loss = _check("neuron_loss")
+check_seed_neuron = _check("seed_neuron")
+
+
+def report_engine(Variable, seeds) -> None:
+    """Compare the whole engine (operations and backward) with PyTorch on the random expressions of
+    `seeds`, and print what differs. A report for the notebook, not a graded check: each operation and
+    backward have test cells of their own, and one wrong derivative should cost its own exercise only."""
+    differ = []
+    for seed in seeds:
+        try:
+            check_engine(Variable, seeds=[seed])
+        except CheckFailed as failure:
+            differ.append((seed, str(failure)))
+    print(f"{len(seeds) - len(differ)} of {len(seeds)} random expressions agree with PyTorch (value and every gradient).")
+    if differ:
+        print(f"The first that differs (of {len(differ)}: {', '.join(str(seed) for seed, _ in differ[:10])}"
+              f"{' ...' if len(differ) > 10 else ''}):\n{differ[0][1]}")

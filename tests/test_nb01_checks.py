@@ -125,7 +125,21 @@ def test_jacobian_reverse_accepts_correct_and_other_correct_ways():
 def test_jacobian_reverse_catches_transposed_and_forward_mode():
     _fails(nb01.check_jacobian_reverse, lambda F, x: _jacobian_reverse(F, x).T, cases=[(3, 2, 0)], contains=("transposed",))
     forward = lambda F, x: torch.stack([torch.func.jvp(F, (x,), (torch.eye(x.numel())[i],))[1] for i in range(x.numel())], 1)  # noqa: E731
-    _fails(nb01.check_jacobian_reverse, forward, cases=[(3, 2, 0)], contains=("without any reverse sweep",))
+    _fails(nb01.check_jacobian_reverse, forward, cases=[(3, 2, 0)], contains=("forward mode", "no reverse sweep"))
+
+
+def test_jacobian_reverse_tells_jacrev_and_jacfwd_apart_truthfully():
+    """jacrev is reverse mode (vectorised): it is told so, not that no reverse sweep ran; jacfwd is forward
+    mode and is told so, without a crash that names the check's internals."""
+    jacrev = _fails(nb01.check_jacobian_reverse, lambda F, x: torch.func.jacrev(F)(x), cases=[(3, 2, 0)],
+                    contains=("vectorised reverse sweep", "torch.func.jacrev"))
+    assert "without any" not in jacrev
+    jacfwd = _fails(nb01.check_jacobian_reverse, lambda F, x: torch.func.jacfwd(F)(x), cases=[(2, 3, 0)],
+                    contains=("forward mode", "torch.func.jacfwd"))
+    for message in (jacrev, jacfwd):
+        assert "Count" not in message and "vmap" not in message and "raised" not in message
+    # with one output, one vectorised sweep is one sweep per output: reverse mode, accepted
+    nb01.check_jacobian_reverse(lambda F, x: torch.func.jacrev(F)(x), cases=[(4, 1, 3)])
 
 
 def test_jacobian_reverse_catches_too_many_sweeps():

@@ -271,7 +271,7 @@ WRONG = {
     "linear: bias gradient not summed over the batch": (
         fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1].T, ctx.saved_tensors[0].T @ g,
                                                      g if ctx.has_bias else None)),
-        "linear", {}, ["interface", "gradcheck", "reference"], "sum over dim 0"),
+        "linear", {}, ["interface"], "the sum over the batch"),
     "linear: W instead of W transposed (square W)": (
         fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1], ctx.saved_tensors[0].T @ g,
                                                      g.sum(0) if ctx.has_bias else None)),
@@ -303,6 +303,13 @@ WRONG = {
     "abs_product: the sign forgotten": (
         fn("AbsProduct", _abs_f, lambda ctx, g: (g * ctx.saved_tensors[1], g * ctx.saved_tensors[0])),
         "abs_product", {}, ["gradcheck", "reference"], "entries"),
+    "abs_product: |v| in place of sign(u)|v|": (
+        fn("AbsProduct", _abs_f, lambda ctx, g: (g * ctx.saved_tensors[1].abs(), g * ctx.saved_tensors[0].abs())),
+        "abs_product", {}, ["gradcheck", "reference"], "wrong sign where u < 0"),
+    "linear: x @ grad_output (a published mistake, runs when batch = inputs)": (
+        fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1].T, ctx.saved_tensors[0] @ g,
+                                                     g.sum(0) if ctx.has_bias else None)),
+        "linear_batch_equals_inputs", {}, ["gradcheck", "reference"], "batch size equals the number of inputs"),
     "numerical backward: one-sided difference": (
         fn("NumericalLogSumExp", _lse_f, lambda ctx, g: _lse_numeric(ctx.saved_tensors[0], one_sided=True) * g[:, None]),
         "numerical_logsumexp", {}, ["reference"], "disagrees with the reference backward"),
@@ -327,6 +334,37 @@ def test_wrong_backward_loses_points_where_it_should(name):
     else:
         for p in failing:
             assert f"[FAIL] {PART_TITLES[p]}" in report, report
+
+
+def test_abs_sign_message_says_where_not_everywhere():
+    """|v| in place of sign(u)|v| is wrong only where u < 0 (or v < 0): the report says where."""
+    F = WRONG["abs_product: |v| in place of sign(u)|v|"][0]
+    for seed in range(4):
+        verdict, message = run(F, "abs_product", seed=seed, cases=4)
+        report = message if verdict is None else verdict.report()
+        assert "where u < 0" in report and "where v < 0" in report and "everywhere" not in report, report
+
+
+def test_published_linear_mistake_runs_only_when_batch_equals_inputs_and_the_hidden_case_catches_it():
+    """Seed 001's `grad_weight = input.mm(grad_output)`: a shape error on the usual cases, a Jacobian mismatch
+    with its hint on the hidden case where batch = inputs (the notebook's hidden tests run it: cases=6)."""
+    F = WRONG["linear: x @ grad_output (a published mistake, runs when batch = inputs)"][0]
+    verdict, message = run(F, "linear", seed=3, cases=6)
+    report = message if verdict is None else verdict.report()
+    assert "batch size equals the number of inputs" in report, report
+    from autograder.probes.nb03 import _LINEAR_CASES
+    assert _LINEAR_CASES[5][0] == _LINEAR_CASES[5][1] != _LINEAR_CASES[5][2]
+
+
+def test_unsummed_bias_loses_only_the_interface_part():
+    """A bias gradient of shape (N, O): autograd sums it down and training works, so only the interface part
+    (with its hint) is lost -- less than a genuinely wrong transposed grad_weight loses."""
+    unsummed, _ = run(*WRONG["linear: bias gradient not summed over the batch"][:2], points=5, cases=6)
+    assert float(unsummed) == 4.0, unsummed.report()
+    assert [p.name for p in unsummed.parts if p.passed is False] == ["interface"]
+    assert "the sum over the batch" in unsummed.report()
+    transposed, message = run(*WRONG["linear: transposed weight gradient"][:2], points=5, cases=6)
+    assert transposed is None or float(transposed) < float(unsummed), message
 
 
 def test_partial_credit_values():
@@ -550,6 +588,23 @@ def test_numerical_jacobian_checks():
         nb03.check_numerical_jacobian(in_place, problems=["product_sine"])
 
 
+@pytest.mark.parametrize("shortcut", ["autograd.functional.jacobian", "func.jacrev", "func.jacfwd"])
+def test_numerical_jacobian_is_not_passed_by_one_autograd_call(shortcut):
+    """Points follow effort: one call of an autograd Jacobian is refused, with a message saying why."""
+    def jacobian(f, inputs, eps=1e-6):
+        if shortcut == "autograd.functional.jacobian":
+            jac = torch.autograd.functional.jacobian(f, tuple(inputs))
+        else:
+            transform = torch.func.jacrev if shortcut == "func.jacrev" else torch.func.jacfwd
+            jac = transform(f, argnums=tuple(range(len(inputs))))(*inputs)
+        out_numel = f(*inputs).numel()
+        return [J.reshape(out_numel, x.numel()) for J, x in zip(jac, inputs)]
+    for problem in PROBLEMS:
+        with pytest.raises(CheckFailed, match="no autograd") as info:
+            nb03.check_numerical_jacobian(jacobian, problems=[problem])
+        assert "central differences" in str(info.value)
+
+
 def _my_gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
     def analytical(fn, inputs):
         out = fn(*inputs)
@@ -632,6 +687,21 @@ def test_kill_head_training_checks():
         return x.detach(), [0.0] * steps
     with pytest.raises(CheckFailed, match="first 2 column"):
         nb03.check_kill_head_training(leaky, cases=cases)
+
+
+def test_notebook_grades_neither_double_backward_nor_cuda():
+    """Double backward is taught and graded in notebook 04, devices in notebook 05: nb03's score has neither."""
+    import re
+    from pathlib import Path
+
+    import nbformat
+    root = Path(__file__).resolve().parent.parent
+    nb = nbformat.read(root / "solutions/03-custom-functions/custom_functions.ipynb", as_version=4)
+    calls = [line for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")
+             for line in cell.source.splitlines() if line.startswith("check_function(")]
+    assert len(calls) == 12, calls
+    for call in calls:
+        assert "double_backward" not in call and re.search(r"cuda=False\)$", call), call
 
 
 def test_every_check_shape_used_by_the_notebook_is_registered():

@@ -120,7 +120,7 @@ def _generic_hints(got: torch.Tensor, want: torch.Tensor, per_call_rows: bool) -
         return hints
     tol = 1e-6 * scale
     if torch.allclose(got, -want, atol=tol, rtol=1e-6):
-        return ["the gradient has the wrong sign everywhere: check the sign of each term in your derivative."]
+        return ["the gradient has the wrong sign in every entry here: check the sign of each term in your derivative."]
     denom = float((want * want).sum())
     c = float((got * want).sum()) / denom
     if abs(c) > 1e-9 and abs(c - 1) > 1e-6 and torch.allclose(got, c * want, atol=tol, rtol=1e-6):
@@ -136,16 +136,32 @@ def _generic_hints(got: torch.Tensor, want: torch.Tensor, per_call_rows: bool) -
     return hints
 
 
+def _as_autograd_uses_it(value: torch.Tensor, in_shape) -> torch.Tensor | None:
+    """The gradient as autograd passes it on: of the input's shape; summed down to it when the input's shape
+    broadcasts to the returned one (a bias gradient left with its batch dimension); None when autograd would
+    raise. The shape itself is the interface part's business."""
+    if list(value.shape) == list(in_shape):
+        return value
+    try:
+        if list(torch.broadcast_shapes(tuple(in_shape), tuple(value.shape))) == list(value.shape):
+            return value.sum_to_size(*in_shape) if len(in_shape) else value.sum()
+    except RuntimeError:
+        pass
+    return None
+
+
 def _gradient_matrix(data_case, slot: int, in_shape) -> torch.Tensor | None:
-    """Rows = backward calls, columns = entries of input `slot`; None if some call gave something unusable."""
+    """Rows = backward calls, columns = entries of input `slot`; None if some call gave something unusable.
+    A gradient autograd would sum down to the input's shape is compared summed: one mistake, one part."""
     rows = []
     for returns in data_case["returns"]:
         if slot >= len(returns):
             return None
         r = returns[slot]
-        if r["kind"] != "tensor" or list(r["shape"]) != list(in_shape):
+        value = _as_autograd_uses_it(r["value"], in_shape) if r["kind"] == "tensor" else None
+        if value is None:
             return None
-        rows.append(r["value"].reshape(-1))
+        rows.append(value.reshape(-1))
     return torch.stack(rows) if rows else None
 
 
@@ -250,7 +266,9 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
                 if len(first["shape"]) == 2 and list(first["shape"]) == list(args[i].shape)[::-1]:
                     hint = "this gradient looks transposed: a gradient has the shape of its input (check the matrix products)."
                 elif len(first["shape"]) == args[i].dim() + 1 and list(first["shape"][1:]) == list(args[i].shape):
-                    hint = "the bias gradient still has a batch dimension: sum it over the batch (dim 0)."
+                    hint = ("the bias gradient still has a batch dimension. Autograd sums it down for you, so training "
+                            "works, but backward should return the gradient of the bias itself: the sum over the batch "
+                            "(dim 0).")
                 interface.fail(f"the gradient returned for `{names[i]}` has shape {tuple(first['shape'])}; "
                                f"`{names[i]}` has shape {tuple(args[i].shape)}, and its gradient must have the same shape.", hint)
             if first["dtype"] != "float64":
@@ -310,7 +328,7 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
         if mode == "full":
             numerical = ((pert[0] - pert[1]) / (2 * EPS)).T            # (numel(out), numel(input))
             bad, max_abs, max_rel = _compare(got, numerical, RTOL, ATOL)
-            hints = _generic_hints(got, want, True) + _spec_hints(spec, args, calls, i, data, ref)
+            hints = _spec_hints(spec, args, calls, i, data, ref) or _generic_hints(got, want, True)
             if bad.any():
                 parts["gradcheck"].fail(
                     f"the gradient for `{label}` disagrees with the numerical Jacobian {where} in {int(bad.sum())} of "
@@ -337,13 +355,13 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
                         f"the gradient for `{label}` disagrees with the numerical Jacobian {where}: for a random "
                         f"grad_output u and direction v, u·J·v differs by {abs(analytic - numeric):.3g} "
                         f"(relative {abs(analytic - numeric) / max(abs(numeric), 1e-12):.3g}).",
-                        *(_generic_hints(got, want, True) + _spec_hints(spec, args, calls, i, data, ref)))
+                        *(_spec_hints(spec, args, calls, i, data, ref) or _generic_hints(got, want, True)))
                     break
             bad, max_abs, max_rel = _compare(got, want, spec.ref_rtol, spec.ref_atol)
             if bad.any():
                 parts["reference"].fail(
                     f"the gradient for `{label}` disagrees with the reference backward {where} in "
-                    f"{_describe_grad_entries(bad.any(0), label, shape)}; {_errors(max_abs, max_rel)}.", *(_generic_hints(got, want, True) + _spec_hints(spec, args, calls, i, data, ref)))
+                    f"{_describe_grad_entries(bad.any(0), label, shape)}; {_errors(max_abs, max_rel)}.", *(_spec_hints(spec, args, calls, i, data, ref) or _generic_hints(got, want, True)))
 
     # 4. double backward
     if double_backward and spec.double_backward:
@@ -419,8 +437,9 @@ def _judge_double_backward(spec, got, args, shapes, seed, case, part, where):
     if "error" in got:
         if got["error"] == "not differentiable":
             part.fail(f"the gradients backward returns cannot be differentiated again {where}.",
-                      "write backward with differentiable torch operations on tensors (no .detach(), .item(), NumPy or "
-                      "in-place changes) so that autograd can record it too.")
+                      "write backward with differentiable torch operations on tensors (no .detach(), .item() or NumPy) "
+                      "so that autograd can record it too. In-place writes are fine on a tensor backward made itself "
+                      "(e.g. a clone of grad_output), not on grad_output or a saved tensor.")
         else:
             part.fail(f"double backward failed {where}: {got['error']}")
         return

@@ -108,9 +108,19 @@ def judge_jacobian_reverse(data, cases):
             rows = sorted({int(i) for i in torch.nonzero(err > 1e-9 + 1e-9 * expected.abs())[:, 0]})
             raise CheckFailed(f"`{call}` has wrong entries in rows {rows[:8]} (largest error {float(err.max()):.3g}). "
                               "Row i should be the gradient of output i: a reverse sweep seeded with the i-th unit vector.")
+        if got["sweeps"] == 0 and got.get("forward_sweeps", 0):
+            raise CheckFailed(f"`{call}` gave the right numbers with forward mode (Jacobian-vector products, as "
+                              "torch.func.jacfwd and torch.func.jvp compute them) and no reverse sweep. "
+                              "This exercise is about reverse mode: one torch.autograd.grad call per output, seeded "
+                              "with a unit vector.")
         if got["sweeps"] == 0:
-            raise CheckFailed(f"`{call}` gave the right numbers without any reverse sweep through F. This exercise "
+            raise CheckFailed(f"`{call}` gave the right numbers without any sweep through F. This exercise "
                               "is about reverse mode: one torch.autograd.grad call per output, seeded with a unit vector.")
+        if got["sweeps"] < m:
+            raise CheckFailed(f"`{call}` gave the right numbers with {got['sweeps']} vectorised reverse sweep(s) for "
+                              f"m = {m} outputs: all rows at once, as torch.func.jacrev or is_grads_batched=True do. "
+                              "That is reverse mode done for you; this exercise asks you to write the sweeps: one "
+                              "torch.autograd.grad call per output, seeded with a unit vector.")
         if got["sweeps"] > m:
             raise CheckFailed(f"`{call}` ran {got['sweeps']} reverse sweeps; reverse mode needs only m = {m}, one per output.")
 

@@ -11,8 +11,8 @@ from typing import Callable
 import torch
 
 from ..feedback import CheckFailed, close, mismatch
-from ..probes.nb02_cases import (CHECK_FUNCTIONS, evaluate, forms, graph_name, graph_spec, graph_words, random_expression_text,
-                                 random_program, sample_nodes)
+from ..probes.nb02_cases import (CHECK_FUNCTIONS, SEED_X, SEED_Y, evaluate, forms, graph_name, graph_spec, graph_words,
+                                 random_expression_text, random_program, sample_nodes)
 
 # gradient_check's test functions on tensors: the true derivatives come from autograd on these.
 TORCH_CHECK_FUNCTIONS: dict[str, Callable] = {
@@ -77,12 +77,15 @@ def _op_hints(op: str, text: str, a: float, b: float, which: int, got: float, ex
                      "finite number that is wrong.")
     if op == "pow" and which == 1 and a > 0 and math.isnan(got):
         hints.append("Here a > 0, so ln a exists: ∂(a^b)/∂b = a^b·ln a.")
+    if op == "pow" and which == 1 and a == 0 and b > 0 and got != 0:
+        hints.append("At a = 0 and b > 0, a^b is 0 for every b nearby, so it does not change with b: "
+                     "the derivative with respect to the exponent is 0 (a·ln a → 0), not nan.")
     if op == "tanh" and which == 0:
         t = math.tanh(a)
         if _agree(got, t * t):
-            hints.append("That is tanh², a classic slip (a published tutorial makes it). Derive it again from "
-                         "tanh = sinh/cosh with the quotient rule, then use cosh² − sinh² = 1 to write the result in "
-                         "terms of the output t: look at what happens to the 1.")
+            hints.append("That is tanh², a classic slip (a published tutorial makes it). Derive the derivative "
+                         "again from tanh = sinh/cosh with the quotient rule, and only then write it in terms of "
+                         "the output t; your gradient_check (section 5) will confirm it.")
         elif _agree(got, 1 - a * a):
             hints.append("That formula is written with the input a; the derivative of tanh is a formula in the output t = tanh(a).")
     return hints
@@ -320,6 +323,45 @@ def judge_gradient_check(data, cases):
                               + "".join(f"\nHint: {h}" for h in hints))
 
 
+_REPLAY = {"add": lambda a, b: a + b, "radd": lambda a, b: b + a, "sub": lambda a, b: a - b, "rsub": lambda a, b: b - a,
+           "mul": lambda a, b: a * b, "rmul": lambda a, b: b * a, "div": lambda a, b: a / b, "rdiv": lambda a, b: b / a,
+           "pow": lambda a, b: a ** b, "rpow": lambda a, b: b ** a, "neg": lambda a: -a, "tanh": torch.tanh,
+           "exp": torch.exp, "log": torch.log, "sigmoid": torch.sigmoid, "relu": torch.relu}
+
+
+def _replay(steps: list, returns_input, leaves: list) -> torch.Tensor:
+    """The recorded expression on tensors, with PyTorch's own operations (and, for a node the learner
+    built by hand, its own local derivatives)."""
+    if returns_input is not None:
+        return leaves[returns_input]
+    values: list = []
+
+    def get(ref):
+        kind, x = ref
+        if kind == "input":
+            return leaves[int(x)]
+        if kind == "step":
+            return values[int(x)]
+        return float(x)
+
+    for step in steps:
+        if step[0] == "op":
+            args = [get(r) for r in step[2]]
+            if not isinstance(args[0], torch.Tensor):
+                args[0] = torch.tensor(args[0], dtype=torch.float64)
+            values.append(_REPLAY[step[1]](*args))
+        elif step[0] == "node":
+            node = torch.tensor(step[1], dtype=torch.float64)
+            for ref, local in step[2]:
+                parent = get(ref)
+                if isinstance(parent, torch.Tensor):
+                    node = node + local * (parent - parent.detach())
+            values.append(node)
+        else:
+            values.append(torch.tensor(step[1], dtype=torch.float64))
+    return values[-1]
+
+
 def judge_neuron_loss(data, cases):
     for (weights, bias, inputs, target), got in zip(cases, data):
         tw = torch.tensor([float(v) for v in weights], dtype=torch.float64, requires_grad=True)
@@ -341,8 +383,18 @@ def judge_neuron_loss(data, cases):
                 hints.append("The prediction is tanh of the weighted sum plus the bias.")
             raise CheckFailed(_describe(f"The value of `{call}`", got["value"], float(loss)) +
                               "".join(f"\nHint: {h}" for h in hints))
+        # The learner's expression, replayed with PyTorch's operations: its gradient is right exactly when the
+        # expression connects every weight and the bias to the loss the right way, whatever the local
+        # derivatives of the learner's operations are (those have their own exercises).
+        leaves = [torch.tensor(float(v), dtype=torch.float64, requires_grad=True) for v in list(weights) + [bias]]
+        replayed = _replay(got["steps"], got.get("returns_input"), leaves)
+        if not isinstance(replayed, torch.Tensor) or not replayed.requires_grad:
+            replayed_grads = [0.0] * len(leaves)
+        else:
+            replayed_grads = [0.0 if g is None else float(g)
+                              for g in torch.autograd.grad(replayed, leaves, allow_unused=True)]
         names = [f"weights[{i}]" for i in range(len(weights))] + ["bias"]
-        problems = [_describe(f"d loss / d {nm}", g, e) for nm, g, e in zip(names, got["grads"], expected)
+        problems = [_describe(f"d loss / d {nm}", g, e) for nm, g, e in zip(names, replayed_grads, expected)
                     if not _agree(g, e, rtol=1e-8, atol=1e-12)]
         if problems:
             if not all(got.get("connected", [True])):
@@ -350,9 +402,10 @@ def judge_neuron_loss(data, cases):
                         "Somewhere a plain float (`.value`, `math.tanh`, `float(...)`) was used where a Variable "
                         "operation was needed, so no gradient can flow back past it.")
             else:
-                hint = ("The value is right, so the expression is right; the derivatives come from the local "
-                        "derivatives your operations record. Run the tests of exercises 1-4 again (tanh, ** and *).")
-            _fail(problems, [hint], intro=f"`{call}`:")
+                hint = ("The value is right, but part of it does not depend on the weights through Variable "
+                        "operations: somewhere a plain number (`.value`, `math.tanh`, `float(...)`) stands where a "
+                        "Variable operation was needed, so gradients do not flow through that part.")
+            _fail(problems, [hint], intro=f"`{call}` (its expression replayed with PyTorch's operations):")
 
 
 def judge_mul(data, cases):
@@ -369,3 +422,37 @@ def judge_pow(data, cases):
 
 def judge_tanh(data, points):
     return _judge_op("tanh", data, points)
+
+
+def judge_seed_neuron(data, cases):
+    for (activation, cost, w, b), got in zip(cases, data):
+        tw = torch.tensor(float(w), dtype=torch.float64, requires_grad=True)
+        s = tw * SEED_X + float(b)
+        y_hat = torch.tanh(s)
+        loss = 0.5 * (y_hat - SEED_Y) ** 2 if cost == "half_square" else 0.5 * (y_hat - SEED_Y ** 2)
+        (true_dw,) = torch.autograd.grad(loss, tw)
+        true_dw, loss = float(true_dw), loss.detach()
+        t = float(y_hat.detach())
+        # what backward() gives: the product of the recorded local derivatives along the chain
+        act_local = t * t if activation == "published_tanh" else 1.0 - t * t
+        cost_local = (t - SEED_Y) if cost == "half_square" else 0.5
+        backward_dw = SEED_X * act_local * cost_local
+        scale = max(abs(backward_dw), abs(true_dw))
+        check = 0.0 if scale == 0 else abs(backward_dw - true_dw) / scale
+        where = f"seed_neuron_report with {activation} and {cost} at w = {w}, b = {b}"
+        problems = []
+        if not _agree(got["loss"], float(loss), rtol=1e-9):
+            problems.append(_describe("report['loss']", got["loss"], float(loss)) +
+                            " It is the value of cost(activation(weighted_sum(w, b))).")
+        if not _agree(got["dw"], backward_dw, rtol=1e-6, atol=1e-12):
+            problems.append(_describe("report['dw']", got["dw"], backward_dw) +
+                            " It is w.grad after one backward() from the loss (grads starting at 0).")
+        if check < 1e-6:
+            if not 0 <= got["check"] <= 1e-6:
+                problems.append(f"report['check'] is {got['check']:.2g}, but this neuron's backward is right: your "
+                                "gradient_check's relative error for w should be tiny.")
+        elif not abs(got["check"] - check) <= 1e-4 * check + 1e-9:
+            problems.append(f"report['check'] is {got['check']:.3g}: "
+                            f"{'too small' if got['check'] < check else 'too large'} for this backward (off by "
+                            f"{abs(got['check'] - check):.2g}). It is gradient_check(loss, [w, b])[0].")
+        _fail(problems, [], intro=f"{where}:")

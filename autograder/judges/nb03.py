@@ -45,12 +45,42 @@ def _hint_rows(args, got, expected):
     return None
 
 
+def _hint_weight_from_x_not_x_transposed(args, grad_outputs, index, got, expected):
+    """grad of W computed as x @ G (runs only when batch = inputs) where x^T @ G was needed."""
+    x = args[0]
+    if index != 1 or x.shape[0] != x.shape[1] or got.shape != expected.shape:
+        return None
+    if torch.allclose(got, x @ grad_outputs[0], rtol=1e-6, atol=1e-9):
+        return ("the gradient for W multiplies x by grad_output as they are. That runs only because the batch size "
+                "equals the number of inputs here: check which factor is transposed (the gradient of W has W's shape, "
+                "(inputs, outputs), for every batch size).")
+    return None
+
+
+_LINEAR_HINTS = (_hint_untransposed_weight, _hint_weight_from_x_not_x_transposed)
+
 add_reference(FunctionReference(name="mul", reference=lambda a, b: a * b))
 add_reference(FunctionReference(name="exp", reference=torch.exp, saves="output"))
 add_reference(FunctionReference(name="linear", reference=_linear_reference, needs_input_grad=True,
-                                gradient_hints=(_hint_untransposed_weight,)))
+                                gradient_hints=_LINEAR_HINTS))
+add_reference(FunctionReference(name="linear_batch_equals_inputs", reference=_linear_reference, needs_input_grad=True,
+                                gradient_hints=_LINEAR_HINTS))
 add_reference(FunctionReference(name="kill_head", reference=_kill_reference, forward_hints=(_hint_rows,)))
-add_reference(FunctionReference(name="abs_product", reference=lambda u, v: torch.abs(u * v)))
+
+
+def _hint_abs_without_sign(args, grad_outputs, index, got, expected):
+    """d|uv|/du = sign(u)|v|, written as |v| (or sign(v)|u| as |u|): right where the other factor's sign is +."""
+    other = args[1 - index]
+    if got.shape != expected.shape or not torch.allclose(got, grad_outputs[0] * other.abs(), rtol=1e-6, atol=1e-9):
+        return None
+    names = ("u", "v")
+    return (f"the gradient for {names[index]} is right where {names[index]} > 0 and has the wrong sign where "
+            f"{names[index]} < 0: the factor that "
+            f"multiplies |{names[1 - index]}| is the sign of {names[index]}, the slope of |t| at t = u·v.")
+
+
+add_reference(FunctionReference(name="abs_product", reference=lambda u, v: torch.abs(u * v),
+                                gradient_hints=(_hint_abs_without_sign,)))
 add_reference(FunctionReference(name="numerical_logsumexp", reference=lambda x: torch.logsumexp(x, dim=1),
                                 ref_rtol=1e-07, ref_atol=1e-08))
 
@@ -65,6 +95,12 @@ def judge_numerical_jacobian(data, problems, eps=1e-6):
             raise CheckFailed(f"`{call}` changed the inputs it was given: perturb copies (x.clone()), or put each entry back.")
         if len(got["jacobians"]) != len(inputs):
             raise CheckFailed(f"`{call}` returned {len(got['jacobians'])} Jacobian(s) for {len(inputs)} input(s): one per input.")
+        expected_calls = 2 * sum(x.numel() for x in inputs)
+        refusal = (f"This exercise is the numerical Jacobian that gradcheck compares autograd with: central differences, "
+                   f"two evaluations of f per input entry ({expected_calls} here), and no autograd.")
+        if got.get("calls_with_grad", 0):
+            raise CheckFailed(f"`{call}` called f on inputs that require grad: that is autograd "
+                              f"(torch.autograd.functional.jacobian, backward, ...), which differentiates f exactly. {refusal}")
         for i, (J, want, x) in enumerate(zip(got["jacobians"], jac, inputs)):
             want = want.reshape(out_numel, x.numel())
             if tuple(J.shape) != tuple(want.shape):
@@ -86,7 +122,9 @@ def judge_numerical_jacobian(data, problems, eps=1e-6):
                 entries = [f"[{r}, {c}]" for r, c in torch.nonzero(bad)[:6].tolist()]
                 raise CheckFailed(f"`{call}`: the Jacobian for input {i} is wrong in entries {', '.join(entries)} "
                                   f"(largest error {float(err.max()):.3g})." + "".join(f"\nHint: {h}" for h in hints))
-        expected_calls = 2 * sum(x.numel() for x in inputs)
+        if got["calls"] < expected_calls:
+            raise CheckFailed(f"`{call}` has the right numbers but evaluated f only {got['calls']} time(s): "
+                              f"autograd (torch.func.jacrev, ...) computes them exactly. {refusal}")
         if got["calls"] > expected_calls + 1:
             raise CheckFailed(f"`{call}` evaluated f {got['calls']} times; a central-difference Jacobian needs "
                               f"{expected_calls} (two per input entry).")

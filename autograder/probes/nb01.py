@@ -46,26 +46,34 @@ def probe_tangent_trace(tangent_trace, cases):
     return _probe_traces(tangent_trace, "tangent_trace", cases)
 
 
-class _CountReverseSweeps(torch.autograd.Function):
-    """Identity whose backward counts how often a reverse sweep passes through it.
-    (setup_context + jvp so that forward-mode transforms such as torch.func.jvp work through it too.)"""
+def _sweep_counter(counter: dict):
+    """An identity Function that counts the sweeps through it into `counter`: reverse (backward) and
+    forward (jvp). It has setup_context, jvp and a generated vmap rule, so that torch.func's jvp, jacrev
+    and jacfwd work through it too (a vectorised sweep over all rows at once counts once). The counter
+    is reached through the closure: torch.func copies non-tensor arguments."""
 
-    @staticmethod
-    def forward(y, counter):
-        return y.clone()
+    class CountSweeps(torch.autograd.Function):
+        generate_vmap_rule = True
 
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.counter = inputs[1]
+        @staticmethod
+        def forward(y):
+            return y.clone()
 
-    @staticmethod
-    def backward(ctx, grad):
-        ctx.counter["sweeps"] += 1
-        return grad, None
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
 
-    @staticmethod
-    def jvp(ctx, y_tangent, _):
-        return y_tangent
+        @staticmethod
+        def backward(ctx, grad):
+            counter["sweeps"] += 1
+            return grad
+
+        @staticmethod
+        def jvp(ctx, y_tangent):
+            counter["forward_sweeps"] += 1
+            return y_tangent
+
+    return CountSweeps.apply
 
 
 def jacobian_problem(n: int, m: int, seed: int):
@@ -79,15 +87,17 @@ def probe_jacobian_reverse(jacobian_reverse, cases):
     data = []
     for n, m, seed in cases:
         A, x = jacobian_problem(n, m, seed)
-        counter = {"sweeps": 0}
+        counter = {"sweeps": 0, "forward_sweeps": 0}
+        count_sweeps = _sweep_counter(counter)
 
-        def F(v, A=A, counter=counter):
-            return _CountReverseSweeps.apply(A @ torch.tanh(v), counter)
+        def F(v, A=A, count_sweeps=count_sweeps):
+            return count_sweeps(A @ torch.tanh(v))
 
         J = call_learner(jacobian_reverse, F, x.clone(), name="jacobian_reverse")
         if not isinstance(J, torch.Tensor):
             raise CheckFailed(f"`jacobian_reverse(F, x)` should return a torch.Tensor; it returned a {type(J).__name__}.")
-        data.append({"J": J.detach().to("cpu", torch.float64).clone(), "sweeps": int(counter["sweeps"])})
+        data.append({"J": J.detach().to("cpu", torch.float64).clone(), "sweeps": int(counter["sweeps"]),
+                     "forward_sweeps": int(counter["forward_sweeps"])})
     return data
 
 

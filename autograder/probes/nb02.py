@@ -5,14 +5,15 @@ learner's code through call_learner (time limit, recursion cap) and return plain
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Callable
 
 from ..feedback import CheckFailed
 from ..feedback import short as _short_repr
 from .call import call_learner
-from .nb02_cases import (CHECK_FUNCTIONS, evaluate, example_graph, forms, graph_name, graph_words, random_program,
-                         sample_nodes)
+from .nb02_cases import (CHECK_FUNCTIONS, SEED_COSTS, SEED_X, evaluate, example_graph, forms, graph_name, graph_words,
+                         random_program, sample_nodes)
 
 
 def _run(fn: Callable, *args: Any, **how: Any) -> Any:
@@ -26,8 +27,9 @@ def _crash_hint(exc: Exception) -> str:
         return ("\nHint: one operand is a plain number, not a Variable. Wrap it with `as_variable(other)` "
                 "before you read `.value`.")
     if isinstance(exc, ValueError) and "math domain error" in text:
-        return ("\nHint: math.log (or math.sqrt) got a number outside its domain. ln a exists only for a > 0: "
-                "for a base a <= 0 the derivative with respect to the exponent does not exist: record math.nan.")
+        return ("\nHint: math.log (or math.sqrt) got a number outside its domain. ln a exists only for a > 0. "
+                "For a base a < 0 the derivative with respect to the exponent does not exist: record math.nan. "
+                "At a = 0 (with b > 0), a^b is 0 for every such b: that derivative is 0.")
     if isinstance(exc, TypeError) and "complex" in text:
         return "\nHint: a negative number to a fractional power is complex in Python; the tests avoid that."
     return ""
@@ -251,19 +253,111 @@ def _connected(out: Any, wrt: list) -> list[bool]:
     return [id(w) in seen for w in wrt]
 
 
+# The neuron is graded on the expression it builds, replayed with PyTorch's operations: a wrong local
+# derivative in an operation (exercises 1-4, graded there) costs nothing here. The probe runs the
+# learner's neuron_loss on Variables of a subclass that records each operation it is asked for; the
+# record is plain data (op names, operand references, constants, and for a node the learner built by
+# hand, its recorded local derivatives), which the judge replays on tensors.
+
+_TRACED_METHODS = {"__add__": "add", "__radd__": "radd", "__sub__": "sub", "__rsub__": "rsub", "__mul__": "mul",
+                   "__rmul__": "rmul", "__truediv__": "div", "__rtruediv__": "rdiv", "__pow__": "pow",
+                   "__rpow__": "rpow", "__neg__": "neg", "tanh": "tanh", "exp": "exp", "log": "log",
+                   "sigmoid": "sigmoid", "relu": "relu"}
+_REFLECTED = {"radd", "rsub", "rmul", "rdiv", "rpow"}
+
+
+def _tracing_class(Variable: type, trace: dict, keep: list) -> type:
+    """A subclass of the learner's Variable whose operations record (op, operands) for their result."""
+    namespace: dict = {"__slots__": ()} if "__slots__" in Variable.__dict__ else {}
+    traced_class: list = []
+
+    def make(method: str, op: str, base: Callable):
+        def traced(self, *args):
+            if op in _REFLECTED and args and isinstance(args[0], Variable):
+                return NotImplemented   # Python asked the subclass first: let the other Variable's own method run
+            out = base(self, *args)
+            if isinstance(out, Variable) and out is not self:
+                if type(out) is Variable:
+                    try:
+                        out.__class__ = traced_class[0]
+                    except TypeError:
+                        pass
+                trace[id(out)] = (op, self, args)
+                keep.append(out)
+            return out
+        traced.__name__ = method
+        return traced
+
+    for method, op in _TRACED_METHODS.items():
+        base = getattr(Variable, method, None)
+        if callable(base):
+            namespace[method] = make(method, op, base)
+    traced_class.append(type(Variable.__name__, (Variable,), namespace))
+    return traced_class[0]
+
+
+def _record(out: Any, inputs: list, trace: dict, what: str, limit: int = 20_000) -> list:
+    """The expression that ends in `out`, as a list of steps in evaluation order; the last is `out`.
+    A step is ("op", name, [refs]) | ("node", value, [(ref, local)]) | ("const", value); a ref is
+    ["input", i] or ["step", k]; a number among an operation's operands is ["number", value]."""
+    position = {id(v): i for i, v in enumerate(inputs)}
+    steps: list = []
+    index: dict = {}
+
+    def operands_of(node):
+        if id(node) in trace:
+            return [a for a in (trace[id(node)][1],) + tuple(trace[id(node)][2]) if hasattr(a, "value")]
+        return [p for p, _ in _edges(node, f"A node in the graph of {what}")]
+
+    stack = [(out, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in index or id(node) in position:
+            continue
+        if not expanded:
+            stack.append((node, True))
+            stack.extend((child, False) for child in operands_of(node)
+                         if id(child) not in index and id(child) not in position)
+            continue
+        if len(steps) >= limit:
+            raise CheckFailed(f"The graph of {what} has more than {limit} nodes.")
+
+        def ref(v):
+            if hasattr(v, "value"):
+                return ["input", position[id(v)]] if id(v) in position else ["step", index[id(v)]]
+            return ["number", _number(v, f"A number in {what}")]
+
+        if id(node) in trace:
+            op, first, args = trace[id(node)]
+            steps.append(("op", op, [ref(first)] + [ref(a) for a in args]))
+        else:
+            edges = _edges(node, f"A node in the graph of {what}")
+            value = _number(getattr(node, "value", None), f"The value of a node in {what}")
+            if edges:
+                steps.append(("node", value, [(ref(p), _number(g, f"A local derivative in {what}")) for p, g in edges]))
+            else:
+                steps.append(("const", value))
+        index[id(node)] = len(steps) - 1
+    return steps
+
+
 def probe_neuron_loss(neuron_loss, cases):
     Variable = _variable_of(neuron_loss, "neuron_loss")
     data = []
     for weights, bias, inputs, target in cases:
-        w = [Variable(float(v)) for v in weights]
-        b = Variable(float(bias))
+        trace: dict = {}
+        keep: list = []
+        Traced = _tracing_class(Variable, trace, keep)
+        w = [Traced(float(v)) for v in weights]
+        b = Traced(float(bias))
         call = f"neuron_loss({_short([f'Variable({v})' for v in weights])}, Variable({bias}), {list(inputs)}, {target})"
         out = _run(neuron_loss, w, b, [float(v) for v in inputs], float(target), name="neuron_loss", call=call, seconds=10)
         if not isinstance(out, Variable):
             raise CheckFailed(f"`{call}` should return a Variable (so that backward can run from it); it returned "
                               f"{_short(out)} ({type(out).__name__}).")
         data.append({"value": _number(out.value, f"The value of `{call}`"),
-                     "grads": _gradients(out, w + [b], f"`{call}`"),
+                     "steps": _record(out, w + [b], trace, f"`{call}`") if not any(out is v for v in w + [b]) else [],
+                     "returns_input": next((i for i, v in enumerate(w + [b]) if out is v), None),
                      "connected": _connected(out, w + [b])})
     return data
 
@@ -282,3 +376,43 @@ def probe_pow(Variable, cases):
 
 def probe_tanh(Variable, points):
     return _probe_op("tanh", Variable, points)
+
+
+# Exercise 10: the published neuron, checked --------------------------------------------------
+# The pieces are single nodes built with the learner's Variable constructor, so the exercise depends
+# on the learner's backward and gradient_check (its subject) and on no operation of exercises 1-4.
+# A right local derivative is a central difference of the piece's own value (no formula given away);
+# the published ones are the tutorial's: tanh² for tanh, and the cost ½(ŷ − y²).
+
+def _central(f: Callable, a: float, h: float = 1e-5) -> float:
+    return (f(a + h) - f(a - h)) / (2 * h)
+
+
+def _seed_pieces(Variable: type, activation: str, cost: str):
+    def weighted_sum(w, b):
+        return Variable(w.value * SEED_X + b.value, (w, b), (SEED_X, 1.0), "w*x+b")
+
+    def act(a):
+        t = math.tanh(a.value)
+        local = t * t if activation == "published_tanh" else _central(math.tanh, a.value)
+        return Variable(t, (a,), (local,), "tanh")
+
+    def loss_of(p):
+        return Variable(SEED_COSTS[cost](p.value), (p,), (_central(SEED_COSTS[cost], p.value),), "cost")
+
+    return weighted_sum, act, loss_of
+
+
+def probe_seed_neuron(seed_neuron_report, cases):
+    Variable = _variable_of(seed_neuron_report, "seed_neuron_report")
+    data = []
+    for activation, cost, w, b in cases:
+        pieces = _seed_pieces(Variable, activation, cost)
+        call = (f"seed_neuron_report(weighted_sum, activation, cost, w={w}, b={b}) with the test's {activation} "
+                f"and {cost}")
+        report = _run(seed_neuron_report, *pieces, float(w), float(b), name="seed_neuron_report", call=call, seconds=10)
+        if not isinstance(report, dict) or not {"loss", "dw", "check"} <= set(report):
+            raise CheckFailed(f"`{call}` should return a dict with the keys 'loss', 'dw' and 'check'; it returned "
+                              f"{_short(report)}.")
+        data.append({k: _number(report[k], f"report['{k}'] of `{call}`") for k in ("loss", "dw", "check")})
+    return data

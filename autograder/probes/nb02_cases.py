@@ -88,8 +88,8 @@ FORMS: dict[str, list[tuple]] = {
                 ("x / b", lambda a, b: b != 0, lambda x, y, a, b: x / b),
                 ("a / y", lambda a, b: b != 0, lambda x, y, a, b: a / y),
                 ("x / x", lambda a, b: a != 0, lambda x, y, a, b: x / x)],
-    "pow": [("x ** b", lambda a, b: a > 0 or float(b).is_integer(), lambda x, y, a, b: x ** b),
-            ("x ** y", lambda a, b: a > 0 or float(b).is_integer(), lambda x, y, a, b: x ** y),
+    "pow": [("x ** b", lambda a, b: a > 0 or float(b).is_integer() or (a == 0 and b > 1), lambda x, y, a, b: x ** b),
+            ("x ** y", lambda a, b: a > 0 or float(b).is_integer() or (a == 0 and b > 1), lambda x, y, a, b: x ** y),
             ("a ** y", lambda a, b: a > 0, lambda x, y, a, b: a ** y)],
 }
 
@@ -194,3 +194,8 @@ CHECK_FUNCTIONS: dict[str, tuple] = {
     "flat": (lambda xs: 3.0, lambda xs: [0.0, 0.0]),
     "tiny": (lambda xs: 1e-6 * xs[0] ** 2, lambda xs: [4e-6 * xs[0]]),
 }
+
+
+# Exercise 10, the published neuron (seed 002): x = 2 and y = 1 as published; the two costs it writes.
+SEED_X, SEED_Y = 2.0, 1.0
+SEED_COSTS = {"half_square": lambda p: 0.5 * (p - SEED_Y) ** 2, "published_cost": lambda p: 0.5 * (p - SEED_Y ** 2)}

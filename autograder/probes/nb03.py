@@ -39,6 +39,7 @@ def _exp_args(gen, case):
 
 _LINEAR_CASES = [  # (batch, in, out, bias: "tensor" | "absent" | "none")
     (4, 3, 3, "tensor"), (3, 2, 4, "absent"), (5, 3, 2, "none"), (2, 4, 4, "tensor"), (64, 24, 16, "tensor"),
+    (3, 3, 2, "tensor"),  # batch = inputs, W not square: `x @ grad_output` (a published mistake) runs here
 ]
 
 
@@ -74,6 +75,9 @@ add_inputs(FunctionInputs(name="mul", title="MulFunction.apply(a, b)", arg_names
 add_inputs(FunctionInputs(name="exp", title="Exp.apply(x)", arg_names=("x",), make_args=_exp_args))
 add_inputs(FunctionInputs(name="linear", title="LinearFunction.apply(x, W, b=None)", arg_names=("x", "W", "b"),
                           make_args=_linear_args))
+# For the notebook's worked example only: the case in which `x @ grad_output` runs.
+add_inputs(FunctionInputs(name="linear_batch_equals_inputs", title="LinearFunction.apply(x, W, b=None), batch = inputs",
+                          arg_names=("x", "W", "b"), make_args=lambda gen, case: _linear_args(gen, len(_LINEAR_CASES) - 1)))
 add_inputs(FunctionInputs(name="kill_head", title="KillHead.apply(x, n)", arg_names=("x", "n"), make_args=_kill_args))
 add_inputs(FunctionInputs(name="abs_product", title="AbsProduct.apply(u, v)", arg_names=("u", "v"),
                           make_args=_abs_args))
@@ -101,11 +105,14 @@ def probe_numerical_jacobian(numerical_jacobian, problems, eps=1e-6):
     for name in problems:
         f, inputs = jacobian_problem(name)
         given = tuple(x.clone() for x in inputs)
-        count = {"calls": 0}
+        count = {"calls": 0, "with_grad": 0}
 
         def counted(*xs, f=f, count=count):
             count["calls"] += 1
+            count["with_grad"] += torch.is_grad_enabled() and any(
+                isinstance(x, torch.Tensor) and x.requires_grad for x in xs)
             return f(*xs)
+
 
         result = call_learner(numerical_jacobian, counted, given, eps, name="numerical_jacobian")
         if isinstance(result, torch.Tensor):
@@ -114,6 +121,7 @@ def probe_numerical_jacobian(numerical_jacobian, problems, eps=1e-6):
             raise CheckFailed(f"`numerical_jacobian(f, inputs, eps)` should return a list of tensors, one per input; "
                               f"it returned a {type(result).__name__}.")
         data.append({"jacobians": [r.detach().to("cpu", torch.float64).clone() for r in result], "calls": count["calls"],
+                     "calls_with_grad": count["with_grad"],
                      "inputs_changed": any(not torch.equal(a, b) for a, b in zip(inputs, given))})
     return data
 
