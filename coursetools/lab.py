@@ -103,6 +103,13 @@ def nbgrader_enabled() -> bool:
     return any("@jupyter/nbgrader" in line and "enabled" in line for line in text.splitlines())
 
 
+# formgrader shows submissions with nbconvert, whose template loads MathJax from a CDN: render the
+# maths on the server instead (MathML), as the feedback does, so the instructor's view works offline.
+INSTRUCTOR_NBGRADER_CONFIG = """\
+c = get_config()  # noqa: F821
+c.HTMLExporter.preprocessors = ["autograder.offline_math.MathToMathML"]
+"""
+
 SCRATCH_COURSE_CONFIG = """\
 # Written by `make formgrader`: this scratch course directory's layout, for formgrader and nbgrader's CLI.
 import os
@@ -143,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.formgrader:
         root = prepare_instructor(args.course_dir or REPO / "build" / "demo")
         config_dir = write_config(args.config_dir or REPO / "build" / "jupyter-instructor", learner=False,
-                                  nbgrader_config="c = get_config()  # noqa: F821\n")
+                                  nbgrader_config=INSTRUCTOR_NBGRADER_CONFIG)
         command = jupyterlab_command(root, extra, default_url="/formgrader")
         print(f"formgrader on {root}: the browser opens at /formgrader (Manage Assignments, Manual Grading).")
     else:

@@ -102,7 +102,9 @@ def chromium_page(width: int = 1400, height: int = 900):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
         try:
-            context = browser.new_context(viewport={"width": width, "height": height})
+            # the token on every request, page loads and the pages' own API calls alike
+            context = browser.new_context(viewport={"width": width, "height": height},
+                                          extra_http_headers={"Authorization": f"token {TOKEN}"})
             context.set_default_timeout(60_000)
             yield context.new_page()
         finally:
