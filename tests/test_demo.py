@@ -76,6 +76,13 @@ def test_demo_flags_the_tampered_test_cell_with_its_reason(demo):
     assert [(f["code"], f["detail"].split(":")[0]) for f in rows[("01-reverse-accumulation", "cleo")]["flags"]] == \
         [("locked_cell_edited", "test_primal_trace")]
     assert rows[("01-reverse-accumulation", "ada")]["flags"] == [] and rows[("01-reverse-accumulation", "ben")]["flags"] == []
+    ben = rows[("01-reverse-accumulation", "ben")]["messages"]
+    assert any("test_central_difference" in m and "one-sided difference" in m for m in ben), \
+        "the grader's messages (each test's report) are recorded for the instructor"
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for student in ("ada", "ben", "cleo"):
+            (nb,) = gb.find_submission("01-reverse-accumulation", student).notebooks
+            assert not any(g.needs_manual_grade for g in nb.grades), "autograded cells need no person (formgrader)"
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         (nb,) = gb.find_submission("01-reverse-accumulation", "cleo").notebooks
         assert nb.flagged and nb.score == 0

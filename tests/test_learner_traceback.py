@@ -37,3 +37,12 @@ def test_first_exercise_left_blank_shows_the_message_and_no_grader_frames(notebo
     assert "autograder" + "/" not in text and "registry.py" not in text and "function_checks" not in text, text
     assert "Cell In[" in text, "the learner's own test cell is the frame shown"
 
+
+@pytest.mark.slow
+def test_a_crash_in_the_learners_function_shows_their_frame():
+    text = traceback_text(run([
+        "def central_difference(f, x, h):\n    steps = [x - h, x + h]\n    return steps[2]",
+        "from autograder.nb01 import check_central_difference\n"
+        "check_central_difference(central_difference, cases=[('sin', 1.0, 1e-3)])"], COURSE)[-1])
+    assert "IndexError" in text and "return steps[2]" in text, "the learner sees the line of theirs that failed"
+    assert "autograder" + "/" not in text and "registry.py" not in text, text
