@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PYTHONWARNINGS := ignore::DeprecationWarning
 
-.PHONY: venv lab demo release test clean bench-engine grade sandbox system-deps bench-grading bench-checks
+.PHONY: venv lab formgrader demo release test clean bench-engine grade sandbox system-deps bench-grading bench-checks
 
 venv: $(STAMP)
 
@@ -21,8 +21,13 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
-lab: $(STAMP)  ## learners: JupyterLab on course/ with the nbgrader extension
+lab: $(STAMP)  ## learners: JupyterLab on course/ with Validate and an Assignments panel on a local exchange (.exchange/)
 	$(BIN)/python -m coursetools.lab $(LAB_ARGS)
+
+# Extra arguments for `make formgrader`, e.g. make formgrader FORMGRADER_ARGS="--course-dir . --no-browser"
+FORMGRADER_ARGS ?=
+formgrader: $(STAMP)  ## instructors: formgrader on the demo's graded course (build/demo, made by `make demo` if missing)
+	$(BIN)/python -m coursetools.lab --formgrader $(FORMGRADER_ARGS)
 
 demo: $(STAMP)  ## instructors: release, grade the example submissions, report
 	$(BIN)/python -m autograder.demo
@@ -34,21 +39,23 @@ release: $(STAMP)  ## regenerate course/ from solutions/
 	$(BIN)/python -m autograder.release
 
 # Grading runs learners' code under bubblewrap (the sandbox); the gradebook test also starts PostgreSQL.
-# Both are Debian packages: `make system-deps` installs them with apt when run as root (CI does),
+# The browser tests drive Debian's chromium (Playwright's own browser download is not used).
+# All are Debian packages: `make system-deps` installs them with apt when run as root (CI does),
 # and otherwise says what to run. Without them grading still works, and says which protections are off.
-SYSTEM_PACKAGES := bubblewrap postgresql
+SYSTEM_PACKAGES := bubblewrap postgresql chromium
 # Extra arguments for `make grade`, e.g. make grade ASSIGNMENT=01-reverse-accumulation GRADE_ARGS="--student ada"
 ASSIGNMENT ?= 01-reverse-accumulation
 GRADE_ARGS ?=
 
-system-deps:  ## install bubblewrap (grading sandbox) and PostgreSQL (gradebook test) with apt
-	@if command -v bwrap >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
-		echo "system-deps: bubblewrap and PostgreSQL are installed"; \
+system-deps:  ## install bubblewrap (grading sandbox), PostgreSQL (gradebook test) and chromium (browser tests) with apt
+	@if command -v bwrap >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && test -x /usr/bin/chromium; then \
+		echo "system-deps: bubblewrap, PostgreSQL and chromium are installed"; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES); \
 	else \
 		echo "system-deps: not root (or no apt-get), so nothing was installed. Run: sudo apt-get install $(SYSTEM_PACKAGES)"; \
-		echo "             Without bubblewrap, grading runs unsandboxed and says so; the PostgreSQL test is skipped."; \
+		echo "             Without bubblewrap, grading runs unsandboxed and says so; the PostgreSQL test is skipped;"; \
+		echo "             without chromium, the browser tests are skipped."; \
 	fi
 
 sandbox: system-deps  ## alias: install the grading sandbox (bubblewrap)

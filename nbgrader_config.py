@@ -11,5 +11,9 @@ here = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.root = here
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "course"
+os.makedirs(os.path.join(here, ".grading"), exist_ok=True)  # a fresh clone has none; nbgrader collect needs it
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(here, ".grading", "gradebook.db")
 c.CourseDirectory.course_id = "revad"
+# The local exchange that `make lab` releases into and learners submit to (nbgrader's default,
+# /usr/local/share/nbgrader/exchange, is not writable): `nbgrader collect NN-slug` reads it.
+c.Exchange.root = os.path.join(here, ".exchange")

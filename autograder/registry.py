@@ -75,19 +75,23 @@ class Check:
         return self.judge(data, **params)
 
     def __call__(self, obj: Any, **params: Any) -> Any:
-        data = self.collect(obj, **params)
+        crash = None  # the learner's own exception behind a failure: its frames are theirs to see
+        try:
+            data = self.probe(obj, **params)
+        except CheckFailed as failure:
+            data, crash = {FAILED: str(failure)}, failure.__cause__
         show = resolve(self.show_target) if self.show_target else None
         try:
             verdict = self.decide(data, **params)
         except CheckFailed as failure:
             if show:
                 show(None, failure)
-            # Raised afresh so the learner's traceback is two frames (their cell, this line),
-            # not a walk through the checker's internals.
+            # Raised afresh, from the learner's own crash if there was one: in their notebook the
+            # traceback shows the message and their code only (autograder.learner_traceback drops our frames).
             short = CheckFailed(str(failure))
             if hasattr(failure, "verdict"):
                 short.verdict = failure.verdict
-            raise short from None
+            raise short from crash
         if show:
             show(verdict, None)
         return verdict

@@ -1,22 +1,99 @@
-"""Start JupyterLab for learners: on course/, on this machine only (loopback), nbgrader enabled.
+"""Start JupyterLab for a learner (`make lab`) or formgrader for an instructor (`make formgrader`).
 
-`make lab` runs this; extra arguments go to JupyterLab (e.g. --no-browser --port=8899).
+Learners get JupyterLab on course/ (loopback only) with nbgrader's Validate button and its
+Assignments panel; nbgrader's instructor tools (Create Assignment sidebar, Formgrader and Course
+List) are switched off for this server only. The Assignments panel works with a local exchange,
+`.exchange/` in the repository (nbgrader's default, /usr/local/share/nbgrader/exchange, is not
+writable for most users): every assignment of the course is released into it at start, so
+*Assignments -> Submit* hands work in, and the instructor's `nbgrader collect NN-slug` picks it up.
+
+Instructors get JupyterLab with formgrader open on a graded course directory: by default the
+demo's scratch course (build/demo, made with `make demo` first if missing), or `--course-dir .`.
+
+Nothing in the user's own Jupyter configuration is changed: the settings live in a generated
+config directory under build/, put first on JUPYTER_CONFIG_PATH for this server only.
 """
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-COURSE = Path(__file__).resolve().parent.parent / "course"
+REPO = Path(__file__).resolve().parent.parent
+COURSE = REPO / "course"
+EXCHANGE = REPO / ".exchange"
+COURSE_ID = "revad"
+
+# nbgrader's JupyterLab plugins and server extensions that belong to the instructor.
+INSTRUCTOR_PLUGINS = ["@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:formgrader",
+                      "@jupyter/nbgrader:course-list"]
+# JupyterLab's news would fetch from the internet: the course runs offline.
+NEWS_PLUGIN = "@jupyterlab/apputils-extension:announcements"
+INSTRUCTOR_SERVER_EXTENSIONS = ["nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list"]
 
 
-def lab_command(extra: list[str]) -> list[str]:
-    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={COURSE}", "--ServerApp.ip=127.0.0.1"]
+def write_config(config_dir: Path, *, learner: bool, nbgrader_config: str) -> Path:
+    """A Jupyter config directory for one server: which nbgrader parts are on, and nbgrader's settings."""
+    if config_dir.exists():
+        shutil.rmtree(config_dir)
+    (config_dir / "labconfig").mkdir(parents=True)
+    off = (INSTRUCTOR_PLUGINS if learner else ["@jupyter/nbgrader:create-assignment"]) + [NEWS_PLUGIN]
+    (config_dir / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {name: True for name in off}}, indent=1))
+    server_off = INSTRUCTOR_SERVER_EXTENSIONS if learner else []
+    (config_dir / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": {name: False for name in server_off}}}, indent=1))
+    (config_dir / "nbgrader_config.py").write_text(nbgrader_config)
+    return config_dir
+
+
+def learner_nbgrader_config(course: Path, exchange: Path) -> str:
+    return ("c = get_config()  # noqa: F821\n"
+            f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
+            f"c.Exchange.root = {str(exchange)!r}\n"
+            f"c.Exchange.assignment_dir = {str(course)!r}  # fetched assignments are the course's folders\n")
+
+
+def release_to_exchange(course: Path, exchange: Path) -> list[str]:
+    """Put every assignment of `course` that the exchange lacks into its outbound folder, with nbgrader's
+    own release. One already there is left alone: course/ is also where the learner works, and their
+    answers must not become the released version."""
+    from autograder.coursedir import nbgrader_api, quiet_nbgrader, require_success
+
+    released = []
+    api = nbgrader_api(course.parent, release=course.name, db_url="sqlite:///:memory:",
+                       extra={"Exchange": {"root": str(exchange)}})
+    for folder in sorted(p for p in course.iterdir() if p.is_dir() and p.name[:2].isdigit()):
+        if (exchange / COURSE_ID / "outbound" / folder.name).is_dir():
+            continue
+        with quiet_nbgrader():
+            require_success(api.release_assignment(folder.name), f"release_assignment {folder.name}")
+        released.append(folder.name)
+    return released
+
+
+def ensure_exchange(exchange: Path) -> None:
+    """The exchange's folders for this course: outbound (released), inbound (submissions), feedback."""
+    for sub in ("inbound", "outbound", "feedback"):
+        (exchange / COURSE_ID / sub).mkdir(parents=True, exist_ok=True)
+
+
+def jupyterlab_command(root: Path, extra: list[str], default_url: str | None = None) -> list[str]:
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}", "--ServerApp.ip=127.0.0.1"]
+    if default_url:
+        command.append(f"--LabApp.default_url={default_url}")
     if os.geteuid() == 0:  # containers and CI often run as root; JupyterLab refuses that unless told
         command.append("--allow-root")
     return command + extra
+
+
+def lab_command(extra: list[str]) -> list[str]:
+    """The learner's JupyterLab command on course/ (kept for callers of the old name)."""
+    return jupyterlab_command(COURSE, extra)
 
 
 def nbgrader_enabled() -> bool:
@@ -26,13 +103,74 @@ def nbgrader_enabled() -> bool:
     return any("@jupyter/nbgrader" in line and "enabled" in line for line in text.splitlines())
 
 
-def main() -> None:
-    if not COURSE.is_dir():
-        sys.exit(f"There is no course/ folder at {COURSE}: run `make release` first.")
+# formgrader shows submissions with nbconvert, whose template loads MathJax from a CDN: render the
+# maths on the server instead (MathML), as the feedback does, so the instructor's view works offline.
+INSTRUCTOR_NBGRADER_CONFIG = """\
+c = get_config()  # noqa: F821
+c.HTMLExporter.preprocessors = ["autograder.offline_math.MathToMathML"]
+"""
+
+SCRATCH_COURSE_CONFIG = """\
+# Written by `make formgrader`: this scratch course directory's layout, for formgrader and nbgrader's CLI.
+import os
+c = get_config()  # noqa: F821
+here = os.path.dirname(os.path.abspath(__file__))
+c.CourseDirectory.root = here
+c.CourseDirectory.source_directory = "source"
+c.CourseDirectory.release_directory = "release"
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(here, "gradebook.db")
+c.CourseDirectory.course_id = "revad"
+"""
+
+
+def prepare_instructor(course_dir: Path) -> Path:
+    """A graded course directory for formgrader: the demo's is made (`make demo`) when missing."""
+    course_dir = course_dir.resolve()
+    if course_dir == (REPO / "build" / "demo").resolve() and not (course_dir / "gradebook.db").is_file():
+        print(f"No graded course in {course_dir} yet: running the demo (release, grade three learners) first ...")
+        subprocess.run([sys.executable, "-m", "autograder.demo", "--dir", str(course_dir)], check=True)
+    if not (course_dir / "nbgrader_config.py").is_file():
+        if not (course_dir / "source").is_dir():
+            sys.exit(f"{course_dir} is not an nbgrader course directory (no nbgrader_config.py, no source/).")
+        (course_dir / "nbgrader_config.py").write_text(SCRATCH_COURSE_CONFIG)
+    return course_dir
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--formgrader", action="store_true", help="instructor: formgrader on a graded course directory")
+    parser.add_argument("--course-dir", type=Path, default=None,
+                        help="learner: the released notebooks (default course/); instructor: the nbgrader course "
+                             "directory (default build/demo, graded by `make demo`)")
+    parser.add_argument("--exchange", type=Path, default=EXCHANGE, help="learner: the nbgrader exchange (default .exchange/)")
+    parser.add_argument("--config-dir", type=Path, default=None, help="where the generated Jupyter config goes (default under build/)")
+    args, extra = parser.parse_known_args(argv)
+
+    env = dict(os.environ)
+    if args.formgrader:
+        root = prepare_instructor(args.course_dir or REPO / "build" / "demo")
+        config_dir = write_config(args.config_dir or REPO / "build" / "jupyter-instructor", learner=False,
+                                  nbgrader_config=INSTRUCTOR_NBGRADER_CONFIG)
+        command = jupyterlab_command(root, extra, default_url="/formgrader")
+        print(f"formgrader on {root}: the browser opens at /formgrader (Manage Assignments, Manual Grading).")
+    else:
+        root = (args.course_dir or COURSE).resolve()
+        if not root.is_dir():
+            sys.exit(f"There is no course folder at {root}: run `make release` first.")
+        exchange = args.exchange.resolve()
+        ensure_exchange(exchange)
+        released = release_to_exchange(root, exchange)
+        config_dir = write_config(args.config_dir or REPO / "build" / "jupyter-learner", learner=True,
+                                  nbgrader_config=learner_nbgrader_config(root, exchange))
+        command = jupyterlab_command(root, extra)
+        if released:
+            print(f"Released to the local exchange {exchange}: {', '.join(released)}")
     if not nbgrader_enabled():
         print("Warning: the nbgrader JupyterLab extension is not enabled; the Validate button will be missing.\n"
               "Run: jupyter labextension enable @jupyter/nbgrader", file=sys.stderr)
-    os.execv(sys.executable, lab_command(sys.argv[1:]))
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(filter(None, [str(config_dir.resolve()), env.get("JUPYTER_CONFIG_PATH")]))
+    os.chdir(root)  # nbgrader's server extensions read nbgrader_config.py from the working directory
+    os.execve(sys.executable, command, env)
 
 
 if __name__ == "__main__":

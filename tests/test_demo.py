@@ -65,3 +65,27 @@ def test_partial_credit_feedback_explains_itself(demo):
     text = html.read_text()
     assert "Partly right" in text and "sum over the batch" in text.replace("\n", " ")
     assert "BEGIN HIDDEN" not in text
+
+
+@pytest.mark.slow
+def test_demo_flags_the_tampered_test_cell_with_its_reason(demo):
+    """cleo edited a locked test cell (demo/tampered/): flagged, with the reason, in the gradebook and the CSV."""
+    root, stdout = demo
+    from autograder import record
+    rows = record.graded_rows(f"sqlite:///{root / 'gradebook.db'}", "01-reverse-accumulation")
+    assert [(f["code"], f["detail"].split(":")[0]) for f in rows[("01-reverse-accumulation", "cleo")]["flags"]] == \
+        [("locked_cell_edited", "test_primal_trace")]
+    assert rows[("01-reverse-accumulation", "ada")]["flags"] == [] and rows[("01-reverse-accumulation", "ben")]["flags"] == []
+    ben = rows[("01-reverse-accumulation", "ben")]["messages"]
+    assert any("test_central_difference" in m and "one-sided difference" in m for m in ben), \
+        "the grader's messages (each test's report) are recorded for the instructor"
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        for student in ("ada", "ben", "cleo"):
+            (nb,) = gb.find_submission("01-reverse-accumulation", student).notebooks
+            assert not any(g.needs_manual_grade for g in nb.grades), "autograded cells need no person (formgrader)"
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        (nb,) = gb.find_submission("01-reverse-accumulation", "cleo").notebooks
+        assert nb.flagged and nb.score == 0
+    flagged = {r["student_id"]: r["flags"] for r in csv.DictReader((root / "grades.csv").open())
+               if r["assignment"] == "01-reverse-accumulation"}
+    assert "locked_cell_edited" in flagged["cleo"] and "test_primal_trace" in flagged["cleo"] and not flagged["ada"]

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -29,11 +30,14 @@ def _get(url: str) -> tuple[int, str]:
 
 
 @pytest.fixture
-def lab_server():
+def lab_server(tmp_path):
     port = _free_port()
-    args = f"--no-browser --port={port} --ServerApp.port_retries=0 --IdentityProvider.token={TOKEN}"
+    args = (f"--no-browser --port={port} --ServerApp.port_retries=0 --IdentityProvider.token={TOKEN} "
+            f"--exchange {tmp_path / 'exchange'} --config-dir {tmp_path / 'config'}")
     proc = subprocess.Popen(["make", "-s", "lab", f"LAB_ARGS={args}"], cwd=REPO, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "BROWSER": "false"})
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "BROWSER": "false",
+                                 # nbgrader keeps its record of submissions here: one of the test's own
+                                 "JUPYTER_DATA_DIR": str(tmp_path / "data")})
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -47,7 +51,7 @@ def lab_server():
     else:
         os.killpg(proc.pid, signal.SIGKILL)
         pytest.fail("JupyterLab did not come up within 120 s")
-    yield proc, base, port
+    yield proc, base, port, tmp_path
     os.killpg(proc.pid, signal.SIGTERM)
     try:
         proc.wait(timeout=20)
@@ -57,7 +61,7 @@ def lab_server():
 
 @pytest.mark.slow
 def test_lab_serves_the_course_with_nbgrader(lab_server):
-    proc, base, port = lab_server
+    proc, base, port, tmp = lab_server
     status, body = _get(f"{base}/api/contents/01-reverse-accumulation/reverse_accumulation.ipynb?token={TOKEN}")
     model = json.loads(body)
     assert status == 200 and model["type"] == "notebook"
@@ -71,3 +75,21 @@ def test_lab_serves_the_course_with_nbgrader(lab_server):
     listening = {c.laddr.ip for p in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
                  for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
     assert listening == {"127.0.0.1"}, f"listens on {listening}: it must be loopback only"
+
+
+@pytest.mark.slow
+def test_lab_is_the_learners_interface_with_a_local_exchange(lab_server):
+    """No instructor tools for learners; nbgrader's Assignments panel lists the course from the local exchange."""
+    proc, base, port, tmp = lab_server
+    status, page = _get(f"{base}/lab?token={TOKEN}")
+    disabled = json.loads(page.split('id="jupyter-config-data"')[1].split(">", 1)[1].split("</script>")[0])["disabledExtensions"]
+    assert {"@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:course-list"} <= set(disabled)
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        _get(f"{base}/formgrader?token={TOKEN}")
+    assert missing.value.code == 404, "formgrader is not served to learners"
+    status, body = _get(f"{base}/assignments?course_id=revad&token={TOKEN}")
+    listed = json.loads(body)
+    assert listed["success"], listed
+    assert {a["assignment_id"]: a["status"] for a in listed["value"]} == {
+        name: "fetched" for name in ("01-reverse-accumulation", "02-scalar-engine", "03-custom-functions")}
+    assert (tmp / "exchange" / "revad" / "outbound" / "01-reverse-accumulation" / "reverse_accumulation.ipynb").is_file()

@@ -115,4 +115,6 @@ class SubmissionResult:
         out = list(self.messages)
         for name, nb in self.notebooks.items():
             out += [f"{name}: {m}" for m in nb.messages]
+            # each test's own report (blank, wrong by how much, the hint) too: for the CSV and the table
+            out += [f"{name}: {gid}: {m}" for gid, g in nb.grades.items() for m in g.messages]
         return out

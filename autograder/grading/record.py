@@ -85,6 +85,9 @@ def _record(db_url, result, content_hash, timestamp, assignment, student, Gradeb
             for gid, grade in nb.grades.items():
                 row = gb.find_grade(gid, name, assignment, student)
                 row.auto_score = grade.score
+                # As stock autograde: an autograded test cell with a score needs no person (formgrader shows
+                # it graded); a manually graded answer (it has a comment row: a solution cell) still does.
+                row.needs_manual_grade = gid in nb.comments
             for gid, comment in nb.comments.items():
                 try:
                     gb.find_comment(gid, name, assignment, student).auto_comment = comment

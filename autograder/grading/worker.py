@@ -217,7 +217,7 @@ def grade_submission(job: Job) -> SubmissionResult:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         result.notebooks[name] = nb_result
-        write_feedback(name, nb_result, out_dir)
+        write_feedback(name, nb_result, out_dir, result.messages)
     return result
 
 

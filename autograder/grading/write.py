@@ -4,11 +4,13 @@ feedback HTML (nbgrader's feedback template)."""
 from __future__ import annotations
 
 import copy
+from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
 
 from .assemble import fresh_ids
+from .feedback_html import feedback_exporter, notes_cell, with_notes
 from .jobs import NotebookResult
 from .read import nbgrader_meta
 
@@ -56,6 +58,8 @@ def write_autograded(run_nb, nb, result: NotebookResult, by_id: dict, test_index
             if index in report["truncated"]:
                 cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text="[more output was dropped by the grader]\n"))
         graded.cells.append(cell)
+    # formgrader shows this notebook: the grader's messages and each flag's reason come first
+    with_notes(graded, notes_cell(result.messages, [asdict(f) for f in result.flags], for_learner=False))
     fresh_ids(graded)
     (out_dir / "autograded").mkdir(parents=True, exist_ok=True)
     nbformat.write(graded, out_dir / "autograded" / f"{result.notebook}.ipynb")
@@ -71,23 +75,15 @@ def _outcome_output(g):
     return nbformat.v4.new_output("error", ename="CheckFailed", evalue=text, traceback=[f"CheckFailed: {text}"])
 
 
-_EXPORTER = None
-
-
-def write_feedback(name: str, result: NotebookResult, out_dir: Path) -> None:
-    """Feedback HTML with nbgrader's feedback template: scores, trusted messages, no hidden tests."""
-    import nbgrader
-    from nbconvert import HTMLExporter
-    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-
+def write_feedback(name: str, result: NotebookResult, out_dir: Path, messages: list[str] = ()) -> None:
+    """Feedback HTML with nbgrader's feedback template: scores, trusted messages, the flags that concern
+    the learner, no hidden tests; maths rendered without a network, long lines wrapped."""
     path = out_dir / "autograded" / f"{name}.ipynb"
     if path.exists():
         nb = nbformat.read(path, as_version=4)
     else:
         nb = nbformat.v4.new_notebook()
-    notes = result.messages
-    if notes:
-        nb.cells.insert(0, nbformat.v4.new_markdown_cell("**From the grader:**\n\n" + "\n".join(f"- {m}" for m in notes)))
+    with_notes(nb, notes_cell([*messages, *result.messages], [asdict(f) for f in result.flags], for_learner=True))
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
         gid = meta.get("grade_id")
@@ -97,14 +93,7 @@ def write_feedback(name: str, result: NotebookResult, out_dir: Path) -> None:
         if gid in result.comments:
             meta["comment"] = result.comments[gid]
     score, max_score = result.score, result.max_score
-    templates = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
-    css = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "static" / "node_modules" / "bootstrap" / "dist" / "css"
-    global _EXPORTER
-    if _EXPORTER is None:
-        _EXPORTER = HTMLExporter(template_name="feedback", extra_template_basedirs=[str(templates)],
-                                 extra_template_paths=[str(css)])
-        _EXPORTER.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
-    exporter = _EXPORTER
+    exporter = feedback_exporter()
     resources = {"nbgrader": {"notebook": name, "score": score, "max_score": max_score, "late_penalty": 0}}
     html, _ = exporter.from_notebook_node(nb, resources=resources)
     (out_dir / "feedback").mkdir(parents=True, exist_ok=True)

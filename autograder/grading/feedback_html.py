@@ -1,0 +1,92 @@
+"""How a graded notebook reads, for the learner (feedback HTML) and for the instructor (formgrader).
+
+* :func:`notes_cell` -- the grader's notes as the notebook's first cell: its messages and each flag
+  with its reason. The instructor's copy (``autograded/``, what formgrader shows) has every detail;
+  the learner's feedback has the flags that concern them, without the grader's internal errors.
+* :func:`feedback_exporter` -- nbgrader's feedback template, rendered for reading anywhere: maths as
+  MathML on the server (no MathJax from a CDN; autograder.offline_math) and long lines wrapped.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+
+NOTES_ROLE = "grader-notes"   # metadata.revad.role of the notes cell, so it is added once
+
+# What a flag means, in the learner's words (the detail says where).
+FLAG_FOR_LEARNER = {
+    "locked_cell_edited": "you edited a locked cell; the grader ran the original instead",
+    "locked_cell_deleted": "you deleted a locked cell; the grader put the original back",
+    "points_changed": "the points of a cell were changed; the original points count",
+    "metadata_stripped": "a cell lost its grading metadata",
+    "metadata_changed": "a cell's grading metadata was changed",
+    "answer_cell_missing": "an answer cell is missing",
+    "duplicated_cell": "a graded cell appears more than once",
+    "unknown_cell": "a cell claims to be a graded cell the assignment does not have",
+    "patched": "your code replaced something the checks rely on",
+    "verdict_mismatch": "your notebook's own run of a test disagrees with the grader's",
+    "grader_error": "the grader itself failed on this submission; your instructor will look at it",
+}
+
+
+def notes_markdown(messages: list[str], flags: list[dict], *, for_learner: bool) -> str | None:
+    """Markdown for the notes cell, or None when there is nothing to say."""
+    lines = []
+    if flags:
+        heading = "**Flagged for your instructor:**" if for_learner else "**Flagged by the grader:**"
+        lines += [heading, ""]
+        for flag in flags:
+            code = flag.get("code", "?")
+            if for_learner:
+                meaning = FLAG_FOR_LEARNER.get(code, "")
+                detail = "" if code == "grader_error" else flag.get("detail", "")
+                lines.append(f"- `{code}`: {meaning}" + (f" ({detail})" if detail else "") + ".")
+            else:
+                lines.append(f"- `{code}`: {flag.get('detail', '')}")
+        lines.append("")
+    if messages:
+        lines += ["**From the grader:**", ""] + [f"- {m}" for m in messages]
+    return "\n".join(lines).strip() or None
+
+
+def notes_cell(messages: list[str], flags: list[dict], *, for_learner: bool) -> nbformat.NotebookNode | None:
+    text = notes_markdown(messages, flags, for_learner=for_learner)
+    if text is None:
+        return None
+    cell = nbformat.v4.new_markdown_cell(text)
+    cell.metadata["revad"] = {"role": NOTES_ROLE}
+    return cell
+
+
+def with_notes(nb: nbformat.NotebookNode, cell: nbformat.NotebookNode | None) -> nbformat.NotebookNode:
+    """`nb` with `cell` as its first cell, replacing a notes cell it already has."""
+    nb.cells = [c for c in nb.cells if c.metadata.get("revad", {}).get("role") != NOTES_ROLE]
+    if cell is not None:
+        nb.cells.insert(0, cell)
+    return nb
+
+
+_EXPORTER = None
+
+
+def feedback_exporter():
+    """nbgrader's feedback template with the notebook's CSS inlined, maths as MathML, long lines wrapped."""
+    global _EXPORTER
+    if _EXPORTER is None:
+        import nbgrader
+        from nbconvert import HTMLExporter
+        from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+
+        from ..offline_math import MathToMathML, WrapLongLines
+
+        formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+        # autograder/grading/templates/base/mathjax.html.j2 replaces nbconvert's (which loads MathJax from a CDN)
+        exporter = HTMLExporter(template_name="feedback",
+                                extra_template_basedirs=[str(formgrader / "templates"), str(Path(__file__).parent / "templates")],
+                                extra_template_paths=[str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")])
+        exporter.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
+        exporter.register_preprocessor(WrapLongLines(), enabled=True)
+        exporter.register_preprocessor(MathToMathML(), enabled=True)  # last: after any sanitising of markdown
+        _EXPORTER = exporter
+    return _EXPORTER
