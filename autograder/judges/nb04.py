@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as nnf
 
 from autograder.feedback import CheckFailed
-from autograder.function_checks import Part, Verdict
+from autograder.judges.verdict import Part, Verdict
 from autograder.probes.nb04 import (OPCHECK_TESTS, TWICE_OUTPUTS, hvp_problem, inputs_elementwise, inputs_linear,
                                     inputs_training)
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-from autograder.feedback import CheckFailed, call_learner
+from autograder.feedback import CheckFailed
+from autograder.probes.call import call_learner
 
 DT = torch.float64
 
@@ -106,15 +107,22 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:400]}"
 
 
-def _grad(outputs, inputs, grad_outputs, **kwargs):
-    """torch.autograd.grad, turning an error raised inside the learner's backward into data."""
+def _attempt(fn, *args, name: str, **kwargs):
+    """call_learner(fn, ...) -> (result, None), or (None, the error in one line) when the learner's code raised:
+    what went wrong is data for the judge. A blank stub still raises ("... is not written yet")."""
     try:
-        return torch.autograd.grad(outputs, inputs, grad_outputs, **kwargs), None
-    except NotImplementedError:
-        raise CheckFailed("backward is not written yet: it still raises NotImplementedError. Replace "
-                          "`raise NotImplementedError()` in backward with your code, run the cell, then this test.") from None
-    except Exception as exc:  # the learner's backward, run by autograd
-        return None, _error(exc)
+        return call_learner(fn, *args, name=name, **kwargs), None
+    except CheckFailed as failure:
+        if "not written yet" in str(failure):
+            raise
+        cause = failure.__cause__
+        return None, (_error(cause) if cause is not None else str(failure).splitlines()[0][:400])
+
+
+def _grad(outputs, inputs, grad_outputs, **kwargs):
+    """torch.autograd.grad through the learner's backward; an error in it becomes data."""
+    return _attempt(torch.autograd.grad, outputs, inputs, grad_outputs, name="backward",
+                    call="torch.autograd.grad through your backward", **kwargs)
 
 
 def _summary(value) -> dict:
@@ -216,14 +224,12 @@ def probe_materialize(obj, seed=0, cases=2, points=None):
             node = s.grad_fn
             if node is None:
                 raise CheckFailed("The outputs of `SinCos.apply` are not connected to the graph: return tensors computed by forward.")
-            try:
-                raw = call_learner(node.apply, *used, name="SinCos.backward")
+            raw, err = _attempt(node.apply, *used, name="SinCos.backward")
+            if err:
+                entry["calls"][label] = {"error": err}
+            else:
                 raw = raw[0] if isinstance(raw, (tuple, list)) and len(raw) == 1 else raw
                 entry["calls"][label] = {"returned": _summary(raw)}
-            except CheckFailed as failure:
-                if "not written yet" in str(failure):
-                    raise
-                entry["calls"][label] = {"error": str(failure).splitlines()[0][:400]}
         # Through autograd with only the sine used: does backward get None for the cosine?
         received.clear()
         x = x0.clone().requires_grad_()
@@ -236,25 +242,25 @@ def probe_materialize(obj, seed=0, cases=2, points=None):
 
 # ------------------------------------------------------------------------------------------ second derivatives
 
-def _second_derivatives(fn, x0, u, v):
+def _second_derivatives(fn, x0, u, v, name):
     """(first, hvp, error): the VJP u^T J at x0, and its derivative along v, by double backward. Like gradgradcheck,
     grad_output requires grad too, so that @once_differentiable reports itself."""
-    x = x0.clone().requires_grad_()
-    try:
-        out = fn(x)
+    def both():
+        x = x0.clone().requires_grad_()
         seed = u.clone().requires_grad_()
-        (first,) = torch.autograd.grad(out, x, seed, create_graph=True)
+        (first,) = torch.autograd.grad(fn(x), x, seed, create_graph=True)
         if not first.requires_grad:
-            return _cpu(first), None, "not differentiable: the gradient returned by backward does not require grad"
+            return first, None
         first.backward(v)                 # the whole graph, so that an @once_differentiable node reports itself
-        second = x.grad
-        return _cpu(first), _cpu(torch.zeros_like(x0) if second is None else second), None
-    except NotImplementedError:
-        raise CheckFailed("backward is not written yet: it still raises NotImplementedError.") from None
-    except CheckFailed:
-        raise
-    except Exception as exc:
-        return None, None, _error(exc)
+        return first, torch.zeros_like(x0) if x.grad is None else x.grad
+
+    result, err = _attempt(both, name=f"{name}.backward", call="differentiating your backward again")
+    if err:
+        return None, None, err
+    first, second = result
+    if second is None:
+        return _cpu(first), None, "not differentiable: the gradient returned by backward does not require grad"
+    return _cpu(first), _cpu(second), None
 
 
 TWICE_OUTPUTS = {"tanh": 1, "sinh": 3}   # Sinh returns (sinh x, e^x, e^-x): intermediates as outputs
@@ -277,13 +283,12 @@ def probe_twice_differentiable(obj, reference, seed=0, cases=2, points=None):
         us = [u] + [inputs_elementwise(seed + 2000 + k, case)[1] for k in range(1, outputs)]
         grads, err = _grad(outs, x, us)
         entry["grad_all"], entry["grad_all_error"] = (_cpu(grads[0]) if grads else None), err
-        first, second, err = _second_derivatives(lambda t: F.apply(t)[0] if outputs > 1 else F.apply(t), x0, u, v)
+        result_only = lambda t: F.apply(t)[0] if outputs > 1 else F.apply(t)  # noqa: E731
+        first, second, err = _second_derivatives(result_only, x0, u, v, name)
         entry.update(first=first, hvp=second, second_error=err)
-        try:
-            entry["gradgradcheck"] = bool(torch.autograd.gradgradcheck(
-                lambda t: F.apply(t)[0] if outputs > 1 else F.apply(t), (x0.clone().requires_grad_(),), raise_exception=False))
-        except Exception as exc:  # an error inside the learner's backward
-            entry["gradgradcheck"] = _error(exc)
+        ok, err = _attempt(torch.autograd.gradgradcheck, result_only, (x0.clone().requires_grad_(),),
+                           raise_exception=False, name=f"{name}.backward", call="gradgradcheck on your Function")
+        entry["gradgradcheck"] = bool(ok) if err is None else err
         data.append(entry)
     return data
 
@@ -314,14 +319,13 @@ def probe_functional_linear(obj, seed=0, cases=3, points=None):
         entry = {"output": _cpu(y)}
         if y.grad_fn is None:
             raise CheckFailed("The output of `FunctionalLinear.apply` is not connected to the graph: return the tensor forward computed.")
-        try:  # what backward itself returns, before autograd reduces anything to the inputs' shapes
-            raw = call_learner(y.grad_fn.apply, g.clone(), name="FunctionalLinear.backward")
+        # what backward itself returns, before autograd reduces anything to the inputs' shapes
+        raw, err = _attempt(y.grad_fn.apply, g.clone(), name="FunctionalLinear.backward")
+        if err:
+            entry["returned"], entry["backward_error"] = None, err
+        else:
             raw = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
             entry["returned"] = [_summary(r) for r in raw]
-        except CheckFailed as failure:
-            if "not written yet" in str(failure):
-                raise
-            entry["returned"], entry["backward_error"] = None, str(failure).splitlines()[0][:400]
         # and what ends up in .grad after autograd has done its part
         x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
         b = None if b0 is None else b0.clone().requires_grad_()
@@ -374,12 +378,9 @@ def probe_linear_layer(obj, seed=0, steps=20, lr=0.05, points=None):
         if not isinstance(out, torch.Tensor):
             raise CheckFailed("`LinearLayer.forward` should return a tensor.")
         loss = torch.mean((out - Y) ** 2)
-        try:
-            loss.backward()
-        except NotImplementedError:
-            raise CheckFailed("The backward that `LinearLayer` uses is not written yet: it still raises NotImplementedError.") from None
-        except Exception as exc:  # the learner's backward, run by autograd
-            raise CheckFailed(f"Backward through `LinearLayer` raised {_error(exc)}") from None
+        _, err = _attempt(loss.backward, name="backward", call="loss.backward() through LinearLayer")
+        if err:
+            raise CheckFailed(f"Backward through `LinearLayer` raised {err}")
         grad_shapes = [None if t.grad is None else list(t.grad.shape) for t in (layer.weight, layer.bias)]
         with torch.no_grad():
             for t in (layer.weight, layer.bias):
@@ -407,13 +408,9 @@ def _vmap_results(F, seed, case):
     moved = batch.movedim(0, -1)                        # the batch dimension last
     out = {}
     for label, tensor, dim in (("in_dims=0", batch, 0), ("in_dims=-1", moved, -1)):
-        try:
-            result = torch.vmap(F.apply, in_dims=dim, out_dims=dim)(tensor)
-            out[label] = {"value": _cpu(result.movedim(dim, 0))}
-        except NotImplementedError:
-            raise CheckFailed(f"`{F.__name__}` is not written yet: it still raises NotImplementedError.") from None
-        except Exception as exc:
-            out[label] = {"error": _error(exc)}
+        result, err = _attempt(torch.vmap(F.apply, in_dims=dim, out_dims=dim), tensor, name=F.__name__,
+                               call=f"torch.vmap({F.__name__}.apply, in_dims={dim})")
+        out[label] = {"error": err} if err else {"value": _cpu(result.movedim(dim, 0))}
     return out
 
 
@@ -450,17 +447,12 @@ def probe_modern(obj, seed=0, cases=2, hand_written_vmap=False, points=None):
             entry["vmap"] = _vmap_results(F_vmap if data["vmap_defined"] else F, seed, case)
             data["cases"].append(entry)
             continue
-        try:
-            entry["jvp"] = _forward_mode(F, x0, u)
-        except NotImplementedError:
-            raise CheckFailed(f"`{name}.jvp` is not written yet: it still raises NotImplementedError.") from None
-        except Exception as exc:
-            entry["jvp"], entry["jvp_error"] = None, _error(exc)
-        try:
-            entry["gradcheck_forward_ad"] = bool(torch.autograd.gradcheck(
-                F.apply, (x0.clone().requires_grad_(),), check_forward_ad=True, raise_exception=False))
-        except Exception as exc:
-            entry["gradcheck_forward_ad"] = _error(exc)
+        entry["jvp"], err = _attempt(_forward_mode, F, x0, u, name=f"{name}.jvp", call="forward-mode AD through your jvp")
+        if err:
+            entry["jvp_error"] = err
+        ok, err = _attempt(torch.autograd.gradcheck, F.apply, (x0.clone().requires_grad_(),), check_forward_ad=True,
+                           raise_exception=False, name=name, call="gradcheck(..., check_forward_ad=True)")
+        entry["gradcheck_forward_ad"] = bool(ok) if err is None else err
         entry["vmap"] = _vmap_results(F, seed, case)
         data["cases"].append(entry)
     data["vmap_calls"] = calls["vmap"]
@@ -487,29 +479,26 @@ def probe_custom_op(obj, seed=0, cases=2, points=None):
         entry = {"output": _cpu(y)}
         grads, err = _grad(y, x, u)
         entry["grad"], entry["backward_error"] = (_cpu(grads[0]) if grads else None), err
-        try:
-            # opcheck's AOT-dispatch test is left to the real torch.compile run below (same tracing, half the time)
-            result = torch.library.opcheck(obj, (x0.clone().requires_grad_(),), test_utils=OPCHECK_TESTS,
-                                           raise_exception=False)
-            entry["opcheck"] = {k: ("SUCCESS" if v == "SUCCESS" else _error(v) if isinstance(v, BaseException) else str(v)[:300])
-                                for k, v in result.items()}
-        except NotImplementedError:
-            raise CheckFailed("`softplus_op` is not written yet: it still raises NotImplementedError.") from None
-        except Exception as exc:
-            entry["opcheck"] = {"opcheck": _error(exc)}
+        # opcheck's AOT-dispatch test is left to the real torch.compile run below (same tracing, half the time)
+        result, err = _attempt(torch.library.opcheck, obj, (x0.clone().requires_grad_(),), test_utils=OPCHECK_TESTS,
+                               raise_exception=False, name="softplus_op", call="torch.library.opcheck(softplus_op, ...)")
+        entry["opcheck"] = {"opcheck": err} if err else {
+            k: ("SUCCESS" if v == "SUCCESS" else _error(v) if isinstance(v, BaseException) else str(v)[:300])
+            for k, v in result.items()}
         if case == 0:          # compiling costs ~0.5 s: once per check, on the first case
-            try:
+            def compiled_run():
                 compiled = torch.compile(lambda t, w: (obj(t) * w).sum(), backend="aot_eager", fullgraph=True)
                 xc = x0.clone().requires_grad_()
                 loss = compiled(xc, u)
                 loss.backward()
-                entry["compiled"] = {"loss": float(loss.detach()), "grad": _cpu(xc.grad)}
-            except NotImplementedError:
-                raise CheckFailed("`softplus_op` is not written yet: it still raises NotImplementedError.") from None
-            except Exception as exc:
-                entry["compiled"] = {"error": _error(exc)}
+                return {"loss": float(loss.detach()), "grad": _cpu(xc.grad)}
+
+            try:
+                result, err = _attempt(compiled_run, name="softplus_op",
+                                       call="torch.compile(..., backend='aot_eager', fullgraph=True) through softplus_op")
             finally:
                 torch._dynamo.reset()      # forget the compiled graph: a re-registered op must be traced afresh
+            entry["compiled"] = {"error": err} if err else result
         data["cases"].append(entry)
     return data
 
