@@ -19,6 +19,7 @@ EXPECTED_PARTIAL = {
     "01-reverse-accumulation": 10.0,   # 15 - adjoint_trace (3) - central_difference (2)
     "02-scalar-engine": 18.0,          # 24 - variable_pow (3, ln|a|) - variable_backward (3, = instead of +=)
     "03-custom-functions": 21.2,       # 25 - numerical_jacobian (3) - linear_function (0.8: only its interface part fails)
+    "04-ctx-toolbox": 32.5,            # 35 - inplace_relu (1: mark_dirty part) - functional_linear (1.5: parameter shapes)
 }
 
 

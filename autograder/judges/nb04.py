@@ -1,0 +1,558 @@
+"""Judges of notebook 04: they decide outside the learner's process, from the probes' data alone.
+
+Every reference is recomputed here with PyTorch's own operations and autograd (torch.sin, torch.tanh,
+torch.nn.functional.softplus, torch.autograd.functional.hvp, ...): no backward formula of the exercises
+is written in this file. Each check is split into parts that earn their share of the points, so that a
+Function that computes the right numbers but misses the property the exercise is about (mark_dirty,
+mark_non_differentiable, None gradients, double backward, parameter-shaped gradients, opcheck) loses
+exactly that part, with a hint.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as nnf
+
+from autograder.feedback import CheckFailed
+from autograder.judges.verdict import Part, Verdict
+from autograder.probes.nb04 import (OPCHECK_TESTS, TWICE_OUTPUTS, hvp_problem, inputs_elementwise, inputs_linear,
+                                    inputs_training)
+
+DT = torch.float64
+RTOL, ATOL = 1e-7, 1e-9
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+class Parts:
+    """Named parts with weights; the verdict is the weighted share of the points that passed."""
+
+    def __init__(self, title: str, **weights: float):
+        self.title = title
+        self.parts = {name: Part(name, w) for name, w in weights.items()}
+
+    def __getitem__(self, name: str) -> Part:
+        return self.parts[name]
+
+    def verdict(self, points: float) -> Verdict:
+        total = sum(p.weight for p in self.parts.values())
+        earned = sum(p.weight for p in self.parts.values() if p.passed)
+        verdict = Verdict(round(points * earned / total, 2), points=points, parts=list(self.parts.values()), title=self.title)
+        if earned == 0:
+            failure = CheckFailed(verdict.report())
+            failure.verdict = verdict
+            raise failure
+        return verdict
+
+
+def _tensor(value, what: str) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise CheckFailed(f"{what}: the data could not be read back (expected a tensor).")
+    return value.to(DT)
+
+
+def _wrong(got, want, what: str, rtol=RTOL, atol=ATOL) -> str | None:
+    """None when got matches want; else a description that gives no expected value."""
+    if got is None:
+        return f"{what} is missing."
+    got = _tensor(got, what)
+    if tuple(got.shape) != tuple(want.shape):
+        return f"{what} has shape {tuple(got.shape)}; it should have shape {tuple(want.shape)}."
+    err = (got - want).abs()
+    bad = err > atol + rtol * want.abs()
+    if not bad.any():
+        return None
+    where = ", ".join(str(tuple(i)) if len(i) != 1 else f"[{i[0]}]" for i in torch.nonzero(bad)[:4].tolist())
+    return f"{what} is wrong in {int(bad.sum())} of {bad.numel()} entries ({where}); largest error {float(err.max()):.3g}."
+
+
+def _same(got, want, rtol=1e-6, atol=1e-9) -> bool:
+    return got is not None and tuple(got.shape) == tuple(want.shape) and torch.allclose(got.to(DT), want, rtol=rtol, atol=atol)
+
+
+def _vjp(fn, x, u):
+    x = x.clone().requires_grad_()
+    (g,) = torch.autograd.grad(fn(x), x, u)
+    return g
+
+
+def _values(part: Part, got: dict, x, g, reference, where: str, what="forward", error_hint=None, grad_hint=None):
+    """The usual first part: forward's output against reference(x), backward's gradient against autograd's.
+    grad_hint(got_grad) -> str | None names a known mistake."""
+    problem = _wrong(got["output"], reference(x), f"{what}'s output {where}")
+    if problem:
+        part.fail(problem)
+    if got["backward_error"]:
+        part.fail(f"backward raised {got['backward_error']} {where}.", error_hint)
+        return
+    problem = _wrong(got["grad"], _vjp(reference, x, g), f"the gradient {where}")
+    if problem:
+        part.fail(problem, grad_hint(got["grad"]) if grad_hint and got["grad"] is not None else None)
+
+
+def _case_data(data, cases, what):
+    items = data["cases"] if isinstance(data, dict) else data
+    if not isinstance(items, list) or len(items) != cases:
+        raise CheckFailed(f"{what}: the test expected results for {cases} case(s) and got "
+                          f"{len(items) if isinstance(items, list) else 'none'}.")
+    return items
+
+
+# ------------------------------------------------------------------------------------------ Cube
+
+def judge_saved_tensors(data, seed=0, cases=2, points=2):
+    p = Parts("Cube (x³, saving x with ctx.save_for_backward)", values=1.0, version_counter=1.0)
+    for case, got in enumerate(_case_data(data, cases, "Cube")):
+        x, g = inputs_elementwise(seed, case)
+        where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
+        _values(p["values"], got, x, g, lambda t: t ** 3, where, grad_hint=lambda grad: (
+            "backward returns the local derivative alone: multiply it by grad_output (the chain rule)."
+            if _same(grad, 3 * x ** 2) else "the derivative of x³ is 3x²: a factor 3 is missing."
+            if _same(grad, g * x ** 2) else None))
+        after = got["after_inplace"]
+        changed = x + 1.0
+        if after["error"] and "modified by an inplace operation" in after["error"]:
+            continue
+        if after["error"]:
+            p["version_counter"].fail(f"when x is changed in place between forward and backward, backward raised "
+                                      f"{after['error']} {where}; autograd should have refused with its version-counter error.")
+            continue
+        hint = "save tensors with ctx.save_for_backward(x), not as attributes (ctx.x = x): only saved tensors are version-checked."
+        if after["grad"] is not None and _same(after["grad"], g * 3 * changed ** 2):
+            p["version_counter"].fail(f"x was changed in place after forward and backward silently used the changed "
+                                      f"values {where}: the gradient is wrong and nothing said so.", hint)
+        else:
+            p["version_counter"].fail(f"x was changed in place after forward and backward did not notice {where}.",
+                                      "save x itself with ctx.save_for_backward (not a copy, not an attribute), so that "
+                                      "autograd can tell when it changed.")
+    return p.verdict(points)
+
+
+# ------------------------------------------------------------------------------------------ InplaceReLU
+
+def judge_inplace(data, seed=0, cases=2, points=3):
+    p = Parts("InplaceReLU (an in-place forward with ctx.mark_dirty)", values=1.0, in_place=1.0, mark_dirty=1.0)
+    for case, got in enumerate(_case_data(data, cases, "InplaceReLU")):
+        x, g = inputs_elementwise(seed, case, kinks=True)
+        where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
+        want_out = torch.relu(x)
+        _values(p["values"], got, x, g, torch.relu, where, grad_hint=lambda grad: (
+            "backward lets the gradient through everywhere: it must be 0 where x was negative." if _same(grad, g) else None))
+        if not got["version_bumped"]:
+            p["in_place"].fail(f"forward left x unchanged and returned a new tensor {where}: this exercise asks "
+                               "for an in-place ReLU.", "change x itself (x.clamp_(min=0) or x[x < 0] = 0) and return x.")
+            continue          # x was not changed: nothing for mark_dirty to declare
+        problem = _wrong(got["input_after"], want_out, f"x after the call {where}")
+        if problem:
+            p["in_place"].fail(problem + " After an in-place ReLU, x itself holds relu(x).")
+        if not got["returns_input"]:
+            p["mark_dirty"].fail(f"forward changed x in place, but `apply` returned a different tensor object {where}.",
+                                 "call ctx.mark_dirty(x) in forward: then apply returns x itself, with its new grad_fn.")
+        if got["input_error"]:
+            p["mark_dirty"].fail(f"using x after the call, backward raised {got['input_error']} {where}.")
+        elif got["grad"] is not None and not _same(got["grad_through_input"], got["grad"].to(DT)):
+            hint = None
+            if got["grad_through_input"] is not None and _same(got["grad_through_input"], g):
+                hint = ("autograd still treats x as the value before the ReLU: its gradient skips the ReLU. "
+                        "ctx.mark_dirty(x) tells autograd that forward changed x, so later uses of x go through your backward.")
+            p["mark_dirty"].fail(f"code that goes on using x after `InplaceReLU.apply(x)` does not differentiate through "
+                                 f"your backward {where}.", hint)
+    return p.verdict(points)
+
+
+# ------------------------------------------------------------------------------------------ ReLUWithMask
+
+def judge_non_differentiable(data, seed=0, cases=2, points=3):
+    p = Parts("ReLUWithMask (a non-differentiable mask output)", values=1.0, non_differentiable=1.0, mask_dtype=0.5)
+    for case, got in enumerate(_case_data(data, cases, "ReLUWithMask")):
+        x, g = inputs_elementwise(seed, case, kinks=True)
+        where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
+        for problem in (_wrong(got["output"], torch.relu(x), f"the first output (relu) {where}"),
+                        _wrong(got["mask"], (x > 0).to(DT), f"the mask {where}")):
+            if problem:
+                p["values"].fail(problem)
+        if got["backward_error"]:
+            p["values"].fail(f"backward raised {got['backward_error']} {where}.",
+                             "backward receives one gradient per output: backward(ctx, grad_output, grad_mask).")
+        else:
+            problem = _wrong(got["grad"], _vjp(torch.relu, x, g), f"the gradient of the relu output {where}")
+            if problem:
+                p["values"].fail(problem)
+        if got["mask_dtype"] != "float64":
+            p["mask_dtype"].fail(f"the mask is {got['mask_dtype']}; the exercise asks for a mask of x's dtype (float64 here).",
+                                 "(x > 0).to(x.dtype): a float mask can be multiplied and averaged; an integer or bool "
+                                 "mask would be non-differentiable anyway, which is not what this exercise practises.")
+            continue
+        if got["mask_requires_grad"]:
+            p["non_differentiable"].fail(f"the mask requires grad {where}, so autograd would differentiate through it "
+                                         "and quietly return zeros.",
+                                         "call ctx.mark_non_differentiable(mask) in forward.")
+        elif not got["mask_grad_error"]:
+            p["non_differentiable"].fail(f"torch.autograd.grad through the mask was not refused {where}.")
+    return p.verdict(points)
+
+
+# ------------------------------------------------------------------------------------------ SinCos
+
+def judge_materialize(data, seed=0, cases=2, points=3):
+    p = Parts("SinCos (two outputs, set_materialize_grads(False))", values=1.0, none_grads=1.0, materialize=0.5)
+    for case, got in enumerate(_case_data(data, cases, "SinCos")):
+        x, g = inputs_elementwise(seed, case)
+        where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
+        for problem in (_wrong(got["outputs"][0], torch.sin(x), f"the first output (sin) {where}"),
+                        _wrong(got["outputs"][1], torch.cos(x), f"the second output (cos) {where}")):
+            if problem:
+                p["values"].fail(problem)
+        calls = got["calls"]
+        expected = {"both": _vjp(lambda t: (torch.sin(t) * g + torch.cos(t) * 2 * g).sum(), x, torch.ones(())),
+                    "sin_only": _vjp(torch.sin, x, g), "cos_only": _vjp(torch.cos, x, g)}
+        both = calls.get("both", {})
+        if "error" in both:
+            p["values"].fail(f"backward(ctx, grad_sin, grad_cos) raised {both['error']} {where}.")
+        else:
+            problem = _wrong(both["returned"].get("value"), expected["both"], f"the gradient with both outputs used {where}")
+            if problem:
+                p["values"].fail(problem, "d sin/dx = cos x and d cos/dx = -sin x; add the two contributions.")
+        for label, words in (("sin_only", "grad_cos is None"), ("cos_only", "grad_sin is None")):
+            call = calls.get(label, {})
+            if "error" in call:
+                p["none_grads"].fail(f"backward raised {call['error']} when {words} {where}.",
+                                     "with set_materialize_grads(False) an unused output's gradient arrives as None: "
+                                     "skip its term (`if grad_cos is not None: ...`).")
+                continue
+            returned = call["returned"]
+            problem = _wrong(returned.get("value"), expected[label], f"the gradient when {words} {where}")
+            if problem:
+                p["none_grads"].fail(problem)
+        neither = calls.get("neither", {})
+        if "error" in neither:
+            p["none_grads"].fail(f"backward raised {neither['error']} when both gradients are None {where}.",
+                                 "when both are None, return None (nothing flows back).")
+        elif neither["returned"]["kind"] == "tensor" and bool((neither["returned"]["value"] != 0).any()):
+            p["none_grads"].fail(f"backward returned a non-zero gradient when both gradients are None {where}.")
+        received = got["received_when_sin_only"]
+        if received is None:
+            p["materialize"].fail(f"backward was not called when only the sine was used {where}.")
+        elif received != ["tensor", "none"]:
+            p["materialize"].fail(f"when only the sine is used, autograd handed backward a tensor of zeros for the cosine "
+                                  f"{where}: materialising gradients is still on.",
+                                  "call ctx.set_materialize_grads(False) in forward.")
+    return p.verdict(points)
+
+
+# ------------------------------------------------------------------------------------------ twice differentiable
+
+_REFERENCES = {"tanh": (torch.tanh, "Tanh"),
+               "sinh": (lambda t: (torch.sinh(t), torch.exp(t), torch.exp(-t)), "Sinh")}
+
+
+def judge_twice_differentiable(data, reference, seed=0, cases=2, points=3):
+    ref, title = _REFERENCES[reference]
+    count = TWICE_OUTPUTS[reference]
+    weights = {"values": 1.0, "second_derivatives": 2.0}
+    if count > 1:
+        weights = {"values": 1.0, "intermediates": 1.0, "second_derivatives": 1.5}
+    p = Parts(f"{title} (a backward that is itself differentiable)", **weights)
+    first_only = lambda t: ref(t)[0] if count > 1 else ref(t)  # noqa: E731
+    for case, got in enumerate(_case_data(data, cases, title)):
+        x, u = inputs_elementwise(seed, case)
+        v = inputs_elementwise(seed + 1000, case)[1]
+        where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
+        wants = ref(x) if count > 1 else (ref(x),)
+        names = ["the output", "the second output (e^x)", "the third output (e^-x)"]
+        for k, (o, w) in enumerate(zip(got["outputs"], wants)):
+            problem = _wrong(o, w, f"{names[k]} {where}")
+            if problem:
+                p["values"].fail(problem)
+        want_first = _vjp(first_only, x, u)
+        if got["first"] is not None:
+            problem = _wrong(got["first"], want_first, f"backward's gradient {where}")
+            if problem:
+                p["values"].fail(problem)
+        if count > 1:
+            us = [u] + [inputs_elementwise(seed + 2000 + k, case)[1] for k in range(1, count)]
+            xr = x.clone().requires_grad_()
+            (want_all,) = torch.autograd.grad(ref(xr), xr, us)
+            if got["grad_all_error"]:
+                p["intermediates"].fail(f"backward raised {got['grad_all_error']} with a gradient for every output {where}.")
+            else:
+                problem = _wrong(got["grad_all"], want_all, f"the gradient with a grad_output for every output {where}")
+                if problem:
+                    hint = ("backward ignores the gradients of the extra outputs (e^x, e^-x): add their terms, "
+                            "grad_exp_x · e^x and -grad_exp_negx · e^-x. Double backward sends gradients through them."
+                            if got["grad_all"] is not None and _same(got["grad_all"], want_first) else None)
+                    p["intermediates"].fail(problem, hint)
+        elif got["grad_all_error"]:
+            p["values"].fail(f"backward raised {got['grad_all_error']} {where}.")
+        xr = x.clone().requires_grad_()
+        (first,) = torch.autograd.grad(first_only(xr), xr, u, create_graph=True)
+        (want_hvp,) = torch.autograd.grad(first, xr, v)
+        part = p["second_derivatives"]
+        if got["second_error"]:
+            hint = None
+            if "once_differentiable" in got["second_error"]:
+                hint = "@once_differentiable forbids exactly this: remove it and write backward with torch operations."
+            elif "does not require grad" in got["second_error"] or "not differentiable" in got["second_error"]:
+                hint = ("autograd could not record backward: compute it from tensors saved with save_for_backward "
+                        "(inputs or outputs), with torch operations, without .detach(), .item() or NumPy.")
+            part.fail(f"differentiating the gradient again failed {where}: {got['second_error']}", hint)
+            continue
+        problem = _wrong(got["hvp"], want_hvp, f"the second derivative (u·J differentiated along v) {where}", rtol=1e-6, atol=1e-8)
+        if problem:
+            hint = None
+            if got["hvp"] is not None and bool((got["hvp"].abs() < 1e-12).all()):
+                hint = ("the second derivative is zero: autograd sees backward's formula as a constant (detached, or "
+                        "an intermediate it cannot connect to x). Save the output, or return intermediates as outputs.")
+            elif count > 1:
+                hint = ("under double backward gradients flow into e^x and e^-x: backward must use grad_exp_x and grad_exp_negx.")
+            part.fail(problem, hint)
+        if got["gradgradcheck"] is not True:
+            detail = "" if got["gradgradcheck"] is False else f": {got['gradgradcheck']}"
+            part.fail(f"torch.autograd.gradgradcheck fails on your Function {where}{detail}.")
+    return p.verdict(points)
+
+
+def judge_hvp(data, problems, points=2):
+    p = Parts("hessian_vector_product(f, x, v)", values=1.0)
+    if not isinstance(data, list) or len(data) != len(problems):
+        raise CheckFailed("hessian_vector_product: the results do not match the test's problems.")
+    for name, got in zip(problems, data):
+        f, x, v = hvp_problem(name)
+        _, want = torch.autograd.functional.hvp(f, x, v)
+        call = f"hessian_vector_product(f, x, v) for the test function '{name}'"
+        if got["inputs_changed"]:
+            p["values"].fail(f"`{call}` changed x or v in place: work on x.detach().requires_grad_() instead.")
+            continue
+        problem = _wrong(got["hvp"], want, f"`{call}`", rtol=1e-6, atol=1e-8)
+        if problem:
+            g = got["hvp"]
+            x_ = x.clone().requires_grad_()
+            (grad,) = torch.autograd.grad(f(x_), x_)
+            hint = None
+            if g is not None and _same(g, grad):
+                hint = "this is the gradient, not the Hessian-vector product: differentiate (gradient · v) a second time."
+            elif g is not None and _same(g, -want):
+                hint = "the sign is flipped."
+            p["values"].fail(problem, hint)
+    return p.verdict(points)
+
+
+# ------------------------------------------------------------------------------------------ FunctionalLinear
+
+def judge_functional_linear(data, seed=0, cases=3, points=4):
+    p = Parts("FunctionalLinear (gradients with the parameters' shapes)", forward=1.0, gradients=1.5, parameter_shapes=1.5)
+    for case, got in enumerate(_case_data(data, cases, "FunctionalLinear")):
+        x, w, b, g = inputs_linear(seed, case)
+        where = f"(case {case + 1}, x {tuple(x.shape)}, weight {tuple(w.shape)}, bias {'None' if b is None else tuple(b.shape)})"
+        problem = _wrong(got["output"], nnf.linear(x, w, b), f"forward's output {where}")
+        if problem:
+            hint = ("it looks like x @ weight: weight is (out_features, in_features), as in nn.Linear, so y = x @ weight.T + bias."
+                    if got["output"] is not None and w.shape[0] == w.shape[1] and _same(got["output"], nnf.linear(x, w.T, b)) else None)
+            p["forward"].fail(problem, hint)
+        xs = [x.clone().requires_grad_(), w.clone().requires_grad_()] + ([] if b is None else [b.clone().requires_grad_()])
+        want = torch.autograd.grad(nnf.linear(*xs, *([None] if b is None else [])), xs, g)
+        labels = ["input", "weight", "bias"]
+        if got["grads_error"]:
+            p["gradients"].fail(f"backward raised {got['grads_error']} {where}.",
+                                "bias may be None: then return None for it." if b is None else None)
+        else:
+            for k, (gk, wk) in enumerate(zip(got["grads"], want)):
+                problem = _wrong(gk, wk, f"the gradient of {labels[k]} (after autograd) {where}")
+                if problem:
+                    hint = None
+                    if k == 0 and gk is not None and w.shape[0] == w.shape[1] and _same(gk, g @ w.T):
+                        hint = "grad_input = grad_output @ weight (weight is (out, in)); you used its transpose."
+                    p["gradients"].fail(problem, hint)
+        returned = got.get("returned")
+        if returned is None:
+            p["parameter_shapes"].fail(f"calling backward directly raised {got.get('backward_error')} {where}.")
+            continue
+        if len(returned) < 3:
+            p["parameter_shapes"].fail(f"backward returned {len(returned)} value(s); it must return 3 (input, weight, bias).")
+            continue
+        for k, target in ((1, w), (2, b)):
+            r = returned[k]
+            if target is None:
+                if r["kind"] != "none":
+                    p["parameter_shapes"].fail(f"with bias=None backward returned a {r['kind']} for the bias; return None.")
+                continue
+            if r["kind"] != "tensor":
+                p["parameter_shapes"].fail(f"backward returned {r['kind']} for the {labels[k]} {where}.")
+            elif list(r["shape"]) != list(target.shape):
+                per_sample = len(r["shape"]) == target.dim() + 1 and r["shape"][0] == x.shape[0] and list(r["shape"][1:]) == list(target.shape)
+                p["parameter_shapes"].fail(
+                    f"backward returns a {labels[k]} gradient of shape {tuple(r['shape'])}; the {labels[k]} has shape "
+                    f"{tuple(target.shape)} {where}.",
+                    ("that is one gradient per sample: autograd quietly sums it over the batch for you, after you have "
+                     "paid for a (batch × out × in) tensor. Sum over the batch inside backward: grad_output.T @ input "
+                     "for the weight, grad_output.sum(0) for the bias.") if per_sample else None)
+    return p.verdict(points)
+
+
+# ------------------------------------------------------------------------------------------ LinearLayer
+
+def judge_linear_layer(data, seed=0, steps=20, lr=0.05, points=3):
+    p = Parts("LinearLayer (an nn.Module around FunctionalLinear)", parameters=1.0, initialisation=1.0,
+              extra_repr=0.5, training=1.5)
+    params = data["parameters"]
+    if sorted(params) != ["bias", "weight"]:
+        p["parameters"].fail(f"LinearLayer(64, 32) has parameters {sorted(params)}; it should have exactly `weight` and `bias`.",
+                             "wrap the tensors in nn.Parameter and assign them to self.weight and self.bias.")
+    else:
+        if params["weight"]["shape"] != [32, 64] or params["bias"]["shape"] != [32]:
+            p["parameters"].fail(f"LinearLayer(64, 32) has weight {tuple(params['weight']['shape'])} and bias "
+                                 f"{tuple(params['bias']['shape'])}; they should be (32, 64) and (32,) (out, in), as in nn.Linear.")
+    if data["parameters_no_bias"] != ["weight"] or data["bias_no_bias"] != "None":
+        p["parameters"].fail(f"LinearLayer(3, 2, bias=False) has parameters {data['parameters_no_bias']} and bias "
+                             f"{data['bias_no_bias']}; it should have only `weight`, and self.bias should be None.",
+                             "self.register_parameter('bias', None) keeps the attribute and registers nothing.")
+    weight, bias = data["weight"], data["bias"]
+    if weight is None or tuple(weight.shape) != (32, 64):
+        p["initialisation"].fail("the weight could not be inspected (wrong shape or missing).")
+    else:
+        fan_in = 64
+        bound = math.sqrt(6.0 / fan_in)                 # Kaiming uniform for ReLU: U(-b, b), b = gain·sqrt(3/fan_in), gain = sqrt(2)
+        std = float(weight.std())
+        if float(weight.abs().max()) > bound * (1 + 1e-9) or abs(std - bound / math.sqrt(3)) > 0.1 * bound / math.sqrt(3):
+            hint = None
+            if abs(std - 1.0) < 0.1:
+                hint = "the weight looks like torch.randn: initialise it with nn.init.kaiming_uniform_(self.weight, nonlinearity='relu')."
+            elif abs(std - 1 / math.sqrt(3 * fan_in)) < 0.1 / math.sqrt(3 * fan_in):
+                hint = "this is nn.Linear's default (a = sqrt(5)); the exercise asks for kaiming_uniform_(..., nonlinearity='relu')."
+            p["initialisation"].fail(f"the weight of LinearLayer(64, 32) has standard deviation {std:.3g} and largest "
+                                     f"magnitude {float(weight.abs().max()):.3g}: that is not Kaiming-uniform initialisation "
+                                     f"for fan_in = {fan_in}.", hint)
+    if bias is None or bool((bias != 0).any()):
+        p["initialisation"].fail("the bias should start at zero.", "nn.init.zeros_(self.bias).")
+    text = data["repr"].replace(" ", "")
+    if text != "in_features=3,out_features=2,bias=True":
+        p["extra_repr"].fail(f"LinearLayer(3, 2).extra_repr() returns {data['repr'][:60]!r}; it should read "
+                             "'in_features=3, out_features=2, bias=True', like nn.Linear.")
+    if data["repr_no_bias"].replace(" ", "") != "in_features=3,out_features=2,bias=False":
+        p["extra_repr"].fail(f"LinearLayer(3, 2, bias=False).extra_repr() returns {data['repr_no_bias'][:60]!r}; the bias "
+                             "entry should say False.")
+    X, Y, w0, b0 = inputs_training(seed, 3, 2)
+    w, b = w0.clone().requires_grad_(), b0.clone().requires_grad_()
+    want = []
+    for _ in range(steps):      # SGD
+        loss = torch.mean((nnf.linear(X, w, b) - Y) ** 2)
+        gw, gb = torch.autograd.grad(loss, (w, b))
+        with torch.no_grad():
+            w -= lr * gw
+            b -= lr * gb
+        want.append(float(loss.detach()))
+    losses = data["losses"]
+    if len(losses) != steps:
+        p["training"].fail(f"training recorded {len(losses)} losses for {steps} steps.")
+    else:
+        bad = [k for k, (a, c) in enumerate(zip(losses, want)) if not math.isclose(a, c, rel_tol=1e-8, abs_tol=1e-12)]
+        if bad:
+            k = bad[0]
+            p["training"].fail(f"trained with SGD (lr={lr}) on a generated regression problem, the loss at step {k} is "
+                               f"off by {abs(losses[k] - want[k]):.3g} (relative {abs(losses[k] - want[k]) / max(want[k], 1e-12):.2g}).",
+                               "the very first loss is wrong: forward should be x @ weight.T + bias." if k == 0 else
+                               "forward is right but the steps go wrong: check backward's weight and bias gradients.")
+    if data["grad_shapes"] != [[2, 3], [2]]:
+        p["training"].fail(f"after backward the parameters' .grad have shapes {data['grad_shapes']}.")
+    if not str(data.get("node", "")).endswith("Backward") or data.get("node") in ("AddmmBackward0", "AddBackward0", "MmBackward0"):
+        p["training"].fail(f"LinearLayer.forward's output comes from {data.get('node')}, not from your Function.",
+                           "call FunctionalLinear.apply(x, self.weight, self.bias) in forward.")
+    return p.verdict(points)
+
+
+# ------------------------------------------------------------------------------------------ setup_context, jvp, vmap
+
+def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
+    title = "Softplus with a hand-written vmap" if hand_written_vmap else "Softplus (setup_context, jvp, vmap)"
+    p = Parts(title, values=1.0, **({"vmap": 1.5} if hand_written_vmap else {"forward_mode": 1.5, "vmap": 0.5}))
+    if not data["has_setup_context"]:
+        p["values"].fail("the Function has no setup_context: write forward(x) without ctx and setup_context(ctx, inputs, output).")
+    if hand_written_vmap:
+        if not data.get("vmap_defined"):
+            p["vmap"].fail("the Function defines no `vmap` staticmethod of its own.",
+                           "write @staticmethod def vmap(info, in_dims, x): ... and leave generate_vmap_rule False.")
+        elif data["generate_vmap_rule"]:
+            p["vmap"].fail("generate_vmap_rule is True, so PyTorch writes the rule and your vmap is never used.")
+        elif data["vmap_calls"] == 0:
+            p["vmap"].fail("torch.vmap never called your vmap staticmethod.")
+    for case, got in enumerate(_case_data(data, cases, title)):
+        x, u = inputs_elementwise(seed, case)
+        where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
+        _values(p["values"], got, x, u, nnf.softplus, where)
+        if not hand_written_vmap:
+            if got.get("jvp_error"):
+                hint = None
+                if "not enough values to unpack" in got["jvp_error"] or "saved" in got["jvp_error"]:
+                    hint = ("in jvp, ctx.saved_tensors holds what setup_context saved with ctx.save_for_forward(...), "
+                            "not with save_for_backward: save x for both.")
+                elif "jvp" in got["jvp_error"]:
+                    hint = "write the jvp staticmethod: jvp(ctx, x_tangent) returns the output's tangent."
+                p["forward_mode"].fail(f"forward-mode AD raised {got['jvp_error']} {where}.", hint)
+            else:
+                import torch.autograd.forward_ad as fwAD
+                with fwAD.dual_level():
+                    want_t = fwAD.unpack_dual(nnf.softplus(fwAD.make_dual(x, u))).tangent
+                problem = _wrong(got["jvp"], want_t, f"jvp's tangent {where}")
+                if problem:
+                    hint = ("jvp returned the tangent unchanged: multiply it by the derivative, sigmoid(x)."
+                            if got["jvp"] is not None and _same(got["jvp"], u) else None)
+                    p["forward_mode"].fail(problem, hint)
+                elif got["gradcheck_forward_ad"] is not True:
+                    p["forward_mode"].fail(f"gradcheck(..., check_forward_ad=True) fails {where}: {got['gradcheck_forward_ad']}")
+        batch = torch.stack([x, -x, 0.5 * x])
+        for label, result in got["vmap"].items():
+            if "error" in result:
+                hint = ("set generate_vmap_rule = True on the class (or write a vmap staticmethod)."
+                        if "generate_vmap_rule" in result["error"] or "vmap staticmethod" in result["error"] else None)
+                if hand_written_vmap and "out_dims" in result["error"].lower():
+                    hint = "vmap must return (output, out_dims): the output's batch dimension is where the input's was, in_dims[0]."
+                p["vmap"].fail(f"torch.vmap with {label} raised {result['error']} {where}.", hint)
+                continue
+            problem = _wrong(result["value"], nnf.softplus(batch), f"torch.vmap's result with {label} {where}")
+            if problem:
+                p["vmap"].fail(problem, "return the output with its batch dimension where the input had it: (out, in_dims[0])."
+                               if hand_written_vmap else None)
+    return p.verdict(points)
+
+
+# ------------------------------------------------------------------------------------------ custom_op
+
+def judge_custom_op(data, seed=0, cases=2, points=4):
+    p = Parts("softplus_op (torch.library.custom_op)", values=1.0, opcheck=1.5, compile=1.0)
+    for case, got in enumerate(_case_data(data, cases, "softplus_op")):
+        x, u = inputs_elementwise(seed, case)
+        where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
+        want = _vjp(nnf.softplus, x, u)
+        register_hint = ("register the backward: softplus_op.register_autograd(backward, setup_context=setup_context)."
+                         if got["backward_error"] and ("autograd" in got["backward_error"]
+                                                       or "does not require grad" in got["backward_error"]) else None)
+        _values(p["values"], got, x, u, nnf.softplus, where, what="the op", error_hint=register_hint)
+        opcheck = got["opcheck"]
+        failed = {k: v for k, v in opcheck.items() if v != "SUCCESS"}
+        missing = [t for t in OPCHECK_TESTS if t not in opcheck]
+        if missing and "opcheck" not in opcheck:
+            p["opcheck"].fail(f"opcheck did not run {', '.join(missing)}.")
+        for test, message in failed.items():
+            hint = None
+            if "fake" in message.lower():
+                hint = "register a fake (meta) implementation: @softplus_op.register_fake returning torch.empty_like(x)."
+            elif "alias" in message.lower():
+                hint = "a custom op must return a new tensor, not its input or a view of it."
+            p["opcheck"].fail(f"opcheck's {test} fails {where}: {message[:300]}", hint)
+        compiled = got.get("compiled")
+        if case == 0 and compiled is None:
+            p["compile"].fail("the compiled run is missing from the results.")
+        if compiled is None:
+            continue
+        if "error" in compiled:
+            hint = ("torch.compile traces the op with fake tensors: register_fake is missing."
+                    if "fake" in compiled["error"].lower() else None)
+            p["compile"].fail(f"torch.compile(..., backend='aot_eager', fullgraph=True) failed {where}: {compiled['error'][:300]}", hint)
+        else:
+            if not math.isclose(compiled["loss"], float((nnf.softplus(x) * u).sum()), rel_tol=1e-9, abs_tol=1e-12):
+                p["compile"].fail(f"compiled, the op gives a different value {where}.")
+            problem = _wrong(compiled["grad"], want, f"the compiled op's gradient {where}")
+            if problem:
+                p["compile"].fail(problem)
+    return p.verdict(points)

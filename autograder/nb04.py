@@ -1,0 +1,30 @@
+"""Checks of notebook 04 (the ctx toolbox and higher derivatives): the names its test cells import.
+
+Each check is a probe (autograder/probes/nb04.py: calls the learner's object through call_learner and
+returns plain data) and a judge (autograder/judges/nb04.py: recomputes the references with PyTorch and
+decides, part by part). Called in a notebook, a check prints which parts pass and returns the points earned.
+"""
+from __future__ import annotations
+
+from .registry import register
+
+__all__ = ["check_saved_tensors", "check_inplace", "check_non_differentiable", "check_materialize",
+           "check_twice_differentiable", "check_hvp", "check_functional_linear", "check_linear_layer",
+           "check_modern", "check_custom_op"]
+
+
+def _register(name: str, suffix: str):
+    return register(name, probe=f"autograder.probes.nb04:probe_{suffix}", judge=f"autograder.judges.nb04:judge_{suffix}",
+                    show="autograder.jacobian_pictures:show_verdict")
+
+
+check_saved_tensors = _register("check_saved_tensors", "saved_tensors")
+check_inplace = _register("check_inplace", "inplace")
+check_non_differentiable = _register("check_non_differentiable", "non_differentiable")
+check_materialize = _register("check_materialize", "materialize")
+check_twice_differentiable = _register("check_twice_differentiable", "twice_differentiable")
+check_hvp = _register("check_hvp", "hvp")
+check_functional_linear = _register("check_functional_linear", "functional_linear")
+check_linear_layer = _register("check_linear_layer", "linear_layer")
+check_modern = _register("check_modern", "modern")
+check_custom_op = _register("check_custom_op", "custom_op")

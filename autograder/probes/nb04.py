@@ -1,0 +1,505 @@
+"""Probes of notebook 04 (the ctx toolbox and higher derivatives): they run where the learner's code runs.
+
+Each ``probe_x(obj, seed=..., ...)`` calls the learner's object on inputs made from ``seed`` (by the
+``inputs_x`` functions below, which the judges call too) and returns plain data: numbers, strings,
+booleans, lists, dicts and CPU tensors. No reference answer lives here; the judges recompute them.
+Learner code is only ever called through ``call_learner``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from autograder.feedback import CheckFailed
+from autograder.probes.call import call_learner
+
+DT = torch.float64
+
+
+# ------------------------------------------------------------------------------------------ inputs
+
+def _gen(seed: int, salt: int) -> torch.Generator:
+    return torch.Generator().manual_seed(7919 * int(seed) + salt)
+
+
+def _randn(gen, *shape):
+    return torch.randn(*shape, generator=gen, dtype=DT)
+
+
+def _away_from_zero(gen, *shape, low=0.2):
+    magnitude = low + torch.rand(*shape, generator=gen, dtype=DT)
+    return torch.where(torch.rand(*shape, generator=gen, dtype=DT) < 0.5, -magnitude, magnitude)
+
+
+_SHAPES = [(5,), (2, 3), (3, 1, 2), (4,)]
+
+
+def inputs_elementwise(seed: int, case: int, kinks: bool = False):
+    """(x, g): an input (away from 0 when the function has a kink there) and a grad_output."""
+    gen = _gen(seed, 11 + case)
+    shape = _SHAPES[case % len(_SHAPES)]
+    x = _away_from_zero(gen, *shape) if kinks else _randn(gen, *shape)
+    return x, _randn(gen, *shape)
+
+
+_LINEAR_CASES = [(4, 3, 2, True), (3, 2, 3, False), (6, 4, 4, True), (2, 5, 1, True)]
+
+
+def inputs_linear(seed: int, case: int):
+    """(x, weight, bias or None, grad_output) for FunctionalLinear: weight is (out, in), as in nn.Linear."""
+    batch, fan_in, fan_out, bias = _LINEAR_CASES[case % len(_LINEAR_CASES)]
+    gen = _gen(seed, 31 + case)
+    x, w = _randn(gen, batch, fan_in), _randn(gen, fan_out, fan_in)
+    b = _randn(gen, fan_out) if bias else None
+    return x, w, b, _randn(gen, batch, fan_out)
+
+
+def inputs_training(seed: int, fan_in: int, fan_out: int, batch: int = 32):
+    """A generated regression problem and a starting point: (X, Y, weight0, bias0)."""
+    gen = _gen(seed, 57)
+    X = _randn(gen, batch, fan_in)
+    true_w, true_b = _randn(gen, fan_out, fan_in), _randn(gen, fan_out)
+    Y = X @ true_w.T + true_b + 0.1 * _randn(gen, batch, fan_out)
+    return X, Y, 0.1 * _randn(gen, fan_out, fan_in), torch.zeros(fan_out, dtype=DT)
+
+
+def hvp_problem(name: str):
+    """(f, x, v): a scalar test function of one tensor, a point and a direction."""
+    gen = _gen(sum(map(ord, name)), 3)
+    x, v, A = _randn(gen, 4), _randn(gen, 4), _randn(gen, 4, 4)
+    problems = {
+        "cubic": lambda x: (x ** 3).sum(),
+        "sin_product": lambda x: torch.sin(x).prod(),
+        "quadratic_form": lambda x: x @ (A @ x),
+        "log_sum_exp": lambda x: torch.logsumexp(x, dim=0),
+    }
+    return problems[name], x, v
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+def _function_class(obj: Any, name: str):
+    if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
+        return obj
+    raise CheckFailed(f"`{name}` should be a subclass of torch.autograd.Function (the class itself, not an "
+                      f"instance or its apply), but it is {type(obj).__name__ if not isinstance(obj, type) else obj.__name__}.")
+
+
+def _apply(F, *args, name: str):
+    return call_learner(F.apply, *args, name=f"{name}.apply")
+
+
+def _outputs(value, count: int, name: str) -> tuple:
+    outs = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if len(outs) != count or not all(isinstance(o, torch.Tensor) for o in outs):
+        kinds = ", ".join(type(o).__name__ for o in outs)
+        raise CheckFailed(f"`{name}.apply` should return {count} tensor(s); it returned {len(outs)} value(s) ({kinds}).")
+    return outs
+
+
+def _cpu(t):
+    return None if t is None else t.detach().to("cpu").clone()
+
+
+def _error(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text[:400]}"
+
+
+def _attempt(fn, *args, name: str, **kwargs):
+    """call_learner(fn, ...) -> (result, None), or (None, the error in one line) when the learner's code raised:
+    what went wrong is data for the judge. A blank stub still raises ("... is not written yet")."""
+    try:
+        return call_learner(fn, *args, name=name, **kwargs), None
+    except CheckFailed as failure:
+        if "not written yet" in str(failure):
+            raise
+        cause = failure.__cause__
+        return None, (_error(cause) if cause is not None else str(failure).splitlines()[0][:400])
+
+
+def _grad(outputs, inputs, grad_outputs, **kwargs):
+    """torch.autograd.grad through the learner's backward; an error in it becomes data."""
+    return _attempt(torch.autograd.grad, outputs, inputs, grad_outputs, name="backward",
+                    call="torch.autograd.grad through your backward", **kwargs)
+
+
+def _summary(value) -> dict:
+    if value is None:
+        return {"kind": "none"}
+    if isinstance(value, torch.Tensor):
+        return {"kind": "tensor", "shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", ""),
+                "value": _cpu(value).to(DT) if value.is_floating_point() else None}
+    return {"kind": "other", "type": type(value).__name__}
+
+
+# ------------------------------------------------------------------------------------------ Cube: save_for_backward
+
+def probe_saved_tensors(obj, seed=0, cases=2, points=None):
+    """Values of forward and backward, and what happens when the input is changed in place after forward."""
+    F = _function_class(obj, "Cube")
+    data = []
+    for case in range(cases):
+        x0, g = inputs_elementwise(seed, case)
+        base = x0.clone().requires_grad_()
+        x = base * 1.0
+        y = _outputs(_apply(F, x, name="Cube"), 1, "Cube")[0]
+        grads, err = _grad(y, base, g)
+        entry = {"output": _cpu(y), "grad": _cpu(grads[0]) if grads else None, "backward_error": err}
+        # The same again, then change x in place between forward and backward.
+        base = x0.clone().requires_grad_()
+        x = base * 1.0
+        y = _outputs(_apply(F, x, name="Cube"), 1, "Cube")[0]
+        with torch.no_grad():
+            x.add_(1.0)
+        grads, err = _grad(y, base, g)
+        entry["after_inplace"] = {"error": err, "grad": _cpu(grads[0]) if grads else None}
+        data.append(entry)
+    return data
+
+
+# ------------------------------------------------------------------------------------------ InplaceReLU: mark_dirty
+
+def probe_inplace(obj, seed=0, cases=2, points=None):
+    F = _function_class(obj, "InplaceReLU")
+    data = []
+    for case in range(cases):
+        x0, g = inputs_elementwise(seed, case, kinks=True)
+        base = x0.clone().requires_grad_()
+        x = base * 1.0                      # not a leaf: an in-place change of it is allowed
+        version = x._version
+        out = _outputs(_apply(F, x, name="InplaceReLU"), 1, "InplaceReLU")[0]
+        entry = {"output": _cpu(out), "returns_input": out is x, "same_memory": out.data_ptr() == x.data_ptr(),
+                 "version_bumped": x._version > version, "input_after": _cpu(x)}
+        grads, err = _grad(out, base, g, retain_graph=True)
+        entry["grad"], entry["backward_error"] = (_cpu(grads[0]) if grads else None), err
+        # Code after the call goes on using x: its gradient must go through the ReLU too.
+        grads, err = _grad(x, base, g)
+        entry["grad_through_input"], entry["input_error"] = (_cpu(grads[0]) if grads else None), err
+        data.append(entry)
+    return data
+
+
+# ------------------------------------------------------------------------------------------ ReLUWithMask: mark_non_differentiable
+
+def probe_non_differentiable(obj, seed=0, cases=2, points=None):
+    F = _function_class(obj, "ReLUWithMask")
+    data = []
+    for case in range(cases):
+        x0, g = inputs_elementwise(seed, case, kinks=True)
+        x = x0.clone().requires_grad_()
+        y, mask = _outputs(_apply(F, x, name="ReLUWithMask"), 2, "ReLUWithMask")
+        entry = {"output": _cpu(y), "mask": _cpu(mask).to(DT), "mask_dtype": str(mask.dtype).replace("torch.", ""),
+                 "mask_requires_grad": bool(mask.requires_grad)}
+        grads, err = _grad(y, x, g, retain_graph=True)
+        entry["grad"], entry["backward_error"] = (_cpu(grads[0]) if grads else None), err
+        grads, err = _grad(mask.sum(), x, None) if mask.is_floating_point() else (None, "integer or bool mask")
+        entry["mask_grad"], entry["mask_grad_error"] = (_cpu(grads[0]) if grads else None), err
+        data.append(entry)
+    return data
+
+
+# ------------------------------------------------------------------------------------------ SinCos: set_materialize_grads(False)
+
+def probe_materialize(obj, seed=0, cases=2, points=None):
+    F = _function_class(obj, "SinCos")
+    received: list = []
+
+    class Spy(F):  # records what autograd hands the learner's backward, then calls it
+        @staticmethod
+        def backward(ctx, *grads):
+            received.append(["none" if g is None else "tensor" for g in grads])
+            return F.backward(ctx, *grads)
+
+    data = []
+    for case in range(cases):
+        x0, g = inputs_elementwise(seed, case)
+        x = x0.clone().requires_grad_()
+        s, c = _outputs(_apply(F, x, name="SinCos"), 2, "SinCos")
+        entry = {"outputs": [_cpu(s), _cpu(c)], "calls": {}}
+        for label, used in (("both", (g, 2 * g)), ("sin_only", (g, None)), ("cos_only", (None, g)), ("neither", (None, None))):
+            x = x0.clone().requires_grad_()
+            s, c = _outputs(_apply(F, x, name="SinCos"), 2, "SinCos")
+            node = s.grad_fn
+            if node is None:
+                raise CheckFailed("The outputs of `SinCos.apply` are not connected to the graph: return tensors computed by forward.")
+            raw, err = _attempt(node.apply, *used, name="SinCos.backward")
+            if err:
+                entry["calls"][label] = {"error": err}
+            else:
+                raw = raw[0] if isinstance(raw, (tuple, list)) and len(raw) == 1 else raw
+                entry["calls"][label] = {"returned": _summary(raw)}
+        # Through autograd with only the sine used: does backward get None for the cosine?
+        received.clear()
+        x = x0.clone().requires_grad_()
+        s, c = _outputs(_apply(Spy, x, name="SinCos"), 2, "SinCos")
+        _, err = _grad(s, x, g)
+        entry["received_when_sin_only"] = received[0] if received else None
+        data.append(entry)
+    return data
+
+
+# ------------------------------------------------------------------------------------------ second derivatives
+
+def _second_derivatives(fn, x0, u, v, name):
+    """(first, hvp, error): the VJP u^T J at x0, and its derivative along v, by double backward. Like gradgradcheck,
+    grad_output requires grad too, so that @once_differentiable reports itself."""
+    def both():
+        x = x0.clone().requires_grad_()
+        seed = u.clone().requires_grad_()
+        (first,) = torch.autograd.grad(fn(x), x, seed, create_graph=True)
+        if not first.requires_grad:
+            return first, None
+        first.backward(v)                 # the whole graph, so that an @once_differentiable node reports itself
+        return first, torch.zeros_like(x0) if x.grad is None else x.grad
+
+    result, err = _attempt(both, name=f"{name}.backward", call="differentiating your backward again")
+    if err:
+        return None, None, err
+    first, second = result
+    if second is None:
+        return _cpu(first), None, "not differentiable: the gradient returned by backward does not require grad"
+    return _cpu(first), _cpu(second), None
+
+
+TWICE_OUTPUTS = {"tanh": 1, "sinh": 3}   # Sinh returns (sinh x, e^x, e^-x): intermediates as outputs
+
+
+def probe_twice_differentiable(obj, reference, seed=0, cases=2, points=None):
+    """Forward, first and second derivatives (double backward) of a Function of one tensor; for a Function with
+    several outputs (the first is the result, the others intermediates), the gradient through all outputs too."""
+    F = _function_class(obj, "the Function")
+    outputs = TWICE_OUTPUTS[reference]
+    name = F.__name__
+    data = []
+    for case in range(cases):
+        x0, u = inputs_elementwise(seed, case)
+        v = inputs_elementwise(seed + 1000, case)[1]
+        x = x0.clone().requires_grad_()
+        outs = _outputs(_apply(F, x, name=name), outputs, name)
+        entry = {"outputs": [_cpu(o) for o in outs]}
+        # first derivative with a grad_output for every output (the extra ones matter for double backward)
+        us = [u] + [inputs_elementwise(seed + 2000 + k, case)[1] for k in range(1, outputs)]
+        grads, err = _grad(outs, x, us)
+        entry["grad_all"], entry["grad_all_error"] = (_cpu(grads[0]) if grads else None), err
+        result_only = lambda t: F.apply(t)[0] if outputs > 1 else F.apply(t)  # noqa: E731
+        first, second, err = _second_derivatives(result_only, x0, u, v, name)
+        entry.update(first=first, hvp=second, second_error=err)
+        ok, err = _attempt(torch.autograd.gradgradcheck, result_only, (x0.clone().requires_grad_(),),
+                           raise_exception=False, name=f"{name}.backward", call="gradgradcheck on your Function")
+        entry["gradgradcheck"] = bool(ok) if err is None else err
+        data.append(entry)
+    return data
+
+
+def probe_hvp(hessian_vector_product, problems, points=None):
+    data = []
+    for name in problems:
+        f, x, v = hvp_problem(name)
+        given_x, given_v = x.clone(), v.clone()
+        result = call_learner(hessian_vector_product, f, given_x, given_v, name="hessian_vector_product")
+        if not isinstance(result, torch.Tensor):
+            raise CheckFailed(f"`hessian_vector_product(f, x, v)` should return a tensor; it returned a {type(result).__name__}.")
+        data.append({"hvp": _cpu(result).to(DT), "requires_grad": bool(result.requires_grad),
+                     "inputs_changed": not (torch.equal(given_x.detach(), x) and torch.equal(given_v.detach(), v))})
+    return data
+
+
+# ------------------------------------------------------------------------------------------ FunctionalLinear
+
+def probe_functional_linear(obj, seed=0, cases=3, points=None):
+    F = _function_class(obj, "FunctionalLinear")
+    data = []
+    for case in range(cases):
+        x0, w0, b0, g = inputs_linear(seed, case)
+        x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
+        b = None if b0 is None else b0.clone().requires_grad_()
+        y = _outputs(_apply(F, x, w, b, name="FunctionalLinear"), 1, "FunctionalLinear")[0]
+        entry = {"output": _cpu(y)}
+        if y.grad_fn is None:
+            raise CheckFailed("The output of `FunctionalLinear.apply` is not connected to the graph: return the tensor forward computed.")
+        # what backward itself returns, before autograd reduces anything to the inputs' shapes
+        raw, err = _attempt(y.grad_fn.apply, g.clone(), name="FunctionalLinear.backward")
+        if err:
+            entry["returned"], entry["backward_error"] = None, err
+        else:
+            raw = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+            entry["returned"] = [_summary(r) for r in raw]
+        # and what ends up in .grad after autograd has done its part
+        x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
+        b = None if b0 is None else b0.clone().requires_grad_()
+        y = _apply(F, x, w, b, name="FunctionalLinear")
+        wanted = [t for t in (x, w, b) if t is not None]
+        grads, err = _grad(y, wanted, g, allow_unused=True)
+        entry["grads"] = [_cpu(t) for t in grads] if grads else None
+        entry["grads_error"] = err
+        data.append(entry)
+    return data
+
+
+# ------------------------------------------------------------------------------------------ LinearLayer (nn.Module)
+
+def probe_linear_layer(obj, seed=0, steps=20, lr=0.05, points=None):
+    if not isinstance(obj, type) or not issubclass(obj, torch.nn.Module):
+        raise CheckFailed("`LinearLayer` should be a subclass of torch.nn.Module (the class itself).")
+    data: dict = {}
+    torch.manual_seed(int(seed))
+    big = call_learner(obj, 64, 32, name="LinearLayer")   # 2048 weights: enough to see the distribution, small to ship
+    params = dict(big.named_parameters())
+    data["parameters"] = {k: {"shape": list(p.shape), "is_parameter": isinstance(p, torch.nn.Parameter)} for k, p in params.items()}
+    data["weight"] = _cpu(getattr(big, "weight", None)) if isinstance(getattr(big, "weight", None), torch.Tensor) else None
+    data["bias"] = _cpu(getattr(big, "bias", None)) if isinstance(getattr(big, "bias", None), torch.Tensor) else None
+    small = call_learner(obj, 3, 2, name="LinearLayer")
+    data["repr"] = call_learner(small.extra_repr, name="LinearLayer.extra_repr")
+    no_bias = call_learner(obj, 3, 2, bias=False, name="LinearLayer")
+    data["repr_no_bias"] = call_learner(no_bias.extra_repr, name="LinearLayer.extra_repr")
+    data["parameters_no_bias"] = sorted(k for k, _ in no_bias.named_parameters())
+    data["bias_no_bias"] = repr(getattr(no_bias, "bias", "missing"))[:40]
+    if not isinstance(data["repr"], str):
+        raise CheckFailed("`extra_repr()` should return a string.")
+
+    # Training on a generated problem, from a starting point the check chooses.
+    X, Y, w0, b0 = inputs_training(seed, 3, 2)
+    layer = call_learner(obj, 3, 2, name="LinearLayer")
+    if not (isinstance(getattr(layer, "weight", None), torch.Tensor) and isinstance(getattr(layer, "bias", None), torch.Tensor)):
+        raise CheckFailed("`LinearLayer(3, 2)` should have parameters `weight` (out_features, in_features) and `bias`.")
+    layer = layer.to(DT)
+    with torch.no_grad():
+        if tuple(layer.weight.shape) != tuple(w0.shape) or tuple(layer.bias.shape) != tuple(b0.shape):
+            raise CheckFailed(f"`LinearLayer(3, 2)` has weight {tuple(layer.weight.shape)} and bias {tuple(layer.bias.shape)}; "
+                              "they should be (out_features, in_features) = (2, 3) and (out_features,) = (2,), as in nn.Linear.")
+        layer.weight.copy_(w0)
+        layer.bias.copy_(b0)
+    losses, grad_shapes = [], None
+    for _ in range(steps):       # plain SGD, written out (torch.optim's first use costs seconds of imports)
+        layer.weight.grad = layer.bias.grad = None
+        out = call_learner(layer, X, name="LinearLayer.forward")
+        if not isinstance(out, torch.Tensor):
+            raise CheckFailed("`LinearLayer.forward` should return a tensor.")
+        loss = torch.mean((out - Y) ** 2)
+        _, err = _attempt(loss.backward, name="backward", call="loss.backward() through LinearLayer")
+        if err:
+            raise CheckFailed(f"Backward through `LinearLayer` raised {err}")
+        grad_shapes = [None if t.grad is None else list(t.grad.shape) for t in (layer.weight, layer.bias)]
+        with torch.no_grad():
+            for t in (layer.weight, layer.bias):
+                if t.grad is not None:        # a parameter without a gradient does not move (the judge will see it)
+                    t -= lr * t.grad
+        losses.append(float(loss.detach()))
+    data["losses"], data["grad_shapes"] = losses, grad_shapes
+    data["node"] = type(call_learner(layer, X, name="LinearLayer.forward").grad_fn).__name__
+    return data
+
+
+# ------------------------------------------------------------------------------------------ setup_context + jvp + vmap
+
+def _forward_mode(F, x0, t):
+    import torch.autograd.forward_ad as fwAD
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x0.clone(), t.clone())
+        out = F.apply(dual)
+        return _cpu(fwAD.unpack_dual(out).tangent)
+
+
+def _vmap_results(F, seed, case):
+    x0 = inputs_elementwise(seed, case)[0]
+    batch = torch.stack([x0, -x0, 0.5 * x0])           # (3, *shape)
+    moved = batch.movedim(0, -1)                        # the batch dimension last
+    out = {}
+    for label, tensor, dim in (("in_dims=0", batch, 0), ("in_dims=-1", moved, -1)):
+        result, err = _attempt(torch.vmap(F.apply, in_dims=dim, out_dims=dim), tensor, name=F.__name__,
+                               call=f"torch.vmap({F.__name__}.apply, in_dims={dim})")
+        out[label] = {"error": err} if err else {"value": _cpu(result.movedim(dim, 0))}
+    return out
+
+
+def probe_modern(obj, seed=0, cases=2, hand_written_vmap=False, points=None):
+    F = _function_class(obj, "the Function")
+    name = F.__name__
+    calls = {"vmap": 0}
+    data = {"has_setup_context": "setup_context" in F.__dict__ or any(
+                "setup_context" in c.__dict__ for c in F.__mro__[1:] if c is not torch.autograd.Function
+                and issubclass(c, torch.autograd.Function) and c.__module__ != "torch.autograd.function"),
+            "generate_vmap_rule": bool(getattr(F, "generate_vmap_rule", False)), "cases": []}
+    if hand_written_vmap:
+        if "vmap" not in F.__dict__:
+            data["vmap_defined"] = False
+        else:
+            data["vmap_defined"] = True
+            inner = F.__dict__["vmap"]
+            inner = inner.__func__ if isinstance(inner, staticmethod) else inner
+
+            class Counted(F):
+                @staticmethod
+                def vmap(info, in_dims, *args):
+                    calls["vmap"] += 1
+                    return inner(info, in_dims, *args)
+            F_vmap = Counted
+    for case in range(cases):
+        x0, u = inputs_elementwise(seed, case)
+        x = x0.clone().requires_grad_()
+        y = _outputs(_apply(F, x, name=name), 1, name)[0]
+        entry = {"output": _cpu(y)}
+        grads, err = _grad(y, x, u)
+        entry["grad"], entry["backward_error"] = (_cpu(grads[0]) if grads else None), err
+        if hand_written_vmap:  # this exercise is about vmap only
+            entry["vmap"] = _vmap_results(F_vmap if data["vmap_defined"] else F, seed, case)
+            data["cases"].append(entry)
+            continue
+        entry["jvp"], err = _attempt(_forward_mode, F, x0, u, name=f"{name}.jvp", call="forward-mode AD through your jvp")
+        if err:
+            entry["jvp_error"] = err
+        ok, err = _attempt(torch.autograd.gradcheck, F.apply, (x0.clone().requires_grad_(),), check_forward_ad=True,
+                           raise_exception=False, name=name, call="gradcheck(..., check_forward_ad=True)")
+        entry["gradcheck_forward_ad"] = bool(ok) if err is None else err
+        entry["vmap"] = _vmap_results(F, seed, case)
+        data["cases"].append(entry)
+    data["vmap_calls"] = calls["vmap"]
+    return data
+
+
+# ------------------------------------------------------------------------------------------ torch.library.custom_op
+
+OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor")
+
+
+def probe_custom_op(obj, seed=0, cases=2, points=None):
+    from torch._library.custom_ops import CustomOpDef
+    if not isinstance(obj, CustomOpDef):
+        raise CheckFailed("`softplus_op` should be the function decorated with @torch.library.custom_op(...) "
+                          f"(a CustomOpDef); it is a {type(obj).__name__}.")
+    data = {"name": str(getattr(obj, "_qualname", "")), "cases": []}
+    for case in range(cases):
+        x0, u = inputs_elementwise(seed, case)
+        x = x0.clone().requires_grad_()
+        y = call_learner(obj, x, name="softplus_op")
+        if not isinstance(y, torch.Tensor):
+            raise CheckFailed("`softplus_op(x)` should return a tensor.")
+        entry = {"output": _cpu(y)}
+        grads, err = _grad(y, x, u)
+        entry["grad"], entry["backward_error"] = (_cpu(grads[0]) if grads else None), err
+        # opcheck's AOT-dispatch test is left to the real torch.compile run below (same tracing, half the time)
+        result, err = _attempt(torch.library.opcheck, obj, (x0.clone().requires_grad_(),), test_utils=OPCHECK_TESTS,
+                               raise_exception=False, name="softplus_op", call="torch.library.opcheck(softplus_op, ...)")
+        entry["opcheck"] = {"opcheck": err} if err else {
+            k: ("SUCCESS" if v == "SUCCESS" else _error(v) if isinstance(v, BaseException) else str(v)[:300])
+            for k, v in result.items()}
+        if case == 0:          # compiling costs ~0.5 s: once per check, on the first case
+            def compiled_run():
+                compiled = torch.compile(lambda t, w: (obj(t) * w).sum(), backend="aot_eager", fullgraph=True)
+                xc = x0.clone().requires_grad_()
+                loss = compiled(xc, u)
+                loss.backward()
+                return {"loss": float(loss.detach()), "grad": _cpu(xc.grad)}
+
+            try:
+                result, err = _attempt(compiled_run, name="softplus_op",
+                                       call="torch.compile(..., backend='aot_eager', fullgraph=True) through softplus_op")
+            finally:
+                torch._dynamo.reset()      # forget the compiled graph: a re-registered op must be traced afresh
+            entry["compiled"] = {"error": err} if err else result
+        data["cases"].append(entry)
+    return data
+
+
