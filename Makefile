@@ -27,8 +27,8 @@ lab: $(STAMP)  ## learners: JupyterLab on course/ with the nbgrader extension
 demo: $(STAMP)  ## instructors: release, grade the example submissions, report
 	$(BIN)/python -m autograder.demo
 
-bench-checks: $(STAMP)  ## seconds per exercise for the checks of notebook 03 (one CPU thread)
-	$(BIN)/python -m benchmarks.checks 03-custom-functions
+bench-checks: $(STAMP)  ## seconds per exercise for the checks of notebooks 03 and 05 (one CPU thread)
+	$(BIN)/python -m benchmarks.checks 03-custom-functions 05-gpu-functions
 
 release: $(STAMP)  ## regenerate course/ from solutions/
 	$(BIN)/python -m autograder.release
