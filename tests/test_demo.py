@@ -19,6 +19,7 @@ EXPECTED_PARTIAL = {
     "01-reverse-accumulation": 10.0,   # 15 - adjoint_trace (3) - central_difference (2)
     "02-scalar-engine": 15.0,          # 21 - variable_pow (3, ln|a|) - variable_backward (3, = instead of +=)
     "03-custom-functions": 18.8,       # 25 - numerical_jacobian (3) - linear_function (4 - 0.8: only forward passes)
+    "05-gpu-functions": 29.0,          # 30 - fused_silu (3 - 2.5: saves sigma(x) too) - triton_silu (4 - 3.5: grad_output not contiguous)
 }
 
 

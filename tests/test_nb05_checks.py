@@ -550,10 +550,13 @@ def test_the_catalogue_is_large_enough():
 
 
 def test_partial_credit_for_a_fused_silu_that_saves_too_much():
-    """Everything right but the memory: the memory part's weight (2 of 9) is lost."""
+    """Everything right but the memory: the memory part's weight (2 of 12) is lost; for Triton, layout (1 of 8)."""
     verdict, _ = run(nb05.check_fused_activation, fn("FusedSiLU", _silu_f_saves_composed, _silu_b_from_saved),
-                     activation="silu", points=9, seed=0, cases=2)
-    assert float(verdict) == 7.0
+                     activation="silu", points=3, seed=0, cases=2)
+    assert float(verdict) == 2.5
+    verdict, _ = run(nb05.check_triton_function, triton_silu(contiguous_grad=False), activation="silu", triton=True,
+                     points=4, seed=0, cases=2)
+    assert float(verdict) == 3.5
 
 
 # =========================================================================== blank answers, odd objects

@@ -129,10 +129,12 @@ def _derivative_hints(activation: str, x: torch.Tensor, u: torch.Tensor, got: to
 def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, points=1, name=None):
     name = data.get("name") or name or "your Function"
     act = NAMES[activation]
-    parts = {k: Part(k, w) for k, w in (("forward", 1.0), ("gradcheck", 2.0), ("reference", 1.0), ("interface", 1.0),
-                                         ("layout", 1.0), ("memory", 1.0 if triton else 2.0))}
-    if not triton:
-        parts["device"] = Part("device", 1.0)
+    # Weights add up to 8 (Triton) or 12 (PyTorch), so that each part is a clean fraction of the points.
+    weights = (("forward", 1.0), ("gradcheck", 2.0), ("reference", 1.0), ("interface", 1.0), ("layout", 1.0),
+               ("memory", 2.0)) if triton else \
+              (("forward", 2.0), ("gradcheck", 3.0), ("reference", 2.0), ("interface", 1.0), ("layout", 1.0),
+               ("memory", 2.0), ("device", 1.0))
+    parts = {k: Part(k, w) for k, w in weights}
     if len(data["cases"]) != cases:
         raise CheckFailed(f"{name}: the answer covers {len(data['cases'])} cases; {cases} were asked for.")
     for case, got in enumerate(data["cases"]):
