@@ -353,7 +353,7 @@ def judge_kernel(data, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float
 def judge_gather(data, seed=0, cases=2, points=1, double_backward=False):
     try:
         base = judge_function(data["function"], reference="gather_rows", seed=seed, cases=cases, points=points,
-                              double_backward=double_backward, cuda=True)
+                              double_backward=double_backward, cuda=False)
     except CheckFailed as failure:
         base = getattr(failure, "verdict", None)
         if base is None:
