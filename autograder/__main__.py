@@ -1,6 +1,6 @@
-"""`python -m autograder grade ...`: see autograder.cli."""
+"""`python -m autograder grade ...`: see autograder.grading.cli."""
 import sys
 
-from .cli import main
+from .grading.cli import main
 
 sys.exit(main())

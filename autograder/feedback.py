@@ -1,13 +1,14 @@
 """How a check talks to a learner: one exception type and the wording of common failures.
 
+Used on both sides: by the probes inside the sandbox and by the judges outside it.
+
 A check raises :class:`CheckFailed` with a message that says what to do next (blank exercise) or
 what is wrong (which entry, by how much, a hint for a known mistake) -- never the answer.
 """
 from __future__ import annotations
 
 import math
-import os
-from typing import Any, Callable
+from typing import Any
 
 
 class CheckFailed(AssertionError):
@@ -22,47 +23,13 @@ def not_written(name: str) -> CheckFailed:
     )
 
 
-_CHECKER_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
-def innermost_function(exc: BaseException, default: str) -> str:
-    """The learner's function that actually raised: a written `backward` calling a blank
-    `topological_order` should name `topological_order`, not `backward`."""
-    frames, tb = [], exc.__traceback__
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        learners = os.path.dirname(os.path.abspath(code.co_filename)) != _CHECKER_DIR and \
-            "site-packages" not in code.co_filename and not code.co_filename.startswith("<frozen")
-        if learners and code.co_name not in ("<module>", "<lambda>", "<listcomp>", "<dictcomp>", "<genexpr>"):
-            frames.append(code)
-        tb = tb.tb_next
-    if len(frames) < 2 or frames[-1] is frames[0]:
-        return default  # the function the check called is itself the blank one
-    return getattr(frames[-1], "co_qualname", frames[-1].co_name)
-
-
-def call_learner(fn: Callable, *args: Any, name: str | None = None, **kwargs: Any) -> Any:
-    """Call the learner's function; turn a blank stub or a crash into a readable failure."""
-    name = name or getattr(fn, "__name__", "your function")
-    if not callable(fn):
-        raise CheckFailed(f"`{name}` should be a function, but it is a {type(fn).__name__}.")
+def short(value: Any, width: int = 40) -> str:
+    """repr() of a learner's value, cut to `width` characters (a repr that crashes is named by its type)."""
     try:
-        return fn(*args, **kwargs)
-    except NotImplementedError as exc:
-        raise not_written(innermost_function(exc, name)) from None
-    except CheckFailed:
-        raise
-    except Exception as exc:  # the learner's code crashed: say where, in their terms
-        shown = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])
-        raise CheckFailed(
-            f"`{name}({shown})` raised {type(exc).__name__}: {exc}\n"
-            "Run your function on these inputs in a cell of your own to see where it fails."
-        ) from exc
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+        text = repr(value)
+    except Exception:  # noqa: BLE001 -- a learner object whose repr crashes
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def as_float(value: Any, what: str) -> float:
@@ -70,7 +37,7 @@ def as_float(value: Any, what: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise CheckFailed(f"{what} should be a number, but it is {_short(value)} ({type(value).__name__}).") from None
+        raise CheckFailed(f"{what} should be a number, but it is {short(value)} ({type(value).__name__}).") from None
     if math.isnan(number):
         raise CheckFailed(f"{what} is NaN (not a number): look for 0/0, log of a negative number or inf - inf.")
     return number

@@ -1,21 +1,26 @@
-"""Every check is a *probe* and a *judge*, so that grading can decide outside the learner's process.
+"""The one way to register a check: a *probe* (inside the sandbox) and a *judge* (outside it).
+
+    check_x = register("check_x", probe="autograder.probes.nbNN:probe_x",
+                                  judge="autograder.judges.nbNN:judge_x")
 
 * ``probe(obj, **params) -> data``: the only code that touches the learner's object. It calls it
-  on inputs chosen from ``params`` and returns plain data (dicts, lists, numbers, strings, CPU
-  tensors) -- never the learner's objects. A learner-caused failure (blank stub, crash, wrong
-  type) raises :class:`CheckFailed`.
+  (through :func:`autograder.probes.call.call_learner`) on the cases ``params`` name and returns
+  plain data (dicts, lists, numbers, strings, CPU tensors) -- never the learner's objects. A
+  learner-caused failure (blank stub, crash, wrong type) raises :class:`CheckFailed`.
 * ``judge(data, **params) -> points | None``: recomputes every reference itself and compares. It
-  never sees the learner's object, so nothing the learner's code did to its interpreter reaches it.
-  Raises :class:`CheckFailed` when the answer is wrong; may return partial points.
+  never sees the learner's object. Raises :class:`CheckFailed` when the answer is wrong; may return
+  partial points.
+
+Probe and judge are named by "module:function" strings and imported only when first used: inside
+the grading sandbox ``autograder.judges`` is absent, and nothing there asks for it.
 
 In a notebook, ``check_x(obj, **params)`` runs both in the learner's kernel (instant feedback).
-The hardened grader runs only the probe in the sandbox, ships the data out, and runs the judge in
-its own process with the ``params`` written in the instructor's copy of the test cell.
-
-Test cells therefore call checks in one shape: ``check_x(learner_name, key=<literal>, ...)``.
+The grader runs only the probe in the sandbox, ships the data out, and runs the judge in its own
+process with the ``params`` written in the instructor's copy of the test cell.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -24,11 +29,38 @@ from .feedback import CheckFailed
 FAILED = "__check_failed__"
 
 
+def resolve(target: str) -> Callable[..., Any]:
+    """The object a "package.module:attribute" string names."""
+    module, _, attribute = target.partition(":")
+    if not attribute:
+        raise ValueError(f"{target!r} should read 'package.module:function'")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def import_notebook_modules(package: str) -> None:
+    """Import every `nbNN` module of `package` ("autograder.probes", "autograder.judges"): where the
+    notebooks add their Function exercises' inputs and references."""
+    import pkgutil
+
+    for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        if module.name.startswith("nb"):
+            importlib.import_module(f"{package}.{module.name}")
+
+
 @dataclass(frozen=True)
 class Check:
     name: str
-    probe: Callable[..., Any]
-    judge: Callable[..., Any]
+    probe_target: str                 # "autograder.probes.nbNN:probe_x"
+    judge_target: str                 # "autograder.judges.nbNN:judge_x"
+    show_target: str | None = None    # "module:function(verdict, failure)": shows a result in the notebook
+
+    @property
+    def probe(self) -> Callable[..., Any]:
+        return resolve(self.probe_target)
+
+    @property
+    def judge(self) -> Callable[..., Any]:
+        return resolve(self.judge_target)
 
     def collect(self, obj: Any, **params: Any) -> Any:
         """Run the probe; a learner-caused failure becomes data too (its message)."""
@@ -43,20 +75,35 @@ class Check:
         return self.judge(data, **params)
 
     def __call__(self, obj: Any, **params: Any) -> Any:
+        data = self.collect(obj, **params)
+        show = resolve(self.show_target) if self.show_target else None
         try:
-            return self.decide(self.collect(obj, **params), **params)
+            verdict = self.decide(data, **params)
         except CheckFailed as failure:
-            # Re-raised here so the learner's traceback is two frames (their cell, this line),
+            if show:
+                show(None, failure)
+            # Raised afresh so the learner's traceback is two frames (their cell, this line),
             # not a walk through the checker's internals.
-            raise CheckFailed(str(failure)) from None
+            short = CheckFailed(str(failure))
+            if hasattr(failure, "verdict"):
+                short.verdict = failure.verdict
+            raise short from None
+        if show:
+            show(verdict, None)
+        return verdict
 
 
 CHECKS: dict[str, Check] = {}
 
 
-def register(name: str, probe: Callable[..., Any], judge: Callable[..., Any]) -> Check:
+def register(name: str, probe: str, judge: str, show: str | None = None) -> Check:
     """Register a check under the name test cells call it by; returns the callable check."""
     if name in CHECKS:
         raise ValueError(f"a check named {name} is already registered")
-    CHECKS[name] = Check(name, probe, judge)
+    for target in (probe, judge) + ((show,) if show else ()):
+        if not isinstance(target, str) or ":" not in target:
+            raise TypeError(f"{name}: probe, judge and show are 'package.module:function' strings, not {target!r}")
+    if probe.startswith("autograder.judges"):
+        raise ValueError(f"{name}: a probe runs inside the sandbox, where autograder.judges is absent")
+    CHECKS[name] = Check(name, probe, judge, show)
     return CHECKS[name]

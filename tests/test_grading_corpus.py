@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder import record, sandbox
+from autograder.grading import record, sandbox
 from autograder.coursedir import REPO
 from autograder.grading import export_csv, format_table, grade_assignment, read_scores
 sys.path.insert(0, str(Path(__file__).resolve().parent))

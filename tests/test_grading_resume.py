@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402
 
-from autograder import record  # noqa: E402
+from autograder.grading import record  # noqa: E402
 from autograder.coursedir import REPO  # noqa: E402
 
 KINDS = ["h_correct", "h_partly_wrong", "h_blank", "x_change_points"]

@@ -9,7 +9,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402
 
-from autograder import runner, sandbox  # noqa: E402
+from autograder.grading import sandbox, spec  # noqa: E402
+from autograder.grading.flags import static_patches  # noqa: E402
 from autograder.grading import grade_assignment  # noqa: E402
 
 
@@ -41,18 +42,18 @@ def test_grading_still_works_without_bubblewrap(monkeypatch, tmp_path):
 
 
 def test_static_scan_flags_patches_but_not_ordinary_code():
-    assert runner.static_patches("import torch\ntorch.allclose = lambda *a: True")
-    assert runner.static_patches("import builtins\nbuiltins.abs = abs")
-    assert runner.static_patches("get_ipython().set_custom_exc((Exception,), h)")
+    assert static_patches("import torch\ntorch.allclose = lambda *a: True")
+    assert static_patches("import builtins\nbuiltins.abs = abs")
+    assert static_patches("get_ipython().set_custom_exc((Exception,), h)")
     honest = ("import torch\ntorch.manual_seed(0)\ntorch.backends.cudnn.deterministic = True\nx = torch.ones(3)\n"
               "x.grad = None\nimport numpy as np\nnp.random.seed(0)\nclass F(torch.autograd.Function):\n    pass")
-    assert runner.static_patches(honest) == []
+    assert static_patches(honest) == []
 
 
 def test_check_calls_are_read_from_the_instructors_cell():
     source = ("from autograder.nb01 import check_primal_trace as cpt\n\ncpt(primal_trace, points=[(2.0, 3.0)])\n"
               "### BEGIN HIDDEN TESTS\ncpt(primal_trace, points=[(1.0, 2.0)])\n### END HIDDEN TESTS\nprint('ok')")
-    calls = runner.parse_check_calls(source, {"check_primal_trace"})
+    calls = spec.parse_check_calls(source, {"check_primal_trace"})
     assert calls == [("check_primal_trace", "primal_trace", {"points": [(2.0, 3.0)]}),
                      ("check_primal_trace", "primal_trace", {"points": [(1.0, 2.0)]})]
-    assert runner.hidden_stripped(source).count("cpt(") == 1
+    assert spec.hidden_stripped(source).count("cpt(") == 1

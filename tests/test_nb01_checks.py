@@ -203,7 +203,7 @@ def test_probe_data_is_plain_and_the_judge_alone_decides():
 
 
 def test_blank_helper_is_named_not_its_caller():
-    from autograder.feedback import call_learner
+    from autograder.probes.call import call_learner
 
     def helper(x):
         raise NotImplementedError()

@@ -9,8 +9,11 @@ import torch
 from hypothesis import given, settings, strategies as st
 from torch.autograd import Function
 
-from autograder import function_checks as fc
 from autograder import nb03
+from autograder.judges.verdict import PART_TITLES, WEIGHTS
+from autograder.probes.function import probe_function
+from autograder.probes.function_cases import case_args, inputs_for
+from autograder.probes.torch_errors import translate
 from autograder.feedback import CheckFailed
 from autograder.registry import CHECKS, FAILED
 
@@ -26,7 +29,7 @@ def run(F, reference, **params):
     """(verdict or None, message): the verdict when some points were earned, the message when none."""
     params = {"points": 5, "seed": 0, **params}
     try:
-        return fc.check_function(F, reference=reference, **params), None
+        return nb03.check_function(F, reference=reference, **params), None
     except CheckFailed as failure:
         return None, str(failure)
 
@@ -323,7 +326,7 @@ def test_wrong_backward_loses_points_where_it_should(name):
         assert passed, report
     else:
         for p in failing:
-            assert f"[FAIL] {fc.PART_TITLES[p]}" in report, report
+            assert f"[FAIL] {PART_TITLES[p]}" in report, report
 
 
 def test_partial_credit_values():
@@ -382,13 +385,13 @@ def test_translation_of_pytorch_errors():
     x = torch.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError) as info:
         TooFew.apply(x, 3).sum().backward()
-    text = fc.translate(info.value)
+    text = translate(info.value)
     assert "one value per argument of forward" in text and "PyTorch said" in text
 
 
 def test_messages_do_not_reveal_the_expected_gradient():
     verdict, _ = run(*WRONG["abs_product: the sign forgotten"][:2], cases=1)
-    args = fc.case_args(fc.SPECS["abs_product"], 0, 0)
+    args = case_args(inputs_for("abs_product"), 0, 0)
     expected = torch.sign(args[0] * args[1]) * args[1]
     report = verdict.report()
     for value in expected.tolist():
@@ -396,7 +399,7 @@ def test_messages_do_not_reveal_the_expected_gradient():
 
 
 def test_fast_mode_is_used_for_large_inputs_and_catches_mistakes():
-    data = fc.probe_function(Linear, reference="linear", seed=0, cases=5)
+    data = probe_function(Linear, reference="linear", seed=0, cases=5)
     assert [c["mode"] for c in data["cases"]] == ["full"] * 4 + ["fast"]
     # only the large case (index 4) is wrong: the bias gradient doubled when the batch is large
     def sneaky_b(ctx, g):
@@ -475,16 +478,16 @@ def test_any_constant_factor_is_named(factor, seed):
 def test_gradcheck_part_agrees_with_torch_gradcheck(name, seed):
     """Our numerical-Jacobian verdict (computed outside the learner's process) is torch.autograd.gradcheck's."""
     F, reference, params, _, _ = WRONG[name]
-    spec = fc.SPECS[reference]
+    spec = inputs_for(reference)
     cases = params.get("cases", 2)
     try:
-        verdict = fc.check_function(F, reference=reference, points=5, seed=seed, cases=cases)
+        verdict = nb03.check_function(F, reference=reference, points=5, seed=seed, cases=cases)
     except CheckFailed as failure:
         verdict = failure.verdict
     ours = part(verdict, "gradcheck").passed
     theirs = True
     for case in range(cases):
-        args = fc.case_args(spec, seed, case)
+        args = case_args(spec, seed, case)
         inputs = tuple(a.clone().requires_grad_() if isinstance(a, torch.Tensor) else a for a in args)
         try:
             theirs &= torch.autograd.gradcheck(F.apply, inputs, raise_exception=False)
@@ -634,4 +637,4 @@ def test_kill_head_training_checks():
 def test_every_check_shape_used_by_the_notebook_is_registered():
     for name in ("check_function", "check_numerical_jacobian", "check_my_gradcheck", "check_kill_head_training"):
         assert name in CHECKS
-    assert math.isfinite(float(fc.WEIGHTS["gradcheck"]))
+    assert math.isfinite(float(WEIGHTS["gradcheck"]))

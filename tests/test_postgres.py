@@ -20,7 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402
 
-from autograder import record, sandbox  # noqa: E402
+from autograder.grading import record, sandbox  # noqa: E402
 from autograder.grading import grade_assignment  # noqa: E402
 
 STUDENTS = ["h_correct", "h_partly_wrong", "h_blank", "x_patch_gradcheck_allclose_abs"]

@@ -15,8 +15,9 @@ import os
 import sys
 from pathlib import Path
 
-from .coursedir import REPO
-from .grading import export_csv, format_table, grade_assignment
+from ..coursedir import REPO
+from .command import grade_assignment
+from .report import export_csv, format_table
 from .sandbox import Limits
 
 

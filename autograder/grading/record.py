@@ -14,6 +14,8 @@ import json
 
 from sqlalchemy import Column, Float, MetaData, String, Table, Text, create_engine, delete, select
 
+from .jobs import SubmissionResult
+
 METADATA = MetaData()
 GRADED = Table(
     "revad_graded", METADATA,
@@ -56,25 +58,14 @@ def graded_rows(db_url: str, assignment: str | None = None) -> dict[tuple[str, s
                 for r in conn.execute(query)}
 
 
-def all_flags(result: dict) -> list[dict]:
-    return [{"notebook": name, **flag} for name, nb in result["notebooks"].items() for flag in nb["flags"]]
-
-
-def all_messages(result: dict) -> list[str]:
-    out = list(result["messages"])
-    for name, nb in result["notebooks"].items():
-        out += [f"{name}: {m}" for m in nb["messages"]]
-    return out
-
-
-def record(db_url: str, result: dict, content_hash: str, timestamp: str | None) -> tuple[float, float]:
+def record(db_url: str, result: SubmissionResult, content_hash: str, timestamp: str | None) -> tuple[float, float]:
     """Write one submission's grades (nbgrader's tables), then its completion row. Idempotent."""
     import warnings
 
     from nbgrader.api import Gradebook, MissingEntry
     from sqlalchemy.exc import SAWarning
 
-    assignment, student = result["assignment"], result["student"]
+    assignment, student = result.assignment, result.student
     with warnings.catch_warnings():  # nbgrader's add_submission trips SQLAlchemy's autoflush warning
         warnings.simplefilter("ignore", SAWarning)
         return _record(db_url, result, content_hash, timestamp, assignment, student, Gradebook, MissingEntry)
@@ -90,16 +81,16 @@ def _record(db_url, result, content_hash, timestamp, assignment, student, Gradeb
     with Gradebook(db_url) as gb:
         kwargs = {"timestamp": timestamp} if timestamp else {}
         gb.add_submission(assignment, student, **kwargs)
-        for name, nb in result["notebooks"].items():
-            for gid, grade in nb["grades"].items():
+        for name, nb in result.notebooks.items():
+            for gid, grade in nb.grades.items():
                 row = gb.find_grade(gid, name, assignment, student)
-                row.auto_score = grade["score"]
-            for gid, comment in nb["comments"].items():
+                row.auto_score = grade.score
+            for gid, comment in nb.comments.items():
                 try:
                     gb.find_comment(gid, name, assignment, student).auto_comment = comment
                 except MissingEntry:
                     pass
-            gb.find_submission_notebook(name, assignment, student).flagged = bool(nb["flags"])
+            gb.find_submission_notebook(name, assignment, student).flagged = bool(nb.flags)
         gb.db.commit()
         sub = gb.find_submission(assignment, student)
         score, max_score = float(sub.score), float(sub.max_score)
@@ -107,8 +98,8 @@ def _record(db_url, result, content_hash, timestamp, assignment, student, Gradeb
         conn.execute(delete(GRADED).where((GRADED.c.assignment == assignment) & (GRADED.c.student == student)))
         conn.execute(GRADED.insert().values(
             assignment=assignment, student=student, content_hash=content_hash, score=score, max_score=max_score,
-            flags=json.dumps(all_flags(result), sort_keys=True), messages=json.dumps(all_messages(result)),
-            sandbox=result.get("sandbox", "")))
+            flags=json.dumps(result.all_flags(), sort_keys=True), messages=json.dumps(result.all_messages()),
+            sandbox=result.sandbox))
     return score, max_score
 
 

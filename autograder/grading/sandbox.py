@@ -179,7 +179,7 @@ def kernel_command(info: SandboxInfo, limits: Limits, scratch_dir: Path, slot: i
     cmd = ["prlimit", f"--as={limits.memory_mb * 2**20}", f"--cpu={limits.cpu_s}",
            f"--nproc={limits.nproc}", f"--fsize={limits.fsize_mb * 2**20}", f"--core=0", "--"]
     if shutil.which("prlimit") is None:
-        cmd = []  # grading.py applies the same limits with resource.setrlimit instead
+        cmd = []  # execute.py applies the same limits with resource.setrlimit instead
     if info.active:
         cmd += bwrap_argv(info, scratch_dir, hide)
         for key, value in env.items():

@@ -1,0 +1,106 @@
+"""Assembling the notebook the sandbox runs: the learner's answer and own cells, the instructor's copy
+of every locked cell (hidden tests included), the in-kernel setup first (autograder.probes.kernel)
+and a probe cell after each graded test cell."""
+from __future__ import annotations
+
+import copy
+
+import nbformat
+
+from ..probes.kernel import WATCHED
+from .read import nbgrader_meta, normalized
+
+PROBE_MIME = "application/x-revad-probe"
+
+
+def setup_source(modules: list[str]) -> str:
+    return (f"from autograder.probes.kernel import install as _revad_install\n"
+            f"__revad_probe__ = _revad_install({modules!r}, {WATCHED!r}, {PROBE_MIME!r})\n"
+            f"del _revad_install")
+
+
+def fresh_ids(nb) -> None:
+    for index, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{index}"
+
+
+def build_execution(nb, spec_nb: dict, state: dict[str, str], calls: dict[str, list | None], modules: list[str]):
+    """(notebook to run, index of each graded test cell in it, index of each probe cell in it)."""
+    spec_by_id = {c["grade_id"]: c for c in spec_nb["cells"] if c.get("grade_id")}
+    order = [c["grade_id"] for c in spec_nb["cells"] if c.get("grade_id")]
+    cells = []
+    placed = set()
+    stripped = {normalized(c["release_source"]): c["grade_id"] for c in spec_nb["cells"]
+                if c.get("grade_id") and state.get(c["grade_id"]) == "stripped" and not c["solution"]}
+
+    def instructor_cell(spec_cell):
+        if spec_cell["cell_type"] == "code":
+            cell = nbformat.v4.new_code_cell(spec_cell["source"])
+        else:
+            cell = nbformat.v4.new_markdown_cell(spec_cell["source"])
+        cell.metadata["nbgrader"] = copy.deepcopy(spec_cell["metadata"])
+        return cell
+
+    def insert_missing_before(gid):
+        # deleted locked/test cells that come before `gid` in the release go back in, in order
+        for other in order[:order.index(gid)] if gid in order else order:
+            if other not in placed and state.get(other) in ("deleted",):
+                cells.append(instructor_cell(spec_by_id[other]))
+                placed.add(other)
+
+    for cell in nb.cells:
+        gid = nbgrader_meta(cell).get("grade_id")
+        if gid in spec_by_id and gid not in placed:
+            insert_missing_before(gid)
+            spec_cell = spec_by_id[gid]
+            if spec_cell["solution"]:
+                new = copy.deepcopy(cell)
+                new.cell_type = spec_cell["cell_type"]
+                if new.cell_type == "code":
+                    new.setdefault("outputs", [])
+                    new.setdefault("execution_count", None)
+                else:
+                    new.pop("outputs", None)
+                    new.pop("execution_count", None)
+                new.metadata["nbgrader"] = copy.deepcopy(spec_cell["metadata"])
+            else:
+                new = instructor_cell(spec_cell)
+            cells.append(new)
+            placed.add(gid)
+        elif gid in spec_by_id:
+            continue  # a duplicate of a graded cell: the first one counts
+        elif not gid and normalized(cell.source) in stripped:
+            other = stripped.pop(normalized(cell.source))  # a locked cell without its metadata: the instructor's copy runs
+            insert_missing_before(other)
+            cells.append(instructor_cell(spec_by_id[other]))
+            placed.add(other)
+        else:
+            new = copy.deepcopy(cell)
+            if nbgrader_meta(new):
+                new.metadata.pop("nbgrader", None)  # unknown grade_id: an ordinary cell
+            cells.append(new)
+    for gid in order:
+        if gid not in placed and state.get(gid) == "deleted":
+            cells.append(instructor_cell(spec_by_id[gid]))
+            placed.add(gid)
+
+    run = nbformat.v4.new_notebook()
+    setup = nbformat.v4.new_code_cell(setup_source(modules))
+    setup.metadata["revad"] = {"role": "setup"}
+    run.cells.append(setup)
+    test_index, probe_index = {}, {}
+    for cell in cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+        run.cells.append(cell)
+        gid = nbgrader_meta(cell).get("grade_id")
+        if gid in spec_by_id and spec_by_id[gid]["grade"] and not spec_by_id[gid]["solution"] and cell.cell_type == "code":
+            test_index[gid] = len(run.cells) - 1
+            if calls.get(gid):
+                probe = nbformat.v4.new_code_cell(f"__revad_probe__({gid!r}, {calls[gid]!r})")
+                probe.metadata["revad"] = {"role": "probe", "grade_id": gid}
+                run.cells.append(probe)
+                probe_index[gid] = len(run.cells) - 1
+    fresh_ids(run)
+    return run, test_index, probe_index

@@ -1,0 +1,201 @@
+"""The course's grading command: grade submissions into nbgrader's gradebook, in parallel, resumably.
+
+    python -m autograder grade NN-slug [--student S ...] [--workers N] [--require-sandbox] ...
+
+For each submission a worker (autograder.grading.worker) runs the learner's notebook in a sandbox
+(autograder.grading.sandbox) and decides the scores itself from the data the learner's code produced;
+this process records the results in nbgrader's gradebook (autograder.grading.record), moves the
+autograded notebooks and feedback HTML into nbgrader's folders, and shows progress. The gradebook,
+``autograded/``, ``feedback/`` and the CSV export are nbgrader's own: whatever an instructor already
+knows about nbgrader still holds.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from . import record, sandbox
+from .jobs import CellGrade, Flag, Job, NotebookResult, SandboxSettings, SubmissionResult
+from .pool import Progress, Worker
+from .report import SubmissionScore, read_scores
+from .spec import assignment_spec
+
+RUNNER_VERSION = "1"  # bump when grading changes, so that every submission is graded again
+
+
+def submitted_students(course_root: Path, assignment: str) -> list[str]:
+    submitted = course_root / "submitted"
+    if not submitted.is_dir():
+        return []
+    return sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir())
+
+
+def submission_hash(folder: Path, spec_text: str) -> str:
+    h = hashlib.sha256((RUNNER_VERSION + spec_text).encode())
+    if folder.is_dir():
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and ".ipynb_checkpoints" not in path.parts:
+                h.update(str(path.relative_to(folder)).encode() + b"\0")
+                with path.open("rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(chunk)
+    return h.hexdigest()
+
+
+def zero_result(spec: dict, student: str, message: str, flag: Flag | None = None) -> SubmissionResult:
+    notebooks = {}
+    for name, nb in spec["notebooks"].items():
+        notebooks[name] = NotebookResult(name, status="error", flags=[flag] if flag else [],
+                                         grades={c["grade_id"]: CellGrade(0.0, c["points"]) for c in nb["cells"] if c["grade"]},
+                                         comments={c["grade_id"]: None for c in nb["cells"] if c["solution"]})
+    return SubmissionResult(student, spec["assignment"], notebooks, messages=[message])
+
+
+def _read_timestamp(folder: Path) -> str | None:
+    path = folder / "timestamp.txt"
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    if not text or len(text) > 64:
+        return None
+    from nbgrader.utils import parse_utc
+    try:
+        parse_utc(text)
+    except Exception:  # noqa: BLE001
+        return None
+    return text
+
+
+def _install_outputs(course_root: Path, assignment: str, student: str, out: Path, folder: Path) -> None:
+    """autograded/<student>/<assignment>/ and feedback/<student>/<assignment>/, as nbgrader lays them out."""
+    for kind in ("autograded", "feedback"):
+        target = course_root / kind / student / assignment
+        staged = out / kind
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        if staged.is_dir():
+            for item in staged.iterdir():
+                shutil.copy2(item, target / item.name)
+        if (folder / "timestamp.txt").is_file() and kind == "autograded":
+            shutil.copy2(folder / "timestamp.txt", target / "timestamp.txt")
+
+
+def grade_assignment(course_root: Path, assignment: str, students: list[str] | None = None, *,
+                     db_url: str | None = None, source: str = "source", release: str = "release",
+                     workers: int | None = None, require_sandbox: bool = False, force: bool = False,
+                     limits: sandbox.Limits | None = None, progress: bool = True,
+                     log=print) -> list[SubmissionScore]:
+    """Grade `students` (default: all who submitted), write feedback; return their scores."""
+    course_root = Path(course_root).resolve()
+    db_url = db_url or f"sqlite:///{course_root / 'gradebook.db'}"
+    limits = limits or sandbox.Limits()
+    workers = max(1, workers or os.cpu_count() or 1)
+    info = sandbox.detect(course_root)
+    log(info.describe())
+    if require_sandbox and info.protections_off():
+        raise SystemExit("Refusing to grade: --require-sandbox was given and these protections are off: "
+                         + "; ".join(info.protections_off()))
+    all_students = submitted_students(course_root, assignment)
+    students = list(dict.fromkeys(students)) if students else all_students
+    unknown = [s for s in students if s not in all_students]
+    if unknown:
+        log(f"No submission of {assignment} from: {', '.join(unknown)} (looked in {course_root / 'submitted'}).")
+        students = [s for s in students if s in all_students]
+
+    spec = assignment_spec(course_root, assignment, db_url, source, release)
+    spec_text = json.dumps(spec, sort_keys=True)
+    state_dir = course_root / ".grading" / "work" / assignment
+    state_dir.mkdir(parents=True, exist_ok=True)
+    spec_path = state_dir / "spec.json"
+    spec_path.write_text(spec_text)
+
+    done = record.completed(db_url, assignment)
+    hashes = {s: submission_hash(course_root / "submitted" / s / assignment, spec_text) for s in students}
+    todo = [s for s in students if force or done.get(s) != hashes[s]]
+    skipped = len(students) - len(todo)
+    if skipped:
+        log(f"{skipped} submission(s) already graded and unchanged: skipped (use --force to grade them again).")
+    log(f"Grading {len(todo)} submission(s) of {assignment} with {min(workers, max(len(todo), 1))} worker(s) ...")
+
+    # each job gets a uid of its own; a random start keeps concurrent grading runs on one machine apart
+    seq = int.from_bytes(os.urandom(2), "little") % sandbox.UID_RANGE
+    scratch_base = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp" if Path("/tmp").is_dir() else None))
+    os.chmod(scratch_base, 0o711)
+    bar = Progress(len(todo), progress)
+    pending = list(todo)
+    pool = [Worker(slot, state_dir) for slot in range(min(workers, max(len(todo), 1)))]
+    per_submission = limits.timeout_s * max(1, len(spec["notebooks"])) + 300
+    try:
+        while pending or any(w.job for w in pool):
+            for worker in pool:
+                if worker.job is None and pending:
+                    student = pending.pop(0)
+                    job_dir = state_dir / student
+                    if job_dir.exists():
+                        shutil.rmtree(job_dir)
+                    (job_dir / "out").mkdir(parents=True)
+                    seq += 1
+                    job = Job(student=student, spec=str(spec_path), slot=worker.slot, uid_seq=seq,
+                              submission=str(course_root / "submitted" / student / assignment),
+                              out=str(job_dir / "out"), scratch=str(scratch_base / str(worker.slot)),
+                              limits=limits, hide=[str(course_root)],
+                              sandbox=SandboxSettings(info.tool, info.as_root, info.drop_uid),
+                              sandbox_text=info.describe(), threads=1 if workers > 1 else 2)
+                    (job_dir / "job.json").write_text(job.to_json())
+                    worker.submit(student, job_dir)
+                    worker.uid = sandbox.slot_uid(info, seq)
+            for worker in pool:
+                if worker.job is None:
+                    continue
+                state = worker.poll(per_submission)
+                if state == "running":
+                    continue
+                student, job_dir = worker.job
+                worker.job = None
+                sandbox.kill_uid(worker.uid)
+                text = _finish(course_root, assignment, student, job_dir, spec, db_url, hashes[student], state == "overdue")
+                bar.update(student, text)
+            time.sleep(0.05)
+    finally:
+        for worker in pool:
+            worker.stop()
+            sandbox.kill_uid(worker.uid)
+        shutil.rmtree(scratch_base, ignore_errors=True)
+    rows = read_scores(db_url, assignment, students)
+    return rows
+
+
+def _finish(course_root, assignment, student, job_dir: Path, spec, db_url, content_hash, overdue) -> str:
+    out = job_dir / "out"
+    folder = course_root / "submitted" / student / assignment
+    result_path = out / "result.json"
+    result = None
+    if result_path.is_file():
+        try:
+            result = SubmissionResult.from_json(result_path.read_text())
+        except (OSError, ValueError, KeyError, TypeError):
+            result = None
+    if result is None:
+        detail = ""
+        for name in ("error.txt",):
+            p = out / name
+            if p.is_file():
+                detail += p.read_text(errors="replace")[-2000:]
+        why = "took too long" if overdue else "failed"
+        result = zero_result(spec, student, f"The grader itself {why} on this submission, so it scores 0 for now; "
+                             "your instructor has been told and will look at it.",
+                             Flag("grader_error", detail[-1500:] or why))
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+    _install_outputs(course_root, assignment, student, out, folder)
+    score, max_score = record.record(db_url, result, content_hash, _read_timestamp(folder))
+    flags = result.all_flags()
+    shutil.rmtree(job_dir, ignore_errors=True)
+    return f"{score:g}/{max_score:g}" + (f"  FLAGGED: {', '.join(sorted({f['code'] for f in flags}))}" if flags else "")

@@ -1,0 +1,116 @@
+"""Flags for the instructor: what a submission changed in the release, and learner code that patches the grader.
+
+Flags never change a score; they put the submission in front of the instructor with the reason.
+"""
+from __future__ import annotations
+
+import ast
+
+from .jobs import Flag
+from .read import nbgrader_meta, normalized
+
+
+SUSPICIOUS_TARGETS = ("torch", "builtins", "__builtins__", "math", "autograder", "sys", "IPython", "get_ipython",
+                      "check_", "CHECKS", "np", "numpy")
+
+HARMLESS_SETTINGS = ("torch.backends.", "np.random.", "numpy.random.", "sys.path", "sys.argv", "sys.stdout", "sys.stderr",
+                     "sys.setrecursionlimit", "torch.set_", "np.set_")
+
+
+def _root_name(node) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    if isinstance(node, ast.Call):
+        return _root_name(node.func)
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def static_patches(source: str) -> list[str]:
+    """Assignments in a learner's code that replace parts of torch, builtins, the checks or the kernel."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = node.targets
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") and node.args:
+            root = _root_name(node.args[0])
+            if root and root.startswith(SUSPICIOUS_TARGETS):
+                found.append(f"{node.func.id}({ast.unparse(node.args[0])}, ...)")
+            continue
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "__setattr__", "__delattr__"):
+            found.append(ast.unparse(node.func) + "(...)")
+            continue
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "register", "settrace", "setprofile", "set_custom_exc", "register_magic_function",
+                "set_hook") and _root_name(node.func) in ("sys", "get_ipython", "ip", "IPython"):
+            found.append(ast.unparse(node.func))
+            continue
+        for target in targets:
+            if isinstance(target, (ast.Attribute, ast.Subscript)):
+                root = _root_name(target)
+                text = ast.unparse(target)
+                if root and root.startswith(SUSPICIOUS_TARGETS) and not text.startswith(HARMLESS_SETTINGS):
+                    found.append(text)
+            elif isinstance(target, ast.Name) and target.id in ("__builtins__", "CHECKS", "__revad_probe__") or (
+                    isinstance(target, ast.Name) and target.id.startswith("check_")):
+                found.append(target.id)
+    return found
+
+
+def structural_flags(nb, spec_nb: dict) -> tuple[list[Flag], dict[str, str]]:
+    """Compare a submission with the release by grade_id. Returns (flags, grade_id -> how the cell was found)."""
+    flags = []
+    by_id: dict[str, list] = {}
+    for cell in nb.cells:
+        gid = nbgrader_meta(cell).get("grade_id")
+        if gid:
+            by_id.setdefault(gid, []).append(cell)
+    sources_plain = {normalized(c.source): c for c in nb.cells if not nbgrader_meta(c)}
+    state = {}
+    for spec_cell in spec_nb["cells"]:
+        gid = spec_cell.get("grade_id")
+        if not gid:
+            continue
+        cells = by_id.get(gid, [])
+        if len(cells) > 1:
+            flags.append(Flag("duplicated_cell", f"{gid} appears {len(cells)} times"))
+        if not cells:
+            if normalized(spec_cell["release_source"]) in sources_plain and spec_cell["release_source"].strip():
+                flags.append(Flag("metadata_stripped", f"{gid}: the cell is there without its nbgrader metadata"))
+                state[gid] = "stripped"
+            elif spec_cell["solution"]:
+                flags.append(Flag("answer_cell_missing", f"{gid}: no cell carries this grade_id"))
+                state[gid] = "missing"
+            else:
+                flags.append(Flag("locked_cell_deleted", f"{gid}: deleted (restored from the instructor's copy)"))
+                state[gid] = "deleted"
+            continue
+        cell = cells[0]
+        meta = nbgrader_meta(cell)
+        state[gid] = "present"
+        if spec_cell["locked"] and not spec_cell["solution"] and normalized(cell.source) != normalized(spec_cell["release_source"]):
+            flags.append(Flag("locked_cell_edited", f"{gid}: edited (the instructor's copy was run instead)"))
+        if spec_cell["grade"] and "points" in meta:
+            try:
+                changed = float(meta["points"]) != float(spec_cell["points"])
+            except (TypeError, ValueError):
+                changed = True
+            if changed:
+                flags.append(Flag("points_changed", f"{gid}: points {meta['points']!r} instead of {spec_cell['points']:g}"))
+        for key in ("grade", "solution", "locked"):
+            if key in meta and bool(meta[key]) != bool(spec_cell[key]):
+                flags.append(Flag("metadata_changed", f"{gid}: {key} set to {meta[key]!r}"))
+        if cell.cell_type != spec_cell["cell_type"]:
+            flags.append(Flag("metadata_changed", f"{gid}: cell type changed to {cell.cell_type}"))
+    known = {c.get("grade_id") for c in spec_nb["cells"]}
+    for gid in by_id:
+        if gid not in known:
+            flags.append(Flag("unknown_cell", f"a cell claims grade_id {gid!r}, which the assignment does not have"))
+    return flags, state

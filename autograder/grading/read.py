@@ -1,0 +1,100 @@
+"""Reading a submission defensively: missing, renamed, empty, truncated or malformed notebooks
+become a message for the learner, never an exception."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+
+MAX_NOTEBOOK_BYTES = 50 * 2**20
+
+
+class Unreadable(Exception):
+    """A submitted notebook that cannot be read; the message is for the learner."""
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise Unreadable(f"The file {path.name} could not be opened ({exc.strerror}).") from None
+    if size == 0:
+        raise Unreadable(f"{path.name} is empty (0 bytes): the file was saved or uploaded without content. "
+                         "Open it in JupyterLab, check your work is there, save, and submit again.")
+    if size > MAX_NOTEBOOK_BYTES:
+        raise Unreadable(f"{path.name} is {size / 2**20:.0f} MB, more than the {MAX_NOTEBOOK_BYTES // 2**20} MB "
+                         "the grader reads. Clear the outputs (Edit -> Clear Outputs of All Cells), save, submit again.")
+    raw = path.read_bytes()
+    try:
+        data = json.loads(raw.decode("utf-8", errors="replace"))
+    except json.JSONDecodeError as exc:
+        raise Unreadable(f"{path.name} is not a readable notebook: its JSON stops or breaks at line {exc.lineno}, "
+                         f"column {exc.colno} ({exc.msg}). The file was probably cut short or edited by hand. "
+                         "Open the last good copy (File -> Revert or a checkpoint), save, and submit again.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells", None), list):
+        raise Unreadable(f"{path.name} is JSON but not a Jupyter notebook (no list of cells).")
+    cells = []
+    for raw_cell in data["cells"]:
+        if not isinstance(raw_cell, dict):
+            continue
+        cell_type = raw_cell.get("cell_type")
+        source = raw_cell.get("source", "")
+        if isinstance(source, list):
+            source = "".join(str(s) for s in source)
+        if not isinstance(source, str):
+            source = str(source)
+        meta = raw_cell.get("metadata") if isinstance(raw_cell.get("metadata"), dict) else {}
+        if cell_type == "code":
+            cell = nbformat.v4.new_code_cell(source)
+        elif cell_type == "markdown":
+            cell = nbformat.v4.new_markdown_cell(source)
+        elif cell_type == "raw":
+            cell = nbformat.v4.new_raw_cell(source)
+        else:
+            continue
+        cell.metadata = nbformat.from_dict(meta)
+        cells.append(cell)
+    nb = nbformat.v4.new_notebook(cells=cells)
+    meta = data.get("metadata")
+    if isinstance(meta, dict):
+        nb.metadata = nbformat.from_dict(meta)
+    return nb
+
+
+def nbgrader_meta(cell) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader")
+    return meta if isinstance(meta, dict) else {}
+
+
+def normalized(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def find_notebooks(folder: Path, spec_notebooks: dict) -> tuple[dict[str, Path | None], list[str]]:
+    """Expected notebook name -> file in the submission (renamed files matched by their cells)."""
+    messages = []
+    present = sorted(p for p in folder.glob("*.ipynb")) if folder.is_dir() else []
+    found = {name: (folder / f"{name}.ipynb" if (folder / f"{name}.ipynb").is_file() else None) for name in spec_notebooks}
+    spare = [p for p in present if p.stem not in spec_notebooks]
+    for name, path in found.items():
+        if path is not None or not spare:
+            continue
+        ids = {c["grade_id"] for c in spec_notebooks[name]["cells"] if c.get("grade_id")}
+        best, best_score = None, 0
+        for candidate in spare:
+            try:
+                text = candidate.read_text(errors="replace")[:MAX_NOTEBOOK_BYTES]
+            except OSError:
+                continue
+            score = sum(f'"{i}"' in text for i in ids) + (0.5 if name.lower() in candidate.stem.lower() else 0)
+            if score > best_score:
+                best, best_score = candidate, score
+        if best is None and len(spare) == 1 and len(spec_notebooks) == 1:
+            best = spare[0]
+        if best is not None:
+            found[name] = best
+            spare.remove(best)
+            messages.append(f"{name}.ipynb was not in your submission, but {best.name} looks like it: it was graded "
+                            f"instead. Keep the file name {name}.ipynb next time.")
+    return found, messages

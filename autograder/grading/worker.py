@@ -1,0 +1,265 @@
+"""Grade one submission: the work of one worker process.
+
+    python -m autograder.grading.worker --serve     (started by autograder.grading.pool; reads job paths)
+    python -m autograder.grading.worker JOB.json    (one job, for debugging)
+
+Each notebook goes through one short pipeline, like nbgrader's preprocessors:
+read -> flag -> assemble -> execute -> judge -> write.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from ..registry import CHECKS
+from .assemble import build_execution
+from .execute import execute
+from .flags import static_patches, structural_flags
+from .jobs import CellGrade, Flag, Job, NotebookResult, SubmissionResult
+from .judge import judge_cell, load_payload
+from .read import Unreadable, find_notebooks, nbgrader_meta, normalized, read_notebook
+from .spec import check_modules, hidden_lines, parse_check_calls
+from .write import write_autograded, write_feedback
+
+STOP_MESSAGES = {
+    "died": "The notebook's kernel stopped at the cell shown (it crashed, ran out of memory, or your code called "
+            "os._exit / killed the process). Tests after that point could not run and score 0.",
+    "deadline": "Your notebook ran longer than the {timeout} s the grader allows for the whole notebook, so it was "
+                "stopped. Tests after that point could not run and score 0. Look for an infinite loop or a very slow cell.",
+}
+
+
+@dataclass
+class Plan:
+    """The assembled run: the notebook, where its graded test and probe cells are, what each probe calls."""
+    notebook: nbformat.NotebookNode
+    calls: dict[str, list | None]     # grade_id -> [(check, learner expression, params)], None: untrusted
+    untrusted: list[str]
+    test_index: dict[str, int]
+    probe_index: dict[str, int]
+
+
+# ------------------------------------------------------------------------------------ the pipeline
+
+def grade_notebook(name: str, path: Path | None, spec_nb: dict, job: Job, scratch: Path, out_dir: Path) -> NotebookResult:
+    """Everything about one notebook of the submission: scores per grade_id, messages, flags."""
+    result = empty_result(name, spec_nb)
+    nb = read(name, path, result)
+    if nb is None:
+        return result
+    state = flag(nb, spec_nb, result)
+    plan = assemble(nb, spec_nb, state, result)
+    report = execute(plan.notebook, scratch, job)
+    explain_stops(report, job, result)
+    judge(plan, report, spec_nb, result)
+    write(plan, report, nb, spec_nb, result, job, out_dir)
+    return result
+
+
+def empty_result(name: str, spec_nb: dict) -> NotebookResult:
+    result = NotebookResult(notebook=name)
+    for c in spec_nb["cells"]:
+        if c["grade"]:
+            result.grades[c["grade_id"]] = CellGrade(score=0.0, max=float(c["points"]))
+        if c["solution"]:
+            result.comments[c["grade_id"]] = None
+    return result
+
+
+def read(name: str, path: Path | None, result: NotebookResult):
+    if path is None:
+        result.status = "missing"
+        result.messages.append(f"{name}.ipynb is missing from your submission, so none of its tests could run "
+                               "(0 points). Submit the notebook under that name.")
+        return None
+    try:
+        return read_notebook(path)
+    except Unreadable as exc:
+        result.status = "unreadable"
+        result.messages.append(str(exc) + " Its tests could not run (0 points).")
+        return None
+
+
+def flag(nb, spec_nb: dict, result: NotebookResult) -> dict[str, str]:
+    """Structural and static flags; answer cells left as released get "No response". Returns how each
+    grade_id was found (present, deleted, stripped, missing)."""
+    flags, state = structural_flags(nb, spec_nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            for target in static_patches(cell.source):
+                flags.append(Flag("patched", f"the learner's code assigns to {target}"))
+    result.flags += flags
+    answered = {nbgrader_meta(c).get("grade_id"): c for c in nb.cells if nbgrader_meta(c).get("grade_id")}
+    for spec_cell in spec_nb["cells"]:
+        if spec_cell.get("grade_id") and spec_cell["solution"]:
+            cell = answered.get(spec_cell["grade_id"])
+            if cell is None or normalized(cell.source) == normalized(spec_cell["release_source"]):
+                result.comments[spec_cell["grade_id"]] = "No response."
+    if not any(c.cell_type == "code" and c.source.strip() for c in nb.cells):
+        result.messages.append(f"{result.notebook}.ipynb has no code in it: nothing to grade (0 points).")
+    return state
+
+
+def assemble(nb, spec_nb: dict, state: dict[str, str], result: NotebookResult) -> Plan:
+    known = set(CHECKS)
+    grade_cells = [c for c in spec_nb["cells"] if c["grade"]]
+    calls, untrusted = {}, []
+    for c in grade_cells:
+        if c["cell_type"] != "code" or c["solution"]:
+            continue
+        try:
+            calls[c["grade_id"]] = parse_check_calls(c["source"], known)
+        except (ValueError, SyntaxError) as exc:
+            calls[c["grade_id"]] = None
+            result.messages.append(f"(instructor) {c['grade_id']}: {exc}")
+        if not calls[c["grade_id"]]:
+            untrusted.append(c["grade_id"])
+    modules = sorted({m for c in grade_cells for m in check_modules(c["source"])})
+    run_nb, test_index, probe_index = build_execution(nb, spec_nb, state, calls, modules)
+    return Plan(run_nb, calls, untrusted, test_index, probe_index)
+
+
+def explain_stops(report: dict, job: Job, result: NotebookResult) -> None:
+    status, stopped = report["status"], report["stopped"]
+    if stopped and stopped.startswith("kernel_start"):
+        result.messages.append("The grader could not start Python for your notebook, so no test ran (0 points). "
+                               "Your instructor has the details.")
+        result.flags.append(Flag("grader_error", stopped[:500]))
+    elif stopped:
+        reason = "died" if stopped.startswith("died") else "deadline"
+        where = next((i for i, s in status.items() if s in ("died", "timeout")), None)
+        result.messages.append(STOP_MESSAGES[reason].format(timeout=job.limits.timeout_s)
+                               + (f" (cell {where} of the graded notebook)" if where is not None else ""))
+    timed = [i for i, s in status.items() if s == "timeout"]
+    if timed:
+        result.messages.append(f"{len(timed)} cell(s) ran longer than {job.limits.cell_timeout_s} s and were interrupted.")
+    if report["truncated"]:
+        result.messages.append("Some cells printed more output than the grader keeps; the rest of it was dropped.")
+
+
+def judge(plan: Plan, report: dict, spec_nb: dict, result: NotebookResult) -> None:
+    """Each graded test cell's score, decided here by the judges from the probes' data."""
+    status = report["status"]
+    by_id = {c["grade_id"]: c for c in spec_nb["cells"] if c.get("grade_id")}
+    patched = set()
+    for gid, tindex in plan.test_index.items():
+        points = float(by_id[gid]["points"])
+        kernel_failed = status[tindex] != "ok"
+        if gid in plan.untrusted:
+            msgs = [] if not kernel_failed else ["This test failed when your notebook ran (see the output)."]
+            result.grades[gid] = CellGrade(0.0 if kernel_failed else points, points, msgs, trusted=False)
+            continue
+        pindex = plan.probe_index[gid]
+        payload, problem = load_payload(plan.notebook.cells[pindex])
+        if payload is None:
+            if status[tindex] == "not_run" or status[pindex] == "not_run":
+                msgs = ["This test did not run: the notebook stopped before reaching it."]
+            elif status[pindex] in ("timeout", "died"):
+                msgs = ["Your code was stopped while this test ran: it took longer than the grader allows, or crashed."]
+            else:
+                msgs = [problem or "This test could not record what your code returned (was the output of the test "
+                                   "cell replaced or the kernel changed?)."]
+            score, failed = 0.0, True
+        else:
+            score, msgs, failed = judge_cell(plan.calls[gid], payload, points)
+            patched.update(p for p in payload.get("patched", []) if isinstance(p, str))
+        result.grades[gid] = CellGrade(score, points, msgs, trusted=True, kernel_passed=not kernel_failed)
+        if status[tindex] in ("ok", "error") and kernel_failed != failed:
+            result.flags.append(Flag("verdict_mismatch",
+                                     f"{gid}: the learner's kernel says {'fail' if kernel_failed else 'pass'}, the trusted "
+                                     f"check says {'fail' if failed else 'pass'}"))
+    result.flags += [Flag("patched", f"replaced in the kernel: {p}") for p in sorted(patched)]
+
+
+def write(plan: Plan, report: dict, nb, spec_nb: dict, result: NotebookResult, job: Job, out_dir: Path) -> None:
+    if os.environ.get("REVAD_DEBUG"):
+        nbformat.write(plan.notebook, out_dir / f"{result.notebook}.run.ipynb")
+        (out_dir / f"{result.notebook}.status.json").write_text(json.dumps(report, default=str))
+    by_id = {c["grade_id"]: c for c in spec_nb["cells"] if c.get("grade_id")}
+    secrets = [line for c in spec_nb["cells"] if c["grade"] for line in hidden_lines(c["source"])]
+    write_autograded(plan.notebook, nb, result, by_id, plan.test_index, report, secrets, job.limits.cell_timeout_s, out_dir)
+
+
+# ------------------------------------------------------------------------------------ one submission
+
+def grade_submission(job: Job) -> SubmissionResult:
+    spec = json.loads(Path(job.spec).read_text())
+    for module in spec["modules"]:
+        importlib.import_module(module)
+    folder, out_dir = Path(job.submission), Path(job.out)
+    found, messages = find_notebooks(folder, spec["notebooks"])
+    result = SubmissionResult(job.student, spec["assignment"], messages=messages, sandbox=job.sandbox_text)
+    if not folder.is_dir() or not any(folder.iterdir()):
+        result.messages.append("Your submission is empty: no files were handed in (0 points).")
+    elif not any(p for p in found.values()):
+        listing = ", ".join(sorted(p.name for p in folder.iterdir())[:10]) or "nothing"
+        result.messages.append(f"None of the assignment's notebooks ({', '.join(n + '.ipynb' for n in spec['notebooks'])}) "
+                               f"is in your submission (found: {listing}).")
+    for name, spec_nb in spec["notebooks"].items():
+        scratch = Path(job.scratch) / name.replace("/", "_")[:40]
+        if scratch.exists():
+            shutil.rmtree(scratch, ignore_errors=True)
+        (scratch / "work").mkdir(parents=True)
+        if found[name] is not None:
+            for item in folder.iterdir():  # the learner's own files travel with the notebook
+                if item.is_file() and item.stat().st_size <= 64 * 2**20 and item.suffix != ".ipynb":
+                    shutil.copy2(item, scratch / "work" / item.name)
+        try:
+            nb_result = grade_notebook(name, found[name], spec_nb, job, scratch, out_dir)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        result.notebooks[name] = nb_result
+        write_feedback(name, nb_result, out_dir)
+    return result
+
+
+def run_job(job_path: str) -> int:
+    job = Job.read(job_path)
+    out = Path(job.out)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        result = grade_submission(job)
+    except Exception:  # noqa: BLE001 -- the parent records a zero with this, and grading goes on
+        (out / "error.txt").write_text(traceback.format_exc())
+        return 1
+    tmp = out / "result.json.tmp"
+    tmp.write_text(result.to_json())
+    os.replace(tmp, out / "result.json")
+    return 0
+
+
+def serve() -> int:
+    """A long-lived worker: one job file path per line on stdin, "done <rc> <path>" on stdout when graded.
+    (Importing nbclient, nbconvert and torch costs seconds: pay it once per worker, not per submission.)"""
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # stray prints from libraries go to the log, not into the protocol
+    import nbclient  # noqa: F401  -- warm up
+    import nbconvert  # noqa: F401
+    import torch  # noqa: F401
+    protocol.write("ready\n")
+    for line in sys.stdin:
+        path = line.strip()
+        if not path:
+            continue
+        rc = run_job(path)
+        protocol.write(f"done {rc} {path}\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--serve":
+        return serve()
+    return run_job(argv[0])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Writing what the learner and the instructor see: the autograded notebook (release test code, trusted
+outcomes as the test cells' outputs, no setup or probe cells, hidden test lines redacted) and the
+feedback HTML (nbgrader's feedback template)."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import nbformat
+
+from .assemble import fresh_ids
+from .jobs import NotebookResult
+from .read import nbgrader_meta
+
+
+def _redact(text: str, secrets: list[str]) -> str:
+    if not secrets or not isinstance(text, str):
+        return text
+    lines = text.splitlines(keepends=True)
+    return "".join("[hidden test code removed]\n" if any(s in line for s in secrets) else line for line in lines)
+
+
+def _redact_outputs(cell, secrets: list[str]) -> None:
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            out["text"] = _redact("".join(out["text"]) if isinstance(out["text"], list) else out["text"], secrets)
+        elif out.get("output_type") == "error":
+            out["evalue"] = _redact(out.get("evalue", ""), secrets)
+            out["traceback"] = [_redact(t, secrets) for t in out.get("traceback", [])]
+        elif "data" in out:
+            for mime, value in list(out["data"].items()):
+                if isinstance(value, str) and mime.startswith("text/"):
+                    out["data"][mime] = _redact(value, secrets)
+
+
+def write_autograded(run_nb, nb, result: NotebookResult, by_id: dict, test_index: dict, report: dict,
+                     secrets: list[str], cell_timeout_s: int, out_dir: Path) -> None:
+    """autograded/<name>.ipynb: the run's cells without the grader's own, each graded test cell showing
+    the release's test code and the trusted outcome."""
+    graded = nbformat.v4.new_notebook()
+    graded.metadata = nbformat.from_dict(copy.deepcopy(dict(nb.metadata)) if isinstance(nb.metadata, dict) else {})
+    status = report["status"]
+    for index, cell in enumerate(run_nb.cells):
+        if cell.metadata.get("revad", {}).get("role"):
+            continue
+        cell = copy.deepcopy(cell)
+        gid = nbgrader_meta(cell).get("grade_id")
+        if gid in result.grades and gid in test_index:
+            g = result.grades[gid]
+            cell.source = by_id[gid]["release_source"]
+            cell.outputs = [_outcome_output(g)]
+        elif cell.cell_type == "code":
+            _redact_outputs(cell, secrets)
+            if status.get(index) == "timeout":
+                cell.outputs.append(nbformat.v4.new_output("stream", name="stderr", text=f"[stopped by the grader after {cell_timeout_s} s]\n"))
+            if index in report["truncated"]:
+                cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text="[more output was dropped by the grader]\n"))
+        graded.cells.append(cell)
+    fresh_ids(graded)
+    (out_dir / "autograded").mkdir(parents=True, exist_ok=True)
+    nbformat.write(graded, out_dir / "autograded" / f"{result.notebook}.ipynb")
+
+
+def _outcome_output(g):
+    if g.score >= g.max:
+        return nbformat.v4.new_output("stream", name="stdout", text=f"Passed: {g.score:g} / {g.max:g} points.\n")
+    if g.messages and g.score > 0:
+        return nbformat.v4.new_output("stream", name="stdout",
+                                      text=f"Partly right: {g.score:g} / {g.max:g} points.\n" + "\n".join(g.messages) + "\n")
+    text = "\n".join(g.messages) or "This test did not pass."
+    return nbformat.v4.new_output("error", ename="CheckFailed", evalue=text, traceback=[f"CheckFailed: {text}"])
+
+
+_EXPORTER = None
+
+
+def write_feedback(name: str, result: NotebookResult, out_dir: Path) -> None:
+    """Feedback HTML with nbgrader's feedback template: scores, trusted messages, no hidden tests."""
+    import nbgrader
+    from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+
+    path = out_dir / "autograded" / f"{name}.ipynb"
+    if path.exists():
+        nb = nbformat.read(path, as_version=4)
+    else:
+        nb = nbformat.v4.new_notebook()
+    notes = result.messages
+    if notes:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell("**From the grader:**\n\n" + "\n".join(f"- {m}" for m in notes)))
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        gid = meta.get("grade_id")
+        if gid in result.grades:
+            meta["score"] = result.grades[gid].score
+            meta["points"] = result.grades[gid].max
+        if gid in result.comments:
+            meta["comment"] = result.comments[gid]
+    score, max_score = result.score, result.max_score
+    templates = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
+    css = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "static" / "node_modules" / "bootstrap" / "dist" / "css"
+    global _EXPORTER
+    if _EXPORTER is None:
+        _EXPORTER = HTMLExporter(template_name="feedback", extra_template_basedirs=[str(templates)],
+                                 extra_template_paths=[str(css)])
+        _EXPORTER.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
+    exporter = _EXPORTER
+    resources = {"nbgrader": {"notebook": name, "score": score, "max_score": max_score, "late_penalty": 0}}
+    html, _ = exporter.from_notebook_node(nb, resources=resources)
+    (out_dir / "feedback").mkdir(parents=True, exist_ok=True)
+    (out_dir / "feedback" / f"{name}.html").write_text(html)

@@ -1,0 +1,280 @@
+"""The probe of a learner's ``torch.autograd.Function``: forward, backward, the interface, double backward, CUDA.
+
+:func:`probe_function` is the only code that calls the learner's Function. It calls ``apply`` on
+the exercise's inputs (:mod:`autograder.probes.function_cases`), then calls the learner's
+``backward`` through the node ``apply`` put in the graph (``out.grad_fn.apply(*grad_outputs)``), so
+that it sees exactly what backward returned (autograd itself would silently sum a wrong-shaped bias
+gradient, or cast a wrong dtype). It returns plain data: numbers, strings, lists, dicts and CPU tensors.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+
+from ..feedback import CheckFailed
+from .call import call_learner
+from .function_cases import (EPS, as_outputs, case_args, fresh_args, inputs_for, is_float_tensor, numel_out,
+                             random_directions, random_grad_outputs, tensor_slots, use_full_jacobian)
+from .torch_errors import translate
+
+
+def _learner_call(fn: Callable, *args: Any, name: str) -> Any:
+    """feedback.call_learner, with PyTorch's errors translated."""
+    try:
+        return call_learner(fn, *args, name=name)
+    except CheckFailed as failure:
+        cause = failure.__cause__
+        if cause is None or "not written yet" in str(failure):
+            raise
+        raise CheckFailed(f"`{name}` raised an error: {translate(cause)}\n"
+                          f"Run it on small inputs in a cell of your own to see where it fails.") from cause
+
+
+def _summary(value: Any, keep_value: bool = True) -> dict:
+    if value is None:
+        return {"kind": "none"}
+    if isinstance(value, torch.Tensor):
+        out = {"kind": "tensor", "shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", ""),
+               "device": value.device.type}
+        if keep_value:
+            out["value"] = value.detach().to("cpu", torch.float64).clone() if value.is_floating_point() or not value.is_complex() else None
+        return out
+    return {"kind": "other", "type": type(value).__name__, "repr": repr(value)[:60]}
+
+
+def _learner_callable(obj: Any, name: str):
+    """(callable, is_function_class). A Function subclass is called through apply."""
+    if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
+        return obj.apply, True
+    if isinstance(obj, torch.autograd.Function):
+        raise CheckFailed(f"`{name}` is an instance of a Function; pass the class itself (`{type(obj).__name__}`), "
+                          "the check calls its `apply`.")
+    if callable(obj):
+        return obj, False
+    raise CheckFailed(f"`{name}` should be a subclass of torch.autograd.Function (or a function built on one), "
+                      f"but it is a {type(obj).__name__}.")
+
+
+def _forward(fn, args, name) -> tuple:
+    outputs = as_outputs(_learner_call(fn, *args, name=name))
+    bad = [type(o).__name__ for o in outputs if not isinstance(o, torch.Tensor)]
+    if bad:
+        raise CheckFailed(f"`{name}(...)` should return a tensor; it returned a {bad[0]}. "
+                          "forward works on tensors: use torch operations and return a torch.Tensor.")
+    return outputs
+
+
+def _backward_once(fn, is_function, args, grad_outputs, name, retain=False):
+    """Call the learner's backward with these grad_outputs. Returns (raw returns tuple, grad_output_modified)."""
+    outputs = _forward(fn, args, f"{name}.forward" if is_function else name)
+    kept = [g.clone() for g in grad_outputs]
+    if is_function:
+        node = outputs[0].grad_fn
+        if node is None:
+            raise CheckFailed(f"The output of `{name}.apply` is not connected to the graph (no grad_fn): "
+                              "return a tensor computed by forward, not a detached copy.")
+        raw = _learner_call(node.apply, *grad_outputs, name=f"{name}.backward")
+        returns = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+    else:
+        tensors = [a for a in args if is_float_tensor(a) and a.requires_grad]
+        try:
+            grads = torch.autograd.grad(outputs, tensors, grad_outputs, allow_unused=True, retain_graph=retain)
+        except Exception as exc:  # the learner's backward ran inside autograd
+            raise CheckFailed(f"The backward of `{name}` raised an error: {translate(exc)}") from exc
+        it = iter(grads)
+        returns = tuple(next(it) if is_float_tensor(a) and a.requires_grad else None for a in args)
+    modified = any(not torch.equal(g, k) for g, k in zip(grad_outputs, kept))
+    return outputs, returns, modified
+
+
+def _flat_outputs(outputs) -> torch.Tensor:
+    return torch.cat([o.detach().reshape(-1).to("cpu", torch.float64) for o in outputs])
+
+
+def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) -> dict:
+    args = case_args(spec, seed, case)
+    slots = tensor_slots(args)
+    data: dict[str, Any] = {"case": case}
+    outputs = _forward(fn, fresh_args(args), f"{name}.forward" if is_function else name)
+    data["outputs"] = [o.detach().to("cpu").clone() for o in outputs]
+    data["output_dtypes"] = [str(o.dtype).replace("torch.", "") for o in outputs]
+    data["node"] = type(outputs[0].grad_fn).__name__ if outputs[0].grad_fn is not None else None
+    shapes = [tuple(o.shape) for o in outputs]
+    out_numel = numel_out(outputs)
+    full = use_full_jacobian(args, out_numel)
+    data["mode"] = "full" if full else "fast"
+
+    # Saved tensors (a Function's node is its ctx): what forward kept for backward.
+    if is_function and outputs[0].grad_fn is not None:
+        try:
+            saved = outputs[0].grad_fn.saved_tensors
+            data["saved"] = [{"shape": list(s.shape),
+                              "equals_output": bool(s.shape == outputs[0].shape and torch.equal(s.detach(), outputs[0].detach())),
+                              "equals_input": [i for i in slots if s.shape == args[i].shape and torch.equal(s.detach(), args[i])]}
+                             for s in saved if isinstance(s, torch.Tensor)]
+        except Exception:  # saved tensors already freed or unreadable: nothing to report
+            data["saved"] = []
+    else:
+        data["saved"] = None
+
+    # Backward with unit grad_outputs (full) or random ones (fast): what backward returned, raw.
+    if full:
+        unit_calls = []
+        for k in range(out_numel):
+            flat = torch.zeros(out_numel, dtype=torch.float64)
+            flat[k] = 1.0
+            parts, start = [], 0
+            for s in shapes:
+                n = math.prod(s)
+                parts.append(flat[start:start + n].reshape(s).clone())
+                start += n
+            unit_calls.append(parts)
+        calls = unit_calls
+    else:
+        calls = random_grad_outputs(shapes, seed, case, count=2)
+    data["returns"], data["grad_output_modified"], data["backward_error"] = [], False, None
+    for grad_outputs in calls:
+        try:
+            _, returns, modified = _backward_once(fn, is_function, fresh_args(args), grad_outputs, name)
+        except CheckFailed as failure:
+            data["backward_error"] = str(failure)
+            break
+        data["returns"].append([_summary(r) for r in returns])
+        data["grad_output_modified"] |= modified
+
+    # The learner's forward at perturbed inputs: what the numerical Jacobian is made of.
+    perturbed: list = [None] * len(args)
+    directions = random_directions(args, seed, case)
+    with torch.no_grad():
+        for i in slots:
+            if full:
+                rows = torch.empty(2, args[i].numel(), out_numel, dtype=torch.float64)
+                for k in range(args[i].numel()):
+                    for side, sign in enumerate((1.0, -1.0)):
+                        moved = list(fresh_args(args, [False] * len(args)))
+                        moved[i].view(-1)[k] += sign * EPS
+                        rows[side, k] = _flat_outputs(_forward(fn, tuple(moved), f"{name}.forward" if is_function else name))
+                perturbed[i] = rows
+            else:
+                rows = torch.empty(2, out_numel, dtype=torch.float64)
+                for side, sign in enumerate((1.0, -1.0)):
+                    moved = list(fresh_args(args, [False] * len(args)))
+                    moved[i] = moved[i] + sign * EPS * directions[i]
+                    rows[side] = _flat_outputs(_forward(fn, tuple(moved), f"{name}.forward" if is_function else name))
+                perturbed[i] = rows
+    data["perturbed"] = perturbed
+
+    if data["backward_error"] is None:
+        # needs_input_grad: each tensor input in turn does not require a gradient.
+        data["needs_input_grad"] = []
+        ones = [torch.ones(s, dtype=torch.float64) for s in shapes]
+        for i in slots if len(slots) > 1 else []:
+            requires = [k != i for k in range(len(args))]
+            try:
+                _, returns, _ = _backward_once(fn, is_function, fresh_args(args, requires), [g.clone() for g in ones], name)
+                data["needs_input_grad"].append({"off": i, "returned": [_summary(r, keep_value=False)["kind"] for r in returns]})
+            except CheckFailed as failure:
+                data["needs_input_grad"].append({"off": i, "error": str(failure)})
+        # float32 inputs: outputs and gradients should be float32 too.
+        try:
+            f32 = fresh_args(args, dtype=torch.float32)
+            outs32, returns32, _ = _backward_once(fn, is_function, f32, [torch.ones(s, dtype=torch.float32) for s in shapes], name)
+            data["float32"] = {"output_dtypes": [str(o.dtype).replace("torch.", "") for o in outs32],
+                               "grad_dtypes": [_summary(r, keep_value=False).get("dtype") for r in returns32]}
+        except CheckFailed as failure:
+            data["float32"] = {"error": str(failure)}
+    else:
+        data["needs_input_grad"], data["float32"] = [], None
+
+    data["double_backward"] = _probe_double_backward(fn, name, is_function, args, shapes, seed, case) if double_backward else None
+    data["cuda"] = _probe_cuda(fn, is_function, name, args, shapes) if cuda else None
+    return data
+
+
+def _probe_double_backward(fn, name, is_function, args, shapes, seed, case) -> dict:
+    """The gradient of (u . f) as a function of the inputs, differentiated again: analytically (autograd through
+    the learner's backward, create_graph=True) and numerically (the learner's backward at perturbed inputs)."""
+    u = random_grad_outputs(shapes, seed, case + 1000, count=1)[0]
+    slots = tensor_slots(args)
+    label = f"{name}.forward" if is_function else name
+
+    def vjp(values, create_graph):
+        inputs = fresh_args(values)
+        outs = _forward(fn, inputs, label)
+        seeds = [t.clone().requires_grad_(create_graph) for t in u]   # like gradgradcheck: grad_output is an input too
+        grads = torch.autograd.grad(outs, [inputs[i] for i in slots], seeds, create_graph=create_graph, allow_unused=True)
+        return inputs, grads
+
+    try:
+        inputs, grads = vjp(args, True)
+        sizes = [args[i].numel() for i in slots]
+        total = sum(sizes)
+        if total > 200:
+            return {"skipped": f"inputs too large for a full second-derivative check ({total} entries)"}
+        if any(g is None for g in grads):
+            return {"error": "backward returned None for an input that requires a gradient"}
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        if not flat.requires_grad:
+            return {"error": "not differentiable"}
+        analytic = torch.zeros(total, total, dtype=torch.float64)
+        for r in range(total):
+            row = torch.autograd.grad(flat[r], [inputs[i] for i in slots], retain_graph=True, allow_unused=True)
+            analytic[r] = torch.cat([(z if z is not None else torch.zeros_like(inputs[i])).reshape(-1).detach()
+                                     for z, i in zip(row, slots)])
+        numeric = torch.empty(2, total, total, dtype=torch.float64)
+        col = 0
+        for i in slots:
+            for k in range(args[i].numel()):
+                for side, sign in enumerate((1.0, -1.0)):
+                    moved = list(fresh_args(args, [False] * len(args)))
+                    moved[i].view(-1)[k] += sign * EPS
+                    _, g = vjp(tuple(moved), False)
+                    numeric[side, :, col] = torch.cat([z.detach().reshape(-1) for z in g])
+                col += 1
+        return {"analytic": analytic, "perturbed": numeric}
+    except CheckFailed as failure:
+        return {"error": str(failure)}
+    except Exception as exc:
+        return {"error": translate(exc)}
+
+
+def _probe_cuda(fn, is_function, name, args, shapes) -> dict:
+    if not torch.cuda.is_available():
+        return {"skipped": f"no CUDA device is visible to torch {torch.__version__}: the CUDA part is not run"}
+    try:
+        on_gpu = fresh_args(args, device="cuda")
+        ones = [torch.ones(s, dtype=torch.float64, device="cuda") for s in shapes]
+        outs, returns, modified = _backward_once(fn, is_function, on_gpu, ones, name)
+        return {"output_devices": [o.device.type for o in outs], "outputs": [o.detach().cpu() for o in outs],
+                "returns": [_summary(r) for r in returns], "grad_output_modified": modified}
+    except CheckFailed as failure:
+        return {"error": str(failure)}
+
+
+def probe_function(obj, reference, seed=0, cases=None, double_backward=False, cuda=True, points=1, name=None):
+    """Plain data about the learner's Function on the spec's inputs; one dict per case:
+
+    - ``outputs``: forward's outputs (CPU tensors); ``output_dtypes``; ``node``: the grad_fn's class name;
+      ``mode``: "full" or "fast";
+    - ``returns``: for each backward call (unit grad_outputs, one per output entry, in "full" mode; two random
+      grad_outputs in "fast" mode), what backward returned, slot by slot: ``{"kind": "tensor", "shape", "dtype",
+      "device", "value"}``, ``{"kind": "none"}`` or ``{"kind": "other", "type", "repr"}``;
+      ``grad_output_modified``; ``backward_error``: the learner-facing message when backward failed, else None;
+    - ``perturbed``: per argument, None or the flattened outputs at input +/- EPS: in "full" mode a tensor
+      (2, numel(input), numel(outputs)) for each entry of the input, in "fast" mode (2, numel(outputs)) along
+      the judge-known random direction;
+    - ``saved``: what ctx.saved_tensors holds (shape, equals the output?, equals which inputs?);
+    - ``needs_input_grad``: per tensor input switched off, ``{"off": i, "returned": [kind per slot]}``;
+    - ``float32``: output and gradient dtypes for float32 inputs;
+    - ``double_backward`` (when asked): ``{"analytic": (N, N), "perturbed": (2, N, N)}`` or ``{"error"}`` / ``{"skipped"}``;
+    - ``cuda``: ``{"output_devices", "outputs", "returns", "grad_output_modified"}`` or ``{"skipped": reason}``.
+    """
+    spec = inputs_for(reference)
+    name = name or getattr(obj, "__name__", spec.title.split(".")[0])
+    fn, is_function = _learner_callable(obj, name)
+    data = []
+    for case in range(cases or spec.cases):
+        data.append(_probe_case(fn, is_function, name, spec, seed, case, double_backward and spec.double_backward, cuda))
+    return {"name": name, "function_class": is_function, "cases": data}

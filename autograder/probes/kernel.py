@@ -1,0 +1,147 @@
+"""The grader's setup inside the sandboxed kernel: one call before the notebook's first cell.
+
+    from autograder.probes.kernel import install
+    __revad_probe__ = install(modules=[...], watched=[...], mime="application/x-revad-probe")
+
+``install`` imports the checks' modules, remembers what the learner's code might replace (watched
+functions, the checks, IPython's hooks, tracing), and returns the probe runner the grader calls
+after each graded test cell: ``__revad_probe__(grade_id, [(check, learner_expression, params), ...])``.
+The runner evaluates each learner expression, runs the check's probe on it (never the judge: that
+is absent here), and emits the data plus what was found replaced as one display output.
+
+Nothing here decides a score: whatever the learner's code does to this module can at most spoil
+the data; the judges outside decide.
+"""
+from __future__ import annotations
+
+import base64
+import importlib
+import io
+import sys
+from typing import Any, Callable
+
+# What the setup watches for replacement (flags only: this runs in the learner's kernel).
+WATCHED = [
+    "torch.autograd.gradcheck", "torch.autograd.gradgradcheck", "torch.autograd.grad", "torch.allclose",
+    "torch.isclose", "torch.equal", "torch.testing.assert_close", "torch.Tensor.allclose", "torch.Tensor.backward",
+    "torch.autograd.Function.apply", "torch.save", "torch.load",
+    "builtins.abs", "builtins.all", "builtins.any", "builtins.isinstance", "builtins.float", "builtins.len",
+    "builtins.max", "builtins.min", "builtins.sum", "builtins.round", "builtins.print", "builtins.eval",
+    "builtins.__import__", "math.isclose", "math.isnan", "math.isfinite",
+    "autograder.registry.Check.collect", "autograder.registry.Check.decide", "autograder.registry.Check.__call__",
+    "autograder.feedback.close", "autograder.probes.call.call_learner", "autograder.feedback.as_float",
+    "autograder.feedback.mismatch", "autograder.feedback.CheckFailed",
+    "IPython.display.display",
+]
+_KNOWN_HOOK_MODULES = ("IPython", "ipykernel", "matplotlib", "matplotlib_inline", "ipywidgets")
+
+
+def _resolve(path: str) -> Any:
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        if ".".join(parts[:i]) in sys.modules:
+            obj = sys.modules[".".join(parts[:i])]
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+            return getattr(obj, "__func__", obj)
+    raise LookupError(path)
+
+
+class _Watch:
+    """A snapshot of what learner code could replace; `changed()` lists what it did replace."""
+
+    def __init__(self, ip, modules: list[str], watched: list[str], checks: dict):
+        self.ip, self.checks = ip, checks
+        self.watched = {}
+        for path in watched:
+            try:
+                self.watched[path] = _resolve(path)
+            except Exception:  # noqa: BLE001 -- not importable here: nothing to watch
+                pass
+        self.parts = {name: (c, c.probe_target, c.judge_target) for name, c in checks.items()}
+        self.modules = {m: sys.modules.get(m) for m in ("torch", "torch.autograd", "builtins", "math",
+                                                         "autograder.registry", "autograder.feedback", *modules)}
+        self.events = {k: list(v) for k, v in ip.events.callbacks.items()}
+        self.transformers = self._transformers()
+        self.trace = (sys.gettrace(), sys.getprofile())
+        self.custom_exc = tuple(getattr(ip, "custom_exceptions", ()))
+
+    def _transformers(self):
+        ip = self.ip
+        return (list(ip.input_transformers_cleanup), list(ip.input_transformers_post), list(ip.ast_transformers))
+
+    def changed(self) -> list[str]:
+        from autograder.registry import CHECKS
+
+        out = []
+        for path, obj in self.watched.items():
+            try:
+                now = _resolve(path)
+            except Exception:  # noqa: BLE001
+                now = None
+            if now is not obj:
+                out.append(path)
+        for name, (c, probe, judge) in self.parts.items():
+            if CHECKS.get(name) is not c or c.probe_target != probe or c.judge_target != judge:
+                out.append("autograder check " + name)
+        for m, mod in self.modules.items():
+            if sys.modules.get(m) is not mod:
+                out.append("sys.modules[%r]" % m)
+        for k, v in self.ip.events.callbacks.items():
+            before = self.events.get(k, [])
+            added = [cb for cb in v if cb not in before
+                     and not str(getattr(cb, "__module__", "") or "").startswith(_KNOWN_HOOK_MODULES)]
+            if added or any(cb not in v for cb in before):
+                out.append("IPython event hook " + k)
+        if self._transformers() != self.transformers:
+            out.append("IPython input/AST transformers")
+        if tuple(getattr(self.ip, "custom_exceptions", ())) != self.custom_exc:
+            out.append("IPython custom exception handler")
+        if (sys.gettrace(), sys.getprofile()) != self.trace:
+            out.append("sys.settrace/setprofile")
+        return out
+
+
+def install(modules: list[str], watched: list[str], mime: str) -> Callable[[str, list], None]:
+    """Import the checks' modules and return the probe runner for this kernel."""
+    import torch
+    from IPython import get_ipython
+    from IPython.display import display
+
+    for name in modules:
+        importlib.import_module(name)
+    from autograder.registry import CHECKS, FAILED
+
+    ip = get_ipython()
+    checks = dict(CHECKS)
+    watch = _Watch(ip, modules, watched, checks)
+
+    def probe(cell: str, calls: list) -> None:
+        results = []
+        for check, expr, params in calls:
+            try:
+                try:
+                    obj = eval(expr, ip.user_ns)
+                except NameError:
+                    data = {FAILED: "`%s` is not defined when this test runs. Run the cell that defines it "
+                                    "(and keep its name as the exercise asks)." % expr}
+                else:
+                    data = checks[check].collect(obj, **params)
+            except KeyboardInterrupt:
+                data = {FAILED: "Your code was stopped: it ran longer than this test allows. Look for an "
+                                "infinite loop, or work that grows much faster than the input."}
+            except BaseException as exc:  # noqa: BLE001 -- whatever the learner's code raised is data
+                data = {FAILED: "Your code raised %s while it was being tested: %s" % (type(exc).__name__, exc)}
+            results.append(data)
+        payload = {"cell": cell, "results": results, "patched": watch.changed()}
+        buf = io.BytesIO()
+        try:
+            torch.save(payload, buf)
+        except Exception as exc:  # noqa: BLE001
+            buf = io.BytesIO()
+            torch.save({"cell": cell, "results": [{FAILED: "The values your code returned could not be "
+                        "recorded (%s): return numbers, dicts or tensors." % type(exc).__name__}] * len(calls),
+                        "patched": payload["patched"]}, buf)
+        display({mime: base64.b64encode(buf.getvalue()).decode()}, raw=True)
+
+    return probe

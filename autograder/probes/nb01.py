@@ -1,0 +1,136 @@
+"""Probes of notebook 01 (reverse accumulation by hand): call the learner's functions, return numbers."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import torch
+
+from ..feedback import CheckFailed, as_float
+from .call import call_learner
+
+TRACE = ("w1", "w2", "w3", "w4", "w5")
+
+
+def _as_trace(result, name: str, call: str) -> dict:
+    if not isinstance(result, Mapping):
+        raise CheckFailed(f"`{call}` should return a dict with keys {', '.join(TRACE)}; it returned a "
+                          f"{type(result).__name__}.")
+    missing = [k for k in TRACE if k not in result]
+    if missing:
+        raise CheckFailed(f"The dict returned by `{call}` has no entry for {', '.join(missing)}. "
+                          f"It needs one entry per node of the trace: {', '.join(TRACE)}.")
+    return {k: as_float(result[k], f"entry '{k}' of `{call}`") for k in TRACE}
+
+
+def _probe_traces(fn, name: str, calls: list) -> list:
+    """Call the learner's trace function on each argument tuple; return its dicts as floats."""
+    results = []
+    for args in calls:
+        call = f"{name}({', '.join(map(str, args))})"
+        results.append(_as_trace(call_learner(fn, *args, name=name), name, call))
+    return results
+
+
+
+
+def probe_primal_trace(primal_trace, points):
+    return _probe_traces(primal_trace, "primal_trace", points)
+
+
+def probe_adjoint_trace(adjoint_trace, points):
+    return _probe_traces(adjoint_trace, "adjoint_trace", points)
+
+
+def probe_tangent_trace(tangent_trace, cases):
+    return _probe_traces(tangent_trace, "tangent_trace", cases)
+
+
+class _CountReverseSweeps(torch.autograd.Function):
+    """Identity whose backward counts how often a reverse sweep passes through it.
+    (setup_context + jvp so that forward-mode transforms such as torch.func.jvp work through it too.)"""
+
+    @staticmethod
+    def forward(y, counter):
+        return y.clone()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.counter = inputs[1]
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.counter["sweeps"] += 1
+        return grad, None
+
+    @staticmethod
+    def jvp(ctx, y_tangent, _):
+        return y_tangent
+
+
+def jacobian_problem(n: int, m: int, seed: int):
+    gen = torch.Generator().manual_seed(seed)
+    A = torch.randn(m, n, generator=gen, dtype=torch.float64)
+    x = torch.randn(n, generator=gen, dtype=torch.float64)
+    return A, x
+
+
+def probe_jacobian_reverse(jacobian_reverse, cases):
+    data = []
+    for n, m, seed in cases:
+        A, x = jacobian_problem(n, m, seed)
+        counter = {"sweeps": 0}
+
+        def F(v, A=A, counter=counter):
+            return _CountReverseSweeps.apply(A @ torch.tanh(v), counter)
+
+        J = call_learner(jacobian_reverse, F, x.clone(), name="jacobian_reverse")
+        if not isinstance(J, torch.Tensor):
+            raise CheckFailed(f"`jacobian_reverse(F, x)` should return a torch.Tensor; it returned a {type(J).__name__}.")
+        data.append({"J": J.detach().to("cpu", torch.float64).clone(), "sweeps": int(counter["sweeps"])})
+    return data
+
+
+SCALAR_FUNCTIONS = {"sin": math.sin, "exp": math.exp, "cube": lambda x: x ** 3}
+
+
+def probe_central_difference(central_difference, cases):
+    data = []
+    for fname, x, h in cases:
+        f = SCALAR_FUNCTIONS[fname]
+        calls = []
+
+        def counted(v, f=f, calls=calls):
+            calls.append(v)
+            return f(v)
+
+        call = f"central_difference({fname}, {x}, h={h})"
+        got = as_float(call_learner(central_difference, counted, x, h, name="central_difference"), f"`{call}`")
+        data.append({"value": got, "evaluations": len(calls)})
+    return data
+
+
+def gradient_problem(n: int, seed: int):
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.randn(n, generator=gen, dtype=torch.float64)
+    x = torch.randn(n, generator=gen, dtype=torch.float64)
+    return a, x
+
+
+def probe_numerical_gradient(numerical_gradient, cases):
+    data = []
+    for n, seed in cases:
+        a, x = gradient_problem(n, seed)
+        evaluations = []
+
+        def f(v, a=a, evaluations=evaluations):
+            evaluations.append(1)
+            return torch.sum(a * torch.sin(v)) + 0.5 * torch.sum(v ** 2)
+
+        x_before = x.clone()
+        g = call_learner(numerical_gradient, f, x, 1e-6, name="numerical_gradient")
+        if not isinstance(g, torch.Tensor):
+            raise CheckFailed(f"`numerical_gradient(f, x, h=1e-6)` should return a torch.Tensor; it returned a {type(g).__name__}.")
+        data.append({"gradient": g.detach().to("cpu", torch.float64).clone(), "evaluations": len(evaluations),
+                     "x_changed": not torch.equal(x, x_before)})
+    return data
