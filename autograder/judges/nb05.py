@@ -14,9 +14,10 @@ import torch
 import torch.nn.functional as F
 
 from ..feedback import CheckFailed
-from ..function_checks import Part, Verdict, judge_function
 from ..probes.nb05 import (EPS, GUARD_VALUE, composed_gelu, elementwise_case, kernel_case, linear_case,
                            recompute_input, recompute_problem, saved_bytes_problem)
+from .function import FunctionReference, add_reference, judge_function
+from .verdict import PART_TITLES, Part, Verdict
 
 ATOL, RTOL = 1e-5, 1e-3           # gradcheck's tolerances
 TITLES = {
@@ -90,8 +91,7 @@ def _verdict(parts: dict[str, Part], points: float, title: str) -> Verdict:
     earned = sum(p.weight for p in scored if p.passed)
     score = round(points * earned / total, 2) if total else float(points)
     for p in parts.values():                       # the report shows these titles
-        from .. import function_checks
-        function_checks.PART_TITLES.setdefault(p.name, TITLES.get(p.name, p.name))
+        PART_TITLES.setdefault(p.name, TITLES.get(p.name, p.name))
     verdict = Verdict(score, points=points, parts=list(parts.values()), title=title)
     if earned == 0:
         failure = CheckFailed(verdict.report())
@@ -387,6 +387,9 @@ def judge_gather(data, seed=0, cases=2, points=1, double_backward=False):
 
 def gather_reference(weight: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return weight[index]
+
+
+add_reference(FunctionReference(name="gather_rows", reference=gather_reference))
 
 
 # --------------------------------------------------------------------------------------------- Checkpoint

@@ -18,7 +18,10 @@ import torch
 
 from coursetools.device import triton_mode
 
-from ..feedback import CheckFailed, call_learner, not_written
+from ..feedback import CheckFailed, not_written
+from .call import call_learner
+from .function import probe_function
+from .function_cases import FunctionInputs, add_inputs
 
 EPS = 1e-6                       # the central-difference step (gradcheck's)
 GUARD_VALUE = -12345.0           # what the guard zones around a kernel's output hold
@@ -60,6 +63,10 @@ def gather_case(gen: torch.Generator, case: int) -> tuple[torch.Tensor, torch.Te
     index = torch.randint(0, rows, (picks,), generator=gen)
     index[-1] = index[0]                                  # at least one row taken twice
     return weight, index
+
+
+add_inputs(FunctionInputs(name="gather_rows", title="GatherRows.apply(weight, index)", arg_names=("weight", "index"),
+                          make_args=gather_case))
 
 
 def linear_case(seed: int, case: int) -> dict[str, torch.Tensor]:
@@ -318,6 +325,14 @@ def probe_elementwise(obj, activation="silu", seed=0, cases=2, triton=False, poi
 
 
 # --------------------------------------------------------------------------------------------- GatherRows
+
+def probe_gather_rows(obj, seed=0, cases=2, points=1, double_backward=False):
+    """check_function's probe on the gather_rows inputs, and GatherRows on the meta device and in bfloat16.
+    cuda=False: the device part runs on the meta device, on every machine alike."""
+    return {"function": probe_function(obj, reference="gather_rows", seed=seed, cases=cases, points=points,
+                                       double_backward=double_backward, cuda=False),
+            "devices": probe_gather_devices(obj, name=getattr(obj, "__name__", "GatherRows"))}
+
 
 def probe_gather_devices(obj, name="GatherRows"):
     """GatherRows on the meta device and in bfloat16: where and in which dtype do output and gradient come back."""
