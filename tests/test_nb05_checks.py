@@ -357,6 +357,12 @@ def _silu_b_attribute(ctx, g):
     return g * s * (1 + ctx.x * (1 - s))
 
 
+def _silu_f_decoy(ctx, x):              # saves a decoy of x's shape and keeps x itself out of sight
+    ctx.save_for_backward(torch.empty_like(x))
+    ctx.x = x
+    return x * torch.sigmoid(x)
+
+
 def _silu_b_product_rule(ctx, g):       # d/dx x·σ(x) taken as σ(x)
     (x,) = ctx.saved_tensors
     return g * torch.sigmoid(x)
@@ -468,6 +474,8 @@ WRONG = {
                                                ["memory"], "save only x"),
     "silu: x kept as a ctx attribute": ("fused_silu", fn("FusedSiLU", _silu_f_attribute, _silu_b_attribute),
                                         ["memory"], "ctx.save_for_backward(x)"),
+    "silu: a decoy saved, x kept as an attribute": ("fused_silu", fn("FusedSiLU", _silu_f_decoy, _silu_b_attribute),
+                                                    ["memory"], "not x"),
     "silu: product rule forgotten": ("fused_silu", fn("FusedSiLU", _silu_f, _silu_b_product_rule),
                                      ["gradcheck", "reference"], "product rule"),
     "silu: output on the default device": ("fused_silu", fn("FusedSiLU", _silu_f_fixed_device, _silu_b),

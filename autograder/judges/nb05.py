@@ -264,6 +264,10 @@ def _judge_memory(got, activation, x, part, fused):
                   f"a fused {NAMES[activation]} saves one, x itself (shape {tuple(shape)}).",
                   "save only x: everything else backward needs (σ(x), tanh(…)) is cheap to recompute from x, and "
                   "every saved tensor stays in memory until backward.")
+    elif got.get("saved_is_input") != [True]:
+        part.fail("forward saved one tensor of x's shape, but not x: backward needs x, so x is what to save.",
+                  "a tensor kept as an attribute of ctx (ctx.x = x) is memory too, only invisible: save x itself "
+                  "with ctx.save_for_backward(x).")
     if fused:
         mine = sum(s["bytes"] for s in storages)
         composed = composed_saved_bytes(activation, tuple(shape))

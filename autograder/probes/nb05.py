@@ -210,9 +210,12 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
                                     "return the tensor forward computed, not a detached copy.")
         return result
     try:
-        result["saved_tensors"] = [list(s.shape) for s in node.saved_tensors if isinstance(s, torch.Tensor)]
+        saved = [s for s in node.saved_tensors if isinstance(s, torch.Tensor)]
     except RuntimeError:
-        result["saved_tensors"] = []
+        saved = []
+    result["saved_tensors"] = [list(s.shape) for s in saved]
+    result["saved_is_input"] = [bool(s.device.type != "meta" and s.shape == x.shape and torch.equal(s.detach(), x.detach()))
+                                for s in saved]
     kept = u.clone()
     try:
         raw = _backward(node, u, name=f"{name}.backward")
