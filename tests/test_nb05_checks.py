@@ -464,6 +464,16 @@ def backward_shifted_grad_kernel(x_ptr, grad_out_ptr, grad_in_ptr, n_elements, B
     tl.store(grad_in_ptr + offsets, g * s * (1 + x * (1 - s)), mask=mask)
 
 
+@triton.jit
+def backward_unmasked_store_kernel(x_ptr, grad_out_ptr, grad_in_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    g = tl.load(grad_out_ptr + offsets, mask=mask)
+    s = tl.sigmoid(x)
+    tl.store(grad_in_ptr + offsets, g * s * (1 + x * (1 - s)))       # the mask forgotten on the store only
+
+
 WRONG = {
     # name: (exercise, object, parts that must fail (None: the check raises), text the report must contain)
     "gather: gradient on the default device": ("gather_rows", fn("GatherRows", _gather_f, _gather_b_cpu),
@@ -493,6 +503,7 @@ WRONG = {
     "kernel: every program does block 0": ("forward_kernel", no_program_id_kernel, None, "tl.program_id(0) * BLOCK_SIZE"),
     "backward kernel: grad_output not used": ("backward_kernel", backward_without_grad_kernel, None,
                                               "multiply it by grad_output"),
+    "backward kernel: unmasked tl.store": ("backward_kernel", backward_unmasked_store_kernel, None, "unmasked tl.store"),
     "backward kernel: float64 computed in float32": ("backward_kernel", backward_always_float32_kernel, None,
                                                      "computed in float32"),
     "backward kernel: loads the neighbour's grad_output": ("backward_kernel", backward_shifted_grad_kernel, None,
@@ -503,7 +514,7 @@ WRONG = {
                                                   "ignores strides"),
     "triton: output allocated as float32": ("triton_silu", triton_silu(out_dtype=torch.float32), ["forward"],
                                             "keep x's dtype"),
-    "triton: backward kernel with the unmasked store": ("triton_silu", triton_silu(backward_kernel=backward_without_grad_kernel),
+    "triton: backward kernel without grad_output": ("triton_silu", triton_silu(backward_kernel=backward_without_grad_kernel),
                                                         ["gradcheck", "reference"], "multiply it by grad_output"),
     "linear32: no custom_bwd": ("linear32", _linear32(backward_decorator=False), ["autocast_backward"], "custom_bwd"),
     "linear32: no decorators": ("linear32", _linear32(False, False), ["autocast", "autocast_backward"], "cast_inputs"),
