@@ -32,8 +32,8 @@ formgrader: $(STAMP)  ## instructors: formgrader on the demo's graded course (bu
 demo: $(STAMP)  ## instructors: release, grade the example submissions, report
 	$(BIN)/python -m autograder.demo
 
-bench-checks: $(STAMP)  ## seconds per exercise for the checks of notebooks 03 and 04 (one CPU thread)
-	$(BIN)/python -m benchmarks.checks 03-custom-functions 04-ctx-toolbox
+bench-checks: $(STAMP)  ## seconds per exercise for the checks of notebooks 03, 04 and 05 (one CPU thread)
+	$(BIN)/python -m benchmarks.checks 03-custom-functions 04-ctx-toolbox 05-gpu-functions
 
 release: $(STAMP)  ## regenerate course/ from solutions/
 	$(BIN)/python -m autograder.release

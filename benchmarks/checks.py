@@ -1,7 +1,7 @@
 """How long each exercise's checks take: every test cell of a solution notebook (visible and hidden tests),
 run on the reference solution, on one CPU thread.
 
-    python -m benchmarks.checks [03-custom-functions]      (or: make bench-checks)
+    python -m benchmarks.checks [03-custom-functions 05-gpu-functions]      (or: make bench-checks)
 
 Target: under 2 s per exercise on one core.
 """
@@ -11,6 +11,7 @@ import argparse
 import ast
 import contextlib
 import io
+import linecache
 import os
 import statistics
 import sys
@@ -28,19 +29,26 @@ from autograder.submissions import solution_sources  # noqa: E402
 TARGET_S = 2.0
 
 
+def _compile(source: str, name: str):
+    """compile(), with the source kept in linecache: @triton.jit reads a kernel's source with inspect."""
+    filename = f"<{name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    return compile(source, filename, "exec")
+
+
 def _namespace(notebook) -> dict:
     """The notebook's set-up cell, the helper cells its answers use, and every answer, executed."""
     nb = nbformat.read(notebook, as_version=4)
     ns: dict = {"__name__": "__bench__"}
     code = [c for c in nb.cells if c.cell_type == "code"]
-    exec(compile(code[0].source, "setup", "exec"), ns)
+    exec(_compile(code[0].source, "setup"), ns)
     for cell in code:  # helpers that answers call (e.g. analytical_jacobian): the functions of worked examples
         if "nbgrader" not in cell.metadata and cell.source.lstrip().startswith("def "):
             tree = ast.parse(cell.source)
             tree.body = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
             exec(compile(tree, "helper", "exec"), ns)
     for grade_id, source in solution_sources(notebook).items():
-        exec(compile(source, grade_id, "exec"), ns)
+        exec(_compile(source, grade_id), ns)
     return ns, [c for c in code if c.metadata.get("nbgrader", {}).get("grade")]
 
 
@@ -53,7 +61,7 @@ def bench(assignment: str, repeat: int = 3) -> list[tuple[str, float, float]]:
         for _ in range(repeat):
             start = time.perf_counter()
             with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(cell.source, cell.metadata.nbgrader.grade_id, "exec"), ns)
+                exec(_compile(cell.source, cell.metadata.nbgrader.grade_id), ns)
             times.append(time.perf_counter() - start)
         rows.append((cell.metadata.nbgrader.grade_id, statistics.median(times), times[0]))
     return rows

@@ -1,0 +1,449 @@
+"""Probes of notebook 05 (custom Functions on the GPU): they run where the learner's code runs.
+
+Each probe calls the learner's object on the cases its params name and returns plain data (numbers,
+strings, lists, dicts, CPU tensors). The inputs are regenerated from the params by the judges
+(:mod:`autograder.judges.nb05`), which compute every reference; nothing here knows a right answer.
+
+Triton kernels are always run in Triton's interpreter here, whatever machine this is: a kernel the
+notebook compiled for a GPU is re-wrapped (``InterpretedFunction(kernel.fn)``) and fed CPU tensors.
+Its output tensor sits between two guard zones, so a store past the end (a missing or wrong mask)
+lands in memory the probe owns and is reported, instead of corrupting the process.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+
+from coursetools.device import triton_mode
+
+from ..feedback import CheckFailed, not_written
+from .call import call_learner
+from .function import probe_function
+from .function_cases import FunctionInputs, add_inputs
+
+EPS = 1e-6                       # the central-difference step (gradcheck's)
+GUARD_VALUE = -12345.0           # what the guard zones around a kernel's output hold
+
+# --------------------------------------------------------------------------------------------- inputs
+
+ACTIVATIONS = ("silu", "gelu_tanh")
+_SHAPES = [(7,), (3, 5), (2, 3, 4), (33,), (4, 9)]
+
+
+def generator(seed: int, case: int, salt: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(1_000_003 * int(seed) + 101 * int(case) + salt)
+
+
+def elementwise_case(seed: int, case: int) -> dict[str, torch.Tensor]:
+    """The float64 inputs of one case of an element-wise Function: x, a grad_output u, and the
+    layouts used for the non-contiguous parts (a strided slice of a wider tensor, a transposed u)."""
+    gen = generator(seed, case)
+    shape = _SHAPES[case % len(_SHAPES)]
+    x = 3 * torch.randn(shape, generator=gen, dtype=torch.float64)
+    u = torch.randn(shape, generator=gen, dtype=torch.float64)
+    rows, cols = 3 + case % 3, 4 + case % 4
+    wide = 3 * torch.randn(rows, 2 * cols, generator=gen, dtype=torch.float64)       # x_strided = wide[:, ::2]
+    x2 = 3 * torch.randn(rows, cols, generator=gen, dtype=torch.float64)
+    u_transposed = torch.randn(cols, rows, generator=gen, dtype=torch.float64)       # u2 = u_transposed.t()
+    return {"x": x, "u": u, "wide": wide, "x2": x2, "u_transposed": u_transposed}
+
+
+def kernel_case(seed: int, n: int, dtype: str) -> dict[str, torch.Tensor]:
+    gen = generator(seed, n, salt=5)
+    return {"x": 3 * torch.randn(n, generator=gen, dtype=torch.float64).to(getattr(torch, dtype)),
+            "g": torch.randn(n, generator=gen, dtype=torch.float64).to(getattr(torch, dtype))}
+
+
+def gather_case(gen: torch.Generator, case: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(weight, index) with repeated rows in index: their gradients must add up."""
+    rows, dim, picks = [(5, 3, 7), (4, 2, 9), (6, 4, 6)][case % 3]
+    weight = torch.randn(rows, dim, generator=gen, dtype=torch.float64)
+    index = torch.randint(0, rows, (picks,), generator=gen)
+    index[-1] = index[0]                                  # at least one row taken twice
+    return weight, index
+
+
+add_inputs(FunctionInputs(name="gather_rows", title="GatherRows.apply(weight, index)", arg_names=("weight", "index"),
+                          make_args=gather_case))
+
+
+def linear_case(seed: int, case: int) -> dict[str, torch.Tensor]:
+    gen = generator(seed, case, salt=9)
+    n, fan_in, fan_out = [(8, 64, 16), (16, 128, 8), (4, 256, 32)][case % 3]
+    return {"x": torch.randn(n, fan_in, generator=gen, dtype=torch.float64),
+            "W": torch.randn(fan_in, fan_out, generator=gen, dtype=torch.float64) / math.sqrt(fan_in),
+            "b": torch.randn(fan_out, generator=gen, dtype=torch.float64),
+            "u": torch.randn(n, fan_out, generator=gen, dtype=torch.float64)}
+
+
+def _mlp_weights():
+    gen = torch.Generator().manual_seed(505)
+    return torch.randn(4, 6, generator=gen, dtype=torch.float64), torch.randn(6, 3, generator=gen, dtype=torch.float64)
+
+
+def composed_gelu(x: torch.Tensor) -> torch.Tensor:
+    return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def recompute_problem(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The functions a learner's Checkpoint is tried on (all built from torch operations)."""
+    if name == "gelu_chain":
+        return lambda x: composed_gelu(composed_gelu(composed_gelu(x)))
+    if name == "sin_exp":
+        return lambda x: torch.sin(x) * torch.exp(-x * x)
+    if name == "mlp":
+        W1, W2 = _mlp_weights()
+        return lambda x: torch.tanh(x @ W1.to(x.dtype)) @ W2.to(x.dtype)
+    raise ValueError(f"unknown function {name!r}")
+
+
+RECOMPUTE_PROBLEMS = ("gelu_chain", "sin_exp", "mlp")
+
+
+def recompute_input(name: str, seed: int) -> torch.Tensor:
+    gen = generator(seed, sum(map(ord, name)), salt=13)
+    shape = (5, 4) if name == "mlp" else (11,)
+    return torch.randn(shape, generator=gen, dtype=torch.float64)
+
+
+def saved_bytes_problem(name: str):
+    """(fn, inputs) for a learner's saved_bytes(fn, *inputs)."""
+    gen = torch.Generator().manual_seed(sum(map(ord, name)))
+    x = torch.randn(1000, generator=gen, dtype=torch.float32, requires_grad=True)
+    if name == "silu_composed":
+        return (lambda x: x * torch.sigmoid(x)), (x,)
+    if name == "gelu_composed":
+        return composed_gelu, (x,)
+    if name == "exp_twice":                      # exp saves its output: two tensors
+        return (lambda x: torch.exp(torch.exp(x))), (x,)
+    if name == "square_by_product":              # x * x saves x twice: one storage
+        return (lambda x: x * x), (x,)
+    if name == "matmul":
+        A = torch.randn(64, 32, generator=gen, dtype=torch.float64, requires_grad=True)
+        B = torch.randn(32, 16, generator=gen, dtype=torch.float64, requires_grad=True)
+        return (lambda A, B: A @ B), (A, B)
+    if name == "no_grad_needed":                 # nothing requires grad: nothing is saved
+        return (lambda x: x * torch.sigmoid(x)), (x.detach(),)
+    if name == "half_precision":
+        return (lambda x: torch.tanh(x)), (x.detach().to(torch.bfloat16).requires_grad_(),)
+    raise ValueError(f"unknown problem {name!r}")
+
+
+SAVED_BYTES_PROBLEMS = ("silu_composed", "gelu_composed", "exp_twice", "square_by_product", "matmul",
+                        "no_grad_needed", "half_precision")
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+def count_saved(fn: Callable, *args) -> tuple[Any, list[dict]]:
+    """Run fn(*args) under saved-tensor hooks; (result, one record per distinct storage saved)."""
+    seen: dict[int, dict] = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        seen.setdefault(storage.data_ptr(), {"bytes": storage.nbytes(), "shape": list(t.shape)})
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        result = fn(*args)
+    return result, list(seen.values())
+
+
+def _function_apply(obj: Any, name: str) -> Callable:
+    if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
+        return obj.apply
+    if isinstance(obj, torch.autograd.Function):
+        raise CheckFailed(f"`{name}` is an instance of a Function; pass the class itself, the check calls its `apply`.")
+    raise CheckFailed(f"`{name}` should be a subclass of torch.autograd.Function, but it is a {type(obj).__name__}.")
+
+
+def _cpu(t: Any) -> Any:
+    return t.detach().to("cpu", torch.float64).clone() if isinstance(t, torch.Tensor) else None
+
+
+def _describe(value: Any) -> dict:
+    if isinstance(value, torch.Tensor):
+        return {"kind": "tensor", "shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", ""),
+                "device": value.device.type, "value": _cpu(value) if value.device.type != "meta" else None}
+    if value is None:
+        return {"kind": "none"}
+    return {"kind": "other", "type": type(value).__name__}
+
+
+def _returns(raw: Any) -> list[dict]:
+    return [_describe(r) for r in (raw if isinstance(raw, (tuple, list)) else (raw,))]
+
+
+def _call(fn: Callable, *args, name: str) -> Any:
+    """call_learner, with the Triton interpreter's wrapping taken off a blank stub's NotImplementedError."""
+    try:
+        return call_learner(fn, *args, name=name)
+    except CheckFailed as failure:
+        cause = failure.__cause__
+        while cause is not None:
+            if isinstance(cause, NotImplementedError) or "NotImplementedError" in type(cause).__name__:
+                raise not_written(name) from None
+            cause = cause.__cause__ or cause.__context__
+        if "NotImplementedError" in str(failure):
+            raise not_written(name) from None
+        raise
+
+
+def _backward(node, grad_output: torch.Tensor, name: str) -> Any:
+    """The learner's backward, called through its node as autograd's engine calls it: with recording off."""
+    with torch.no_grad():
+        return _call(node.apply, grad_output, name=name)
+
+
+def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name: str) -> dict:
+    """Forward on x (requiring grad), what forward saved, then backward with u: raw returns."""
+    x = x.detach().clone().requires_grad_(True)
+    out, saved = count_saved(lambda t: _call(apply, t, name=f"{name}.forward"), x)
+    result = {"output": _describe(out), "saved_storages": saved}
+    if not isinstance(out, torch.Tensor):
+        return result
+    node = out.grad_fn
+    if node is None:
+        result["backward_error"] = (f"the output of `{name}.apply` is not connected to the graph (no grad_fn): "
+                                    "return the tensor forward computed, not a detached copy.")
+        return result
+    try:
+        saved = [s for s in node.saved_tensors if isinstance(s, torch.Tensor)]
+    except RuntimeError:
+        saved = []
+    result["saved_tensors"] = [list(s.shape) for s in saved]
+    result["saved_is_input"] = [bool(s.device.type != "meta" and s.shape == x.shape and torch.equal(s.detach(), x.detach()))
+                                for s in saved]
+    kept = u.clone()
+    try:
+        raw = _backward(node, u, name=f"{name}.backward")
+    except CheckFailed as failure:
+        result["backward_error"] = str(failure)
+        return result
+    result["returns"] = _returns(raw)
+    result["grad_output_modified"] = bool(u.device.type != "meta" and not torch.equal(u, kept))
+    return result
+
+
+# --------------------------------------------------------------------------------------------- Triton
+
+def kernel_device() -> str:
+    """Where tensors handed to the learner's Triton Function must live."""
+    return "cpu" if triton_mode() == "interpreter" else "cuda"
+
+
+def interpreted(kernel: Any, name: str):
+    """The learner's kernel as an interpreted Triton function (whatever mode the notebook compiled it in)."""
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.jit import JITFunction
+    except ImportError:  # pragma: no cover - triton is pinned in requirements.txt
+        raise CheckFailed("Triton is not installed in this environment: `pip install -r requirements.txt`.") from None
+    if isinstance(kernel, InterpretedFunction):
+        return kernel
+    if isinstance(kernel, JITFunction):
+        return InterpretedFunction(kernel.fn)
+    raise CheckFailed(f"`{name}` should be a Triton kernel (a function decorated with @triton.jit), "
+                      f"but it is a {type(kernel).__name__}.")
+
+
+def _guarded(values: torch.Tensor, guard: int, fill: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(buffer, view): values in the middle of a buffer with `guard` entries of `fill` on each side."""
+    buffer = torch.full((values.numel() + 2 * guard,), fill, dtype=values.dtype)
+    buffer[guard:guard + values.numel()] = values
+    return buffer, buffer[guard:guard + values.numel()]
+
+
+def probe_kernel(kernel, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float64", "float32")):
+    """Launch the learner's kernel (interpreted) on inputs of n elements with BLOCK_SIZE = block.
+
+    forward kernels:  kernel[grid](x_ptr, y_ptr, n_elements, BLOCK_SIZE=block)
+    backward kernels: kernel[grid](x_ptr, grad_out_ptr, grad_in_ptr, n_elements, BLOCK_SIZE=block)
+    For each (n, block, dtype): the written values, how many guard entries before and after the
+    output were overwritten, and whether the inputs changed.
+    """
+    name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", f"{kind} kernel")
+    launcher = interpreted(kernel, name)
+    data = []
+    for n, block in sizes:
+        for dtype in dtypes:
+            case = kernel_case(seed, n, dtype)
+            guard = max(block, 16)
+            x_buf, x = _guarded(case["x"], guard, float("nan"))
+            g_buf, g = _guarded(case["g"], guard, float("nan"))
+            out_buf, out = _guarded(torch.zeros(n, dtype=case["x"].dtype), guard, GUARD_VALUE)
+            out.fill_(GUARD_VALUE)
+            x_before, g_before = x_buf.clone(), g_buf.clone()
+            grid = (math.ceil(n / block),)
+            args = (x, out, n) if kind == "forward" else (x, g, out, n)
+            _call(lambda *a: launcher[grid](*a, BLOCK_SIZE=block), *args, name=name)
+            data.append({
+                "n": n, "block": block, "dtype": dtype,
+                "values": out.to(torch.float64).clone(),
+                "written_before": int((out_buf[:guard] != GUARD_VALUE).sum()),
+                "written_after": int((out_buf[guard + n:] != GUARD_VALUE).sum()),
+                "inputs_changed": not (torch.equal(x_buf.nan_to_num(7.0), x_before.nan_to_num(7.0))
+                                       and torch.equal(g_buf.nan_to_num(7.0), g_before.nan_to_num(7.0))),
+            })
+    return data
+
+
+# --------------------------------------------------------------------------------------------- element-wise Functions
+
+def probe_elementwise(obj, activation="silu", seed=0, cases=2, triton=False, points=1, name=None):
+    """An element-wise Function (x -> f(x)) on float64 cases: forward, what it saves, backward with a random
+    grad_output, forward at x +/- EPS (the numerical derivative, entry by entry), a strided input, a
+    transposed grad_output, float32, and (PyTorch Functions) the meta device: does it stay on x's device?"""
+    name = name or getattr(obj, "__name__", "your Function")
+    apply = _function_apply(obj, name)
+    device = kernel_device() if triton else "cpu"
+    data: dict[str, Any] = {"name": name, "device": device, "cases": []}
+    for case in range(cases):
+        inputs = {k: v.to(device) for k, v in elementwise_case(seed, case).items()}
+        x, u = inputs["x"], inputs["u"]
+        record = _apply_and_backward(apply, x, u, name)
+        with torch.no_grad():
+            record["plus"] = _describe(_call(apply, x + EPS, name=f"{name}.forward"))
+            record["minus"] = _describe(_call(apply, x - EPS, name=f"{name}.forward"))
+        data["cases"].append(record)
+    # Layouts: a strided input (every other column of a wider tensor) and a transposed grad_output.
+    inputs = {k: v.to(device) for k, v in elementwise_case(seed, 0).items()}
+    strided = inputs["wide"][:, ::2]
+    data["strided_forward"] = _describe(_call(apply, strided, name=f"{name}.forward"))
+    data["transposed_grad"] = _apply_and_backward(apply, inputs["x2"], inputs["u_transposed"].t(), name)
+    data["strided_both"] = _apply_and_backward(apply, strided, inputs["u_transposed"].t(), name)
+    # float32 in, float32 out.
+    x32 = inputs["x"].to(torch.float32)
+    data["float32"] = _apply_and_backward(apply, x32, inputs["u"].to(torch.float32), name)
+    # A device no real data lives on: a Function that creates tensors on the default device fails here.
+    if not triton:
+        meta = torch.empty(5, 3, device="meta")
+        try:
+            data["meta"] = _apply_and_backward(apply, meta, torch.empty(5, 3, device="meta"), name)
+        except CheckFailed as failure:
+            data["meta"] = {"error": str(failure)}
+    return data
+
+
+# --------------------------------------------------------------------------------------------- GatherRows
+
+def probe_gather_rows(obj, seed=0, cases=2, points=1, double_backward=False):
+    """check_function's probe on the gather_rows inputs, and GatherRows on the meta device and in bfloat16.
+    cuda=False: the device part runs on the meta device, on every machine alike."""
+    return {"function": probe_function(obj, reference="gather_rows", seed=seed, cases=cases, points=points,
+                                       double_backward=double_backward, cuda=False),
+            "devices": probe_gather_devices(obj, name=getattr(obj, "__name__", "GatherRows"))}
+
+
+def probe_gather_devices(obj, name="GatherRows"):
+    """GatherRows on the meta device and in bfloat16: where and in which dtype do output and gradient come back."""
+    apply = _function_apply(obj, name)
+    out: dict[str, Any] = {}
+    for label, device, dtype in (("meta", "meta", torch.float32), ("bfloat16", "cpu", torch.bfloat16)):
+        weight = torch.randn(5, 3, dtype=dtype, device=device) if device != "meta" else torch.empty(5, 3, device="meta")
+        index = torch.tensor([0, 2, 2, 4], device=device)
+        try:
+            weight.requires_grad_(True)
+            result = _call(apply, weight, index, name=f"{name}.forward")
+            entry = {"output": _describe(result)}
+            if isinstance(result, torch.Tensor) and result.grad_fn is not None:
+                grad_output = torch.ones(result.shape, dtype=result.dtype, device=result.device)
+                entry["returns"] = _returns(_backward(result.grad_fn, grad_output, name=f"{name}.backward"))
+            out[label] = entry
+        except CheckFailed as failure:
+            out[label] = {"error": str(failure)}
+    return out
+
+
+# --------------------------------------------------------------------------------------------- Checkpoint
+
+def probe_recompute(obj, problems=RECOMPUTE_PROBLEMS, seed=0, points=1, name="Checkpoint"):
+    """Checkpoint.apply(fn, x) on each problem: how many calls of fn forward and backward make, what forward saves."""
+    apply = _function_apply(obj, name)
+    data = []
+    for problem in problems:
+        fn = recompute_problem(problem)
+        calls = {"n": 0}
+
+        def counted(t, fn=fn, calls=calls):
+            calls["n"] += 1
+            return fn(t)
+
+        x = recompute_input(problem, seed).requires_grad_(True)
+        out, saved = count_saved(lambda t: _call(apply, counted, t, name=f"{name}.forward"), x)
+        forward_calls = calls["n"]
+        entry = {"problem": problem, "saved_storages": saved, "forward_calls": forward_calls,
+                 "output": _describe(out), "requires_grad": bool(isinstance(out, torch.Tensor) and out.requires_grad)}
+        if isinstance(out, torch.Tensor) and out.grad_fn is not None:
+            u = torch.randn(out.shape, generator=generator(seed, len(problem), salt=17), dtype=out.dtype)
+            try:
+                entry["returns"] = _returns(_backward(out.grad_fn, u, name=f"{name}.backward"))
+            except CheckFailed as failure:
+                entry["backward_error"] = str(failure)
+            entry["backward_calls"] = calls["n"] - forward_calls
+        data.append(entry)
+    return data
+
+
+# --------------------------------------------------------------------------------------------- autocast
+
+def autocast_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def probe_autocast_linear(obj, seed=0, cases=2, points=1, name="Linear32"):
+    """Linear32.apply(x, W, b): in float64 without autocast (values and gradients), then with bfloat16 x under
+    autocast, backward called inside the autocast region: the dtypes and values that come back."""
+    apply = _function_apply(obj, name)
+    device = autocast_device()
+    data = []
+    for case in range(cases):
+        c = {k: v.to(device) for k, v in linear_case(seed, case).items()}
+        entry: dict[str, Any] = {}
+        x, W, b = (c[k].clone().requires_grad_(True) for k in ("x", "W", "b"))
+        out = _call(apply, x, W, b, name=f"{name}.forward")
+        entry["float64"] = {"output": _describe(out)}
+        if isinstance(out, torch.Tensor) and out.grad_fn is not None:
+            entry["float64"]["returns"] = _returns(_backward(out.grad_fn, c["u"], name=f"{name}.backward"))
+        x = c["x"].to(torch.bfloat16).requires_grad_(True)
+        W = c["W"].to(torch.float32).requires_grad_(True)
+        b = c["b"].to(torch.float32).requires_grad_(True)
+        with torch.autocast(device_type=device, dtype=torch.bfloat16):
+            out = _call(apply, x, W, b, name=f"{name}.forward")
+            auto = {"output": _describe(out)}
+            if isinstance(out, torch.Tensor) and out.grad_fn is not None:
+                u = c["u"].to(out.dtype)
+                auto["returns"] = _returns(_backward(out.grad_fn, u, name=f"{name}.backward"))
+        entry["autocast"] = auto
+        data.append(entry)
+    return {"device": device, "cases": data}
+
+
+# --------------------------------------------------------------------------------------------- saved_bytes, bandwidth
+
+def probe_saved_bytes(saved_bytes, problems=SAVED_BYTES_PROBLEMS):
+    data = []
+    for problem in problems:
+        fn, inputs = saved_bytes_problem(problem)
+        result = _call(saved_bytes, fn, *inputs, name="saved_bytes")
+        if isinstance(result, torch.Tensor) and result.numel() == 1:
+            result = result.item()
+        if isinstance(result, bool) or not isinstance(result, (int, float)):
+            raise CheckFailed(f"`saved_bytes(fn, *inputs)` should return a number of bytes (an int); "
+                              f"for the test function '{problem}' it returned a {type(result).__name__}.")
+        data.append(float(result))
+    return data
+
+
+def probe_bandwidth(effective_bandwidth, cases=((1 << 24, 4, 1e-3, "forward"),)):
+    data = []
+    for n, size, seconds, direction in cases:
+        result = _call(effective_bandwidth, n, size, seconds, direction, name="effective_bandwidth")
+        if isinstance(result, torch.Tensor) and result.numel() == 1:
+            result = result.item()
+        if isinstance(result, bool) or not isinstance(result, (int, float)):
+            raise CheckFailed(f"`effective_bandwidth(...)` should return a number (GB/s); it returned a {type(result).__name__}.")
+        data.append(float(result))
+    return data
