@@ -666,3 +666,34 @@ def test_probes_return_plain_data_only():
         buffer.seek(0)
         torch.load(buffer, weights_only=True)
         assert len(buffer.getvalue()) < 256 * 1024, f"{name}: probe data too large for a test cell's output"
+
+
+# =============================================================================== odd answers get a clear message
+
+def _returns_number(ctx, x):
+    return 1.0
+
+
+def _returns_one_output(ctx, x):
+    return torch.sin(x)
+
+
+@pytest.mark.parametrize("check_name, answer, words", [
+    ("cube", fn(_returns_number, _cube_b), "should return 1 tensor"),
+    ("sincos", fn(_returns_one_output, _sincos_b), "should return 2 tensor"),
+    ("cube", Cube(), "subclass of torch.autograd.Function"),
+    ("layer", FunctionalLinear, "subclass of torch.nn.Module"),
+    ("op", F.softplus, "CustomOpDef"),
+])
+def test_odd_answers_are_named(check_name, answer, words):
+    check, params, _ = CHECKS[check_name]
+    verdict, message = run(check, answer, **params)
+    assert verdict is None and words in message, message
+
+
+def test_a_crashing_backward_is_reported_as_data_not_a_crash():
+    def crashing(ctx, g):
+        raise ValueError("boom")
+
+    verdict, message = run(nb04.check_saved_tensors, fn(_cube_f, crashing), seed=0, points=2)
+    assert verdict is None and "boom" in message
