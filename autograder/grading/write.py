@@ -11,6 +11,7 @@ import nbformat
 from .assemble import fresh_ids
 from .jobs import NotebookResult
 from .read import nbgrader_meta
+from .sanitize import sanitize_notebook
 
 
 def _redact(text: str, secrets: list[str]) -> str:
@@ -57,6 +58,7 @@ def write_autograded(run_nb, nb, result: NotebookResult, by_id: dict, test_index
                 cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text="[more output was dropped by the grader]\n"))
         graded.cells.append(cell)
     fresh_ids(graded)
+    sanitize_notebook(graded)  # formgrader shows this notebook as HTML without sanitizing it
     (out_dir / "autograded").mkdir(parents=True, exist_ok=True)
     nbformat.write(graded, out_dir / "autograded" / f"{result.notebook}.ipynb")
 
@@ -96,13 +98,14 @@ def write_feedback(name: str, result: NotebookResult, out_dir: Path) -> None:
             meta["points"] = result.grades[gid].max
         if gid in result.comments:
             meta["comment"] = result.comments[gid]
+    sanitize_notebook(nb)  # the grader's notes name files the learner named
     score, max_score = result.score, result.max_score
     templates = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
     css = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "static" / "node_modules" / "bootstrap" / "dist" / "css"
     global _EXPORTER
     if _EXPORTER is None:
         _EXPORTER = HTMLExporter(template_name="feedback", extra_template_basedirs=[str(templates)],
-                                 extra_template_paths=[str(css)])
+                                 extra_template_paths=[str(css)], sanitize_html=True)
         _EXPORTER.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
     exporter = _EXPORTER
     resources = {"nbgrader": {"notebook": name, "score": score, "max_score": max_score, "late_penalty": 0}}
