@@ -171,7 +171,7 @@ def bwrap_argv(info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | N
         argv += ["--ro-bind", str(root), str(root)]
     for path in hide or []:  # in case one of them sits under an allowed root
         if path and Path(path).exists() and any(Path(path).resolve().is_relative_to(r) for r in _readonly_roots()):
-            argv += ["--tmpfs", str(Path(path).resolve())]
+            argv += ["--tmpfs", str(Path(path).resolve()), "--remount-ro", str(Path(path).resolve())]
     if scratch_dir is not None:
         for parent in sorted({str(q) for q in Path(scratch_dir).parents if str(q) not in ("/", "/tmp", "/var/tmp")}, key=len):
             argv += ["--perms", "0755", "--dir", parent]

@@ -93,6 +93,8 @@ def sanitize_notebook(nb):
             if isinstance(data.get("text/markdown"), str) and not _renders_safely(data["text/markdown"], {}):
                 data.setdefault("text/plain", data["text/markdown"])  # shown as text instead
                 del data["text/markdown"]
+        if cell.cell_type == "code":  # a JavaScript-only output has nothing left to show
+            cell.outputs = [o for o in cell.outputs if "data" not in o or o["data"]]
     return nb
 
 
