@@ -5,6 +5,7 @@ One grading run (2 parallel workers, short time limits) over a tiny assignment t
 """
 from __future__ import annotations
 
+import os
 import socket
 import sqlite3
 import sys
@@ -18,9 +19,11 @@ from autograder.coursedir import REPO
 from autograder.grading import export_csv, format_table, grade_assignment, read_scores
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402  (tests/hostile/: the tiny assignment and the corpus)
+from hostile.pages import active_parts  # noqa: E402
 
 LIMITS = sandbox.Limits(cell_timeout_s=8, timeout_s=45, memory_mb=3072, output_kb=256)
 SPECS = hostile.specs()
+SECRET_NAME, SECRET_VALUE = "REVAD_GRADER_SECRET", "REVAD_GRADER_SECRET_TOKEN_93"
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +38,12 @@ def graded(tmp_path_factory):
     hostile.write_submissions(root, context)
     gradebook_bytes = (root / "gradebook.db").stat().st_size
     logs = []
-    rows = grade_assignment(root, hostile.ASSIGNMENT, db_url=db_url, workers=2, limits=LIMITS, progress=False,
-                            log=logs.append)
+    os.environ[SECRET_NAME] = SECRET_VALUE  # the grader's own secret: no kernel may see it (x_env_*, x_link_environ)
+    try:
+        rows = grade_assignment(root, hostile.ASSIGNMENT, db_url=db_url, workers=2, limits=LIMITS, progress=False,
+                                log=logs.append)
+    finally:
+        del os.environ[SECRET_NAME]
     listener.close()
     return root, db_url, {r.student: r for r in rows}, logs, gradebook_bytes
 
@@ -118,3 +125,20 @@ def test_nothing_is_graded_twice_when_run_again(graded):
     assert any(f"{len(SPECS)} submission(s) already graded" in line for line in logs)
     assert record.dump(db_url, hostile.ASSIGNMENT) == before
     assert {r.student: r.score for r in again} == {r.student: r.score for r in rows.values()}
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_what_is_shown_has_nothing_live_and_nothing_secret(graded, name):
+    """Feedback HTML and the autograded notebook as formgrader renders it (nbconvert, unsanitized): no
+    script, handler or script URL from the learner; none of the spec's `absent` texts (secrets, prints)."""
+    from nbconvert import HTMLExporter
+
+    root, *_ = graded
+    pages = [p.read_text() for p in (root / "feedback" / name / hostile.ASSIGNMENT).glob("*.html")]
+    notebooks = [p for p in (root / "autograded" / name / hostile.ASSIGNMENT).glob("*.ipynb")]
+    pages += [HTMLExporter(template_name="classic").from_filename(str(p))[0] for p in notebooks]
+    for page in pages:
+        assert active_parts(page) == [], f"{name}: live learner HTML shown"
+    for text in pages + [p.read_text() for p in notebooks]:
+        for secret in SPECS[name].EXPECT.get("absent", []) + [SECRET_VALUE]:
+            assert secret not in text, f"{name}: {secret!r} is shown"

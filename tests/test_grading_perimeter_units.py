@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder import intake, kernel_start, notebook_json, reach, safe_text, sanitize
+from autograder.grading import intake, kernel_start, notebook_json, reach, safe_text, sanitize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostile.pages import active_parts  # noqa: E402
@@ -237,12 +237,16 @@ def test_outputs_lose_scripts_and_keep_text():
                                                                   "application/javascript": "pwn('js')",
                                                                   "image/svg+xml": "<svg onload=pwn('svg')/>",
                                                                   "text/plain": "plain"}),
+                    nbformat.v4.new_output("display_data", data={"text/markdown": "[x](javascript:pwn('mdout'))"}),
+                    nbformat.v4.new_output("display_data", data={"application/javascript": "pwn('js only')"}),
                     nbformat.v4.new_output("stream", name="stdout", text="<script>pwn('stream')</script>")]
     nb = nbformat.v4.new_notebook(cells=[cell], metadata={"widgets": {"x": "</script><script>pwn('w')</script>"},
                                                            "kernelspec": {"name": "python3", "display_name": "P"}})
     sanitize.sanitize_notebook(nb)
     data = nb.cells[0].outputs[0]["data"]
     assert set(data) == {"text/html", "text/plain"} and "<script>" not in data["text/html"] and "<b>hi</b>" in data["text/html"]
+    assert nb.cells[0].outputs[1]["data"] == {"text/plain": "[x](javascript:pwn('mdout'))"}
+    assert len(nb.cells[0].outputs) == 3  # the JavaScript-only output is gone; the stream stays
     assert set(nb.metadata) == {"kernelspec"}
     assert active_parts(_rendered(nb)) == []
 

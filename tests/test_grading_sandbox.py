@@ -9,7 +9,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402
 
-from autograder.grading import sandbox, spec  # noqa: E402
+from autograder.grading import reach, sandbox, spec  # noqa: E402
 from autograder.grading.flags import static_patches  # noqa: E402
 from autograder.grading import grade_assignment  # noqa: E402
 
@@ -35,6 +35,12 @@ def test_grading_still_works_without_bubblewrap(monkeypatch, tmp_path):
     hostile.write_submissions(tmp_path, {"COURSE": tmp_path, "REPO": "", "PORT": 1},
                               only=["h_correct", "x_patch_gradcheck_allclose_abs"])
     logs = []
+    if sandbox.detect().drop_uid and reach.blocked(sandbox.kernel_paths(), sandbox.BASE_UID, sandbox.BASE_UID):
+        # Python lives where the kernel's uid cannot pass (a checkout under /root or `mktemp -d`): every
+        # kernel would fail, so grading refuses up front (tests/test_grading_perimeter.py -k private)
+        with pytest.raises(SystemExit, match="cannot reach the Python it needs"):
+            grade_assignment(tmp_path, hostile.ASSIGNMENT, db_url=db_url, workers=2, progress=False, log=logs.append)
+        return
     rows = {r.student: r for r in grade_assignment(tmp_path, hostile.ASSIGNMENT, db_url=db_url, workers=2,
                                                    progress=False, log=logs.append)}
     assert any("WARNING" in line and "OFF" in line for line in logs)

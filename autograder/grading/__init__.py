@@ -16,6 +16,13 @@
     record    nbgrader's gradebook, and what is done (resume)
     report    score table, CSV export
     stock     stock nbgrader autograde (the benchmark's baseline)
+  the perimeter (what comes in, what goes out):
+    intake        the submission copied without following a single link; its hash and timestamp likewise
+    notebook_json any notebook JSON read: nbformat 3 upgraded, too-deep parts cut with a note
+    reach         whether the kernel's uid can reach Python (without bubblewrap)
+    kernel_start  a kernel that fails to start is started again
+    sanitize      nothing live from the learner in the autograded notebook and feedback
+    safe_text     CSV cells that are never formulas; terminal text without control characters
 """
 from .command import grade_assignment
 from .report import SubmissionScore, export_csv, format_table, read_scores

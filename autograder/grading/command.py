@@ -11,7 +11,6 @@ knows about nbgrader still holds.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -19,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import record, sandbox
+from . import intake, reach, record, sandbox
+from .safe_text import terminal_text
 from .jobs import CellGrade, Flag, Job, NotebookResult, SandboxSettings, SubmissionResult
 from .pool import Progress, Worker
 from .report import SubmissionScore, read_scores
@@ -36,16 +36,8 @@ def submitted_students(course_root: Path, assignment: str) -> list[str]:
 
 
 def submission_hash(folder: Path, spec_text: str) -> str:
-    h = hashlib.sha256((RUNNER_VERSION + spec_text).encode())
-    if folder.is_dir():
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and ".ipynb_checkpoints" not in path.parts:
-                h.update(str(path.relative_to(folder)).encode() + b"\0")
-                with path.open("rb") as fh:
-                    for chunk in iter(lambda: fh.read(1 << 20), b""):
-                        h.update(chunk)
-    return h.hexdigest()
-
+    """What decides whether a submission is graded again: its names, bytes and link texts (no link followed)."""
+    return intake.tree_hash(folder.parent.parent, folder.parent.name, folder.name, RUNNER_VERSION + spec_text)
 
 def zero_result(spec: dict, student: str, message: str, flag: Flag | None = None) -> SubmissionResult:
     notebooks = {}
@@ -57,20 +49,7 @@ def zero_result(spec: dict, student: str, message: str, flag: Flag | None = None
 
 
 def _read_timestamp(folder: Path) -> str | None:
-    path = folder / "timestamp.txt"
-    try:
-        text = path.read_text().strip()
-    except OSError:
-        return None
-    if not text or len(text) > 64:
-        return None
-    from nbgrader.utils import parse_utc
-    try:
-        parse_utc(text)
-    except Exception:  # noqa: BLE001
-        return None
-    return text
-
+    return intake.read_timestamp(folder.parent.parent, folder.parent.name, folder.name)
 
 def _install_outputs(course_root: Path, assignment: str, student: str, out: Path, folder: Path) -> None:
     """autograded/<student>/<assignment>/ and feedback/<student>/<assignment>/, as nbgrader lays them out."""
@@ -83,8 +62,24 @@ def _install_outputs(course_root: Path, assignment: str, student: str, out: Path
         if staged.is_dir():
             for item in staged.iterdir():
                 shutil.copy2(item, target / item.name)
-        if (folder / "timestamp.txt").is_file() and kind == "autograded":
-            shutil.copy2(folder / "timestamp.txt", target / "timestamp.txt")
+        timestamp = _read_timestamp(folder) if kind == "autograded" else None
+        if timestamp:  # written, not copied: the submitted one may be a link
+            (target / "timestamp.txt").write_text(timestamp)
+
+
+def refuse_unreachable_python(info: sandbox.SandboxInfo) -> None:
+    """Without bubblewrap nothing is mounted for the kernel's uid: if it cannot reach Python (a virtual
+    environment inside a private folder, like a home directory), every kernel would fail to start and every
+    submission score 0. Say so before grading anything."""
+    if info.active or not info.drop_uid:
+        return
+    blocked = reach.blocked(sandbox.kernel_paths(), sandbox.BASE_UID, sandbox.BASE_UID)
+    if blocked:
+        raise SystemExit("Refusing to grade: without bubblewrap, learners' code runs as an unprivileged user "
+                         f"(uid {sandbox.BASE_UID}+) that cannot reach the Python it needs: "
+                         + "; ".join(f"{path}: {why}" for path, why in blocked.items())
+                         + ". Every submission would score 0. Install bubblewrap (`make sandbox`), or keep the "
+                         "repository and its virtual environment where others may pass (chmod o+x on the folder named).")
 
 
 def grade_assignment(course_root: Path, assignment: str, students: list[str] | None = None, *,
@@ -102,11 +97,12 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
     if require_sandbox and info.protections_off():
         raise SystemExit("Refusing to grade: --require-sandbox was given and these protections are off: "
                          + "; ".join(info.protections_off()))
+    refuse_unreachable_python(info)
     all_students = submitted_students(course_root, assignment)
     students = list(dict.fromkeys(students)) if students else all_students
     unknown = [s for s in students if s not in all_students]
     if unknown:
-        log(f"No submission of {assignment} from: {', '.join(unknown)} (looked in {course_root / 'submitted'}).")
+        log(f"No submission of {assignment} from: {terminal_text(', '.join(unknown))} (looked in {course_root / 'submitted'}).")
         students = [s for s in students if s in all_students]
 
     spec = assignment_spec(course_root, assignment, db_url, source, release)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from . import sandbox
+from .kernel_start import KernelStartFailed, start_with_retries
 from .jobs import Job
 
 SETUP_TIMEOUT_S = 120
@@ -74,13 +75,17 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
                 os.chown(self.connection_file, uid, uid)
             return result
 
-    km = SandboxKernelManager(transport="ipc", ip=str(scratch / "k"), connection_file=str(scratch / "kernel.json"))
-    km._kernel_spec = KernelSpec(argv=argv, display_name="grading sandbox", language="python",
-                                 interrupt_mode="message", env={})
+    def new_manager():  # one per start attempt: a manager cleaned up after a failed start cannot start again
+        manager = SandboxKernelManager(transport="ipc", ip=str(scratch / "k"), connection_file=str(scratch / "kernel.json"))
+        manager._kernel_spec = KernelSpec(argv=argv, display_name="grading sandbox", language="python",
+                                          interrupt_mode="message", env={})
+        return manager
+
+    km = new_manager()
     if not info.active or shutil.which("prlimit") is None:
         def preexec():
             import resource
-            for res, value in ((resource.RLIMIT_AS, limits.memory_mb * 2**20), (resource.RLIMIT_CPU, limits.cpu_s),
+            for res, value in ((resource.RLIMIT_AS, sandbox.address_space_mb(info, limits) * 2**20), (resource.RLIMIT_CPU, limits.cpu_s),
                                (resource.RLIMIT_NPROC, limits.nproc), (resource.RLIMIT_FSIZE, limits.fsize_mb * 2**20)):
                 try:
                     resource.setrlimit(res, (value, value))
@@ -101,17 +106,30 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
     status = {i: "not_run" for i in range(len(run_nb.cells))}
     deadline = time.monotonic() + limits.timeout_s
     stopped = None
+    start_failures: list[str] = []
 
     async def run_all():
         nonlocal stopped
-        try:
-            t0 = time.monotonic()
+        async def start():
             await client.async_start_new_kernel(**start_kwargs)
             await client.async_start_new_kernel_client()
+
+        async def clean_up():  # nothing of a failed start may linger into the next
+            try:
+                await asyncio.wait_for(client._async_cleanup_kernel(), timeout=15)
+            finally:
+                client.km = new_manager()
+                sandbox.kill_uid(uid)
+
+        try:
+            t0 = time.monotonic()
+            start_failures.extend(await start_with_retries(start, clean_up))
+            if start_failures:
+                print(f"kernel start retried: {start_failures}", file=sys.stderr, flush=True)
             if os.environ.get("REVAD_DEBUG"):
                 print(f"kernel start: {time.monotonic() - t0:.2f} s", file=sys.stderr, flush=True)
-        except Exception as exc:  # noqa: BLE001
-            stopped = f"kernel_start: {type(exc).__name__}: {exc}"
+        except KernelStartFailed as exc:
+            stopped = f"kernel_start: {exc}"
             return
         try:
             for index, cell in enumerate(run_nb.cells):
@@ -168,9 +186,11 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
         stopped = stopped or f"deadline ({type(exc).__name__})"
     finally:
         try:
-            if km.provisioner and km.provisioner.process:
-                km.provisioner.process.kill()
+            manager = client.km or km
+            if manager.provisioner and manager.provisioner.process:
+                manager.provisioner.process.kill()
         except Exception:  # noqa: BLE001
             pass
         sandbox.kill_uid(uid)
-    return {"status": status, "stopped": stopped, "truncated": sorted(client.truncated)}
+    return {"status": status, "stopped": stopped, "truncated": sorted(client.truncated),
+            "kernel_start_failures": start_failures}

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from .safe_text import terminal_text
+
 
 class Progress:
     def __init__(self, total: int, enabled: bool):
@@ -24,7 +26,7 @@ class Progress:
         filled = int(width * self.done / max(self.total, 1))
         bar = "#" * filled + "-" * (width - filled)
         elapsed = time.perf_counter() - self.start
-        line = f"[{bar}] {self.done}/{self.total}  {elapsed:4.0f} s  {student}: {text}"
+        line = f"[{bar}] {self.done}/{self.total}  {elapsed:4.0f} s  {terminal_text(student)}: {terminal_text(text)}"
         if self.tty:
             sys.stderr.write("\r\033[K" + line + ("\n" if self.done == self.total else ""))
         else:

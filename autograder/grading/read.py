@@ -2,10 +2,11 @@
 become a message for the learner, never an exception."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import nbformat
+
+from . import notebook_json
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 
@@ -14,7 +15,8 @@ class Unreadable(Exception):
     """A submitted notebook that cannot be read; the message is for the learner."""
 
 
-def read_notebook(path: Path) -> nbformat.NotebookNode:
+def read_notebook(path: Path, notes: list[str] | None = None) -> nbformat.NotebookNode:
+    """The notebook at `path` (cells rebuilt one by one); notes for the learner (upgraded, cut) go to `notes`."""
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -25,15 +27,12 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
     if size > MAX_NOTEBOOK_BYTES:
         raise Unreadable(f"{path.name} is {size / 2**20:.0f} MB, more than the {MAX_NOTEBOOK_BYTES // 2**20} MB "
                          "the grader reads. Clear the outputs (Edit -> Clear Outputs of All Cells), save, submit again.")
-    raw = path.read_bytes()
-    try:
-        data = json.loads(raw.decode("utf-8", errors="replace"))
-    except json.JSONDecodeError as exc:
-        raise Unreadable(f"{path.name} is not a readable notebook: its JSON stops or breaks at line {exc.lineno}, "
-                         f"column {exc.colno} ({exc.msg}). The file was probably cut short or edited by hand. "
-                         "Open the last good copy (File -> Revert or a checkpoint), save, and submit again.") from None
-    if not isinstance(data, dict) or not isinstance(data.get("cells", None), list):
-        raise Unreadable(f"{path.name} is JSON but not a Jupyter notebook (no list of cells).")
+    try:  # nbformat 3 upgraded; JSON deeper than Python copes with cut, with a note
+        data, read_notes = notebook_json.load(path.read_bytes(), path.name)
+    except notebook_json.NotebookUnreadable as exc:
+        raise Unreadable(str(exc)) from None
+    if notes is not None:
+        notes.extend(read_notes)
     cells = []
     for raw_cell in data["cells"]:
         if not isinstance(raw_cell, dict):

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import record
+from .safe_text import spreadsheet_cell, terminal_text
 
 
 @dataclass
@@ -43,29 +44,50 @@ def read_scores(db_url: str, assignment: str, students: list[str]) -> list[Submi
     return rows
 
 
+NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
+                    "raw_score", "late_submission_penalty", "score", "max_score"]
+
+
+def nbgrader_rows(gb) -> list[dict[str, str]]:
+    """The rows of nbgrader's CSV export (its CsvExportPlugin: same columns, same values), as data: that
+    plugin joins fields with commas unquoted, so an id with a comma or a line break would break the file."""
+    from nbgrader.api import MissingEntry
+
+    rows = []
+    for assignment in gb.assignments:
+        for student in gb.students:
+            row = {"assignment": assignment.name, "duedate": assignment.duedate, "student_id": student.id,
+                   "last_name": student.last_name, "first_name": student.first_name, "email": student.email,
+                   "max_score": assignment.max_score}
+            try:
+                sub = gb.find_submission(assignment.name, student.id)
+            except MissingEntry:
+                row.update(timestamp="", raw_score=0.0, late_submission_penalty=0.0, score=0.0)
+            else:
+                penalty = sub.late_submission_penalty
+                row.update(timestamp=sub.timestamp, raw_score=sub.score, late_submission_penalty=penalty,
+                           score=max(0.0, sub.score - penalty))
+            rows.append({key: "" if row[key] is None else str(row[key]) for key in NBGRADER_COLUMNS})
+    return rows
+
+
 def export_csv(db_url: str, path: Path) -> Path:
-    """nbgrader's CSV export, with two more columns: flags and messages."""
+    """nbgrader's CSV export, with two more columns: flags and messages; properly quoted, and no cell a
+    spreadsheet would run as a formula."""
     from nbgrader.api import Gradebook
-    from nbgrader.plugins import CsvExportPlugin
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".nbgrader.csv")
     with Gradebook(db_url) as gb:
-        CsvExportPlugin(to=str(tmp)).export(gb)
+        rows = nbgrader_rows(gb)
     extra = record.graded_rows(db_url)
-    with tmp.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        fields = list(reader.fieldnames or []) + ["flags", "messages"]
-        rows = list(reader)
     for row in rows:
-        info = extra.get((row.get("assignment"), row.get("student_id")), {})
+        info = extra.get((row["assignment"], row["student_id"]), {})
         row["flags"] = "; ".join(f"{f['code']} ({f['notebook']}: {f['detail']})" for f in info.get("flags", []))
         row["messages"] = " | ".join(m.replace("\n", " ") for m in info.get("messages", []))
     with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer = csv.DictWriter(fh, fieldnames=NBGRADER_COLUMNS + ["flags", "messages"])
         writer.writeheader()
-        writer.writerows(rows)
-    tmp.unlink()
+        writer.writerows({key: spreadsheet_cell(value) for key, value in row.items()} for row in rows)
     return path
 
 
@@ -82,7 +104,7 @@ def format_table(rows: list[SubmissionScore]) -> str:
 def _format_one(rows: list[SubmissionScore]) -> str:
     cells = list(dict.fromkeys(name for row in rows for name in row.by_cell))
     header = ["student", "assignment", "score"] + cells + ["flags"]
-    lines = [[r.student, r.assignment, f"{r.score:g} / {r.max_score:g}"]
+    lines = [[terminal_text(r.student), terminal_text(r.assignment), f"{r.score:g} / {r.max_score:g}"]
              + [f"{r.by_cell[c][0]:g}/{r.by_cell[c][1]:g}" if c in r.by_cell else "-" for c in cells]
              + [", ".join(sorted({f.split(':')[0] for f in r.flags})) or "-"] for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *lines)]
@@ -90,10 +112,11 @@ def _format_one(rows: list[SubmissionScore]) -> str:
     out = [fmt(header), fmt(["-" * w for w in widths])] + [fmt(l) for l in lines]
     notes = []
     for r in rows:
+        who = f"{terminal_text(r.student)} / {terminal_text(r.assignment)}"
         for f in r.flags:
-            notes.append(f"  {r.student} / {r.assignment}  FLAG {f}")
+            notes.append(f"  {who}  FLAG {terminal_text(f)}")
         for m in r.messages:
-            notes.append(f"  {r.student} / {r.assignment}  {m.splitlines()[0] if m else ''}")
+            notes.append(f"  {who}  {terminal_text(m.splitlines()[0] if m else '')}")
     if notes:
         out += ["", "Flags and messages:"] + notes
     return "\n".join(out)

@@ -35,7 +35,8 @@ UID_RANGE = 3000
 
 @dataclass
 class Limits:
-    memory_mb: int = 4096        # address space of each sandboxed process (RLIMIT_AS)
+    memory_mb: int = 4096        # memory of each sandboxed process: its address space plus the sandbox's /tmp
+    tmp_mb: int = 256            # the sandbox's /tmp, a tmpfs (memory): taken out of memory_mb
     cpu_s: int = 600             # CPU seconds per process (RLIMIT_CPU)
     nproc: int = 128             # processes + threads of the slot's uid (RLIMIT_NPROC)
     fsize_mb: int = 64           # largest file the code may write (RLIMIT_FSIZE)
@@ -139,7 +140,13 @@ def _readonly_roots() -> list[Path]:
     return out
 
 
-def bwrap_argv(info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | None = None) -> list[str]:
+def kernel_paths() -> list[Path]:
+    """What the kernel's own uid must reach when nothing is mounted for it: Python and the course packages."""
+    system = {Path("/usr"), Path("/etc"), Path("/opt")}
+    return [Path(sys.executable)] + [p for p in _readonly_roots() if p not in system]
+
+
+def bwrap_argv(info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | None = None, tmp_mb: int = 0) -> list[str]:
     """The bubblewrap command line (without the command to run inside)."""
     argv = [info.tool, "--die-with-parent", "--new-session", "--tmpfs", "/"]
     for link in ("bin", "lib", "lib64", "sbin", "lib32", "libx32"):
@@ -150,7 +157,11 @@ def bwrap_argv(info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | N
             argv += ["--ro-bind", str(p), str(p)]
     # Fresh /tmp and /var/tmp first: a virtual environment or checkout that lives under /tmp (a CI
     # clone, say) is bound on top of them below, instead of being hidden by them.
-    argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp", "--dir", "/run"]
+    # /tmp is the only tmpfs the code can write to; files there are memory, so it has a size of its own
+    # (a part of the memory limit); /var/tmp points into it; /, /dev and /run are made read-only below.
+    size = ["--size", str(tmp_mb * 2**20)] if tmp_mb else []
+    argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", *size, "--tmpfs", "/tmp",
+             "--perms", "0755", "--dir", "/var", "--symlink", "/tmp", "/var/tmp", "--dir", "/run"]
     roots = _readonly_roots()
     parents = sorted({str(q) for r in roots for q in Path(r).parents
                       if str(q) not in ("/", "/tmp", "/var/tmp") and not any(q.is_relative_to(x) for x in roots)}, key=len)
@@ -160,11 +171,12 @@ def bwrap_argv(info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | N
         argv += ["--ro-bind", str(root), str(root)]
     for path in hide or []:  # in case one of them sits under an allowed root
         if path and Path(path).exists() and any(Path(path).resolve().is_relative_to(r) for r in _readonly_roots()):
-            argv += ["--tmpfs", str(Path(path).resolve())]
+            argv += ["--tmpfs", str(Path(path).resolve()), "--remount-ro", str(Path(path).resolve())]
     if scratch_dir is not None:
         for parent in sorted({str(q) for q in Path(scratch_dir).parents if str(q) not in ("/", "/tmp", "/var/tmp")}, key=len):
             argv += ["--perms", "0755", "--dir", parent]
         argv += ["--bind", str(scratch_dir), str(scratch_dir), "--chdir", str(scratch_dir / "work")]
+    argv += ["--remount-ro", "/", "--remount-ro", "/dev"]
     argv += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
              "--hostname", "grader", "--clearenv"]
     if not info.as_root:
@@ -172,16 +184,21 @@ def bwrap_argv(info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | N
     return argv
 
 
+def address_space_mb(info: SandboxInfo, limits: Limits) -> int:
+    """The address-space limit: the memory limit less the sandbox's /tmp, whose files are memory too."""
+    return limits.memory_mb - (limits.tmp_mb if info.active else 0)
+
+
 def kernel_command(info: SandboxInfo, limits: Limits, scratch_dir: Path, slot: int, env: dict[str, str],
                    hide: list[Path]) -> list[str]:
     """The full command that starts one sandboxed ipykernel; `{connection_file}` is filled by jupyter_client."""
     uid = BASE_UID + slot % UID_RANGE
-    cmd = ["prlimit", f"--as={limits.memory_mb * 2**20}", f"--cpu={limits.cpu_s}",
+    cmd = ["prlimit", f"--as={address_space_mb(info, limits) * 2**20}", f"--cpu={limits.cpu_s}",
            f"--nproc={limits.nproc}", f"--fsize={limits.fsize_mb * 2**20}", f"--core=0", "--"]
     if shutil.which("prlimit") is None:
         cmd = []  # execute.py applies the same limits with resource.setrlimit instead
     if info.active:
-        cmd += bwrap_argv(info, scratch_dir, hide)
+        cmd += bwrap_argv(info, scratch_dir, hide, tmp_mb=limits.tmp_mb)
         for key, value in env.items():
             cmd += ["--setenv", key, value]
         if info.drop_uid:

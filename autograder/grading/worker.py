@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 
 from ..registry import CHECKS
+from . import intake
 from .assemble import build_execution
 from .execute import execute
 from .flags import static_patches, structural_flags
@@ -81,7 +82,7 @@ def read(name: str, path: Path | None, result: NotebookResult):
                                "(0 points). Submit the notebook under that name.")
         return None
     try:
-        return read_notebook(path)
+        return read_notebook(path, notes=result.messages)
     except Unreadable as exc:
         result.status = "unreadable"
         result.messages.append(str(exc) + " Its tests could not run (0 points).")
@@ -194,10 +195,15 @@ def grade_submission(job: Job) -> SubmissionResult:
     spec = json.loads(Path(job.spec).read_text())
     for module in spec["modules"]:
         importlib.import_module(module)
-    folder, out_dir = Path(job.submission), Path(job.out)
+    submitted, out_dir = Path(job.submission), Path(job.out)
+    taken = take_in(submitted, Path(job.scratch) / ".intake")
+    folder = taken.folder  # from here on only the copy is read: it holds no links
     found, messages = find_notebooks(folder, spec["notebooks"])
-    result = SubmissionResult(job.student, spec["assignment"], messages=messages, sandbox=job.sandbox_text)
-    if not folder.is_dir() or not any(folder.iterdir()):
+    result = SubmissionResult(job.student, spec["assignment"], messages=taken.messages() + messages,
+                              sandbox=job.sandbox_text)
+    if taken.WHOLE in taken.refused:
+        pass  # the submission folder itself was a link: its message says so
+    elif not folder.is_dir() or not any(folder.iterdir()):
         result.messages.append("Your submission is empty: no files were handed in (0 points).")
     elif not any(p for p in found.values()):
         listing = ", ".join(sorted(p.name for p in folder.iterdir())[:10]) or "nothing"
@@ -216,9 +222,22 @@ def grade_submission(job: Job) -> SubmissionResult:
             nb_result = grade_notebook(name, found[name], spec_nb, job, scratch, out_dir)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        nb_result.flags += [Flag(**f) for f in taken.flags()]
+        if found[name] is None and taken.refuses(f"{name}.ipynb"):
+            nb_result.status, nb_result.messages = "refused", []  # not "missing": the learner's message says why
         result.notebooks[name] = nb_result
         write_feedback(name, nb_result, out_dir, result.messages)
+    shutil.rmtree(taken.folder, ignore_errors=True)
     return result
+
+
+def take_in(submitted: Path, copy: Path) -> intake.Intake:
+    """A copy of the submission made without following a single link (the grader runs as root)."""
+    shutil.rmtree(copy, ignore_errors=True)
+    try:
+        return intake.snapshot(submitted.parent.parent, submitted.parent.name, submitted.name, copy)
+    except intake.SubmissionRefused as exc:
+        return intake.Intake.refused_whole(copy, str(exc))
 
 
 def run_job(job_path: str) -> int:

@@ -13,6 +13,7 @@ from .assemble import fresh_ids
 from .feedback_html import feedback_exporter, notes_cell, with_notes
 from .jobs import NotebookResult
 from .read import nbgrader_meta
+from .sanitize import sanitize_notebook
 
 
 def _redact(text: str, secrets: list[str]) -> str:
@@ -61,6 +62,7 @@ def write_autograded(run_nb, nb, result: NotebookResult, by_id: dict, test_index
     # formgrader shows this notebook: the grader's messages and each flag's reason come first
     with_notes(graded, notes_cell(result.messages, [asdict(f) for f in result.flags], for_learner=False))
     fresh_ids(graded)
+    sanitize_notebook(graded)  # formgrader shows this notebook as HTML without sanitizing it
     (out_dir / "autograded").mkdir(parents=True, exist_ok=True)
     nbformat.write(graded, out_dir / "autograded" / f"{result.notebook}.ipynb")
 
@@ -92,6 +94,7 @@ def write_feedback(name: str, result: NotebookResult, out_dir: Path, messages: l
             meta["points"] = result.grades[gid].max
         if gid in result.comments:
             meta["comment"] = result.comments[gid]
+    sanitize_notebook(nb)  # the grader's notes name files the learner named
     score, max_score = result.score, result.max_score
     exporter = feedback_exporter()
     resources = {"nbgrader": {"notebook": name, "score": score, "max_score": max_score, "late_penalty": 0}}

@@ -17,9 +17,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402
 
-from autograder import safe_text  # noqa: E402
+from nbgrader.api import Gradebook  # noqa: E402
+from nbgrader.plugins import CsvExportPlugin  # noqa: E402
+
+from autograder.grading import safe_text  # noqa: E402
+from autograder.grading.report import nbgrader_rows  # noqa: E402
 from autograder.coursedir import REPO  # noqa: E402
-from autograder.sandbox import detect  # noqa: E402
+from autograder.grading.sandbox import detect  # noqa: E402
 
 HOSTILE_IDS = ["=2+5+cmd|' -C calc'!A0", "+ben", "@SUM(A1)", "-carl", "ada\x1b[2J\x1b[Hforged\rrow"]
 
@@ -56,6 +60,13 @@ def test_hostile_student_ids_are_inert_in_the_csv_and_the_terminal(tmp_path):
     assert not [c for c in cells if c.startswith(safe_text.FORMULA_STARTS)]
     ids = {row[rows[0].index("student_id")] for row in rows[1:]}
     assert ids == {"'" + s if s[0] in "=+-@" else s for s in HOSTILE_IDS}
+    # the same rows as nbgrader's own exporter, wherever its unquoted CSV can be read back at all
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
+        CsvExportPlugin(to=str(tmp_path / "stock.csv")).export(gb)
+        ours = {row["student_id"]: row for row in nbgrader_rows(gb)}
+    with (tmp_path / "stock.csv").open(newline="") as fh:
+        stock = {row["student_id"]: row for row in csv.DictReader(fh) if row["student_id"] in ours}
+    assert len(stock) == len(HOSTILE_IDS) - 1 and all(ours[k] == row for k, row in stock.items())
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ learner's browser (formgrader renders the autograded notebook without sanitizing
                             raw cells and on outputs (HTML/markdown outputs cleaned, JavaScript, SVG and
                             widget outputs dropped); markdown links that would render to a script URL
                             (nbconvert's markdown renderer lets `[x](javascript:...)` through) make the
-                            cell shown as plain text (so does markdown that cannot be rendered at all);
+                            cell (or markdown output) shown as plain text, as does markdown that cannot
+                            be rendered at all;
                             notebook metadata cut to what nbgrader needs.
 """
 from __future__ import annotations
@@ -67,7 +68,6 @@ def _literal_markdown(source: str) -> str:
 
 def sanitize_notebook(nb):
     """Clean `nb` (an nbformat NotebookNode) in place and return it."""
-    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
     from nbconvert.preprocessors.sanitize import SanitizeHTML
 
     for key in list(nb.metadata):
@@ -86,11 +86,24 @@ def sanitize_notebook(nb):
                         attachments[name] = kept
                     else:
                         del attachments[name]
-            try:
-                renderer = IPythonRenderer(escape=False, attachments=cell.get("attachments") or {})  # as nbconvert renders
-                rendered = MarkdownWithMath(renderer=renderer).render(cell.source)
-            except Exception:  # noqa: BLE001 -- e.g. a missing attachment, which would also break the feedback page
-                rendered = None
-            if rendered is None or unsafe_urls(rendered):
+            if not _renders_safely(cell.source, cell.get("attachments") or {}):
                 cell.source = _literal_markdown(cell.source)
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = output.get("data", {})
+            if isinstance(data.get("text/markdown"), str) and not _renders_safely(data["text/markdown"], {}):
+                data.setdefault("text/plain", data["text/markdown"])  # shown as text instead
+                del data["text/markdown"]
+        if cell.cell_type == "code":  # a JavaScript-only output has nothing left to show
+            cell.outputs = [o for o in cell.outputs if "data" not in o or o["data"]]
     return nb
+
+
+def _renders_safely(markdown: str, attachments: dict) -> bool:
+    """Whether nbconvert's own markdown renderer turns `markdown` into HTML without a script URL or handler."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    try:
+        rendered = MarkdownWithMath(renderer=IPythonRenderer(escape=False, attachments=attachments)).render(markdown)
+    except Exception:  # noqa: BLE001 -- e.g. a missing attachment, which would also break the feedback page
+        return False
+    return not unsafe_urls(rendered)
