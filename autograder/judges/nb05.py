@@ -561,7 +561,7 @@ def judge_saved_bytes(data, problems=()):
                          "hook of torch.autograd.graph.saved_tensors_hooks receives, not the inputs or outputs.")
         elif want and got * 8 == want and problem != "matmul":
             hints.append("count bytes, not bits.")
-        raise CheckFailed(f"{call} returned {got:g}, which is off by {abs(got - want):g} bytes."
+        raise CheckFailed(f"{call} returned {got:g}, which is too {'many' if got > want else 'few'} bytes."
                           + "".join(f"\nHint: {h}" for h in hints))
     return None
 
@@ -584,6 +584,6 @@ def judge_bandwidth(data, cases=()):
             hints.append("multiply the number of elements by the bytes per element.")
         elif math.isclose(got * want, (moved / 1e9) ** 2 / seconds * seconds, rel_tol=1e-6) or math.isclose(got, seconds / (moved / 1e9), rel_tol=1e-9):
             hints.append("bandwidth is bytes per second: divide the bytes by the seconds.")
-        raise CheckFailed(f"{call} returned {got:.4g} GB/s; that is off by a factor {got / want:.3g}."
+        raise CheckFailed(f"{call} returned {got:.4g} GB/s, which is too {'high' if got > want else 'low'}."
                           + "".join(f"\nHint: {h}" for h in hints))
     return None

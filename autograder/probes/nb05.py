@@ -179,7 +179,8 @@ def _returns(raw: Any) -> list[dict]:
 def _call(fn: Callable, *args, name: str) -> Any:
     """call_learner, with the Triton interpreter's wrapping taken off a blank stub's NotImplementedError."""
     try:
-        return call_learner(fn, *args, name=name)
+        # call= given: building the default description repr()s every tensor argument (~20 ms each).
+        return call_learner(fn, *args, name=name, call=f"{name}(…)")
     except CheckFailed as failure:
         cause = failure.__cause__
         while cause is not None:
