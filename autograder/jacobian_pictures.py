@@ -48,15 +48,67 @@ def show_pictures(pictures) -> None:
             display(Image(data=buffer.getvalue(), format="png"))
 
 
-def show_verdict(verdict, failure) -> None:
-    """check_function's `show` hook: print the report, draw the wrong Jacobians."""
+# The Function checks run in one test cell (the visible ones, then in the graded copy the hidden ones) share
+# one score: the lowest. The cell is told apart by IPython's execution count.
+_CELL: dict = {"count": None, "verdicts": []}
+
+
+def _cell_and_line():
+    """(source of the running cell, line of the check's call in it), or (None, None) outside a notebook cell."""
+    import inspect
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None, None
+    ip = get_ipython()
+    if ip is None:
+        return None, None
+    history = ip.user_ns.get("In") or [""]
+    frames = [f for f in inspect.stack(context=0) if f.function == "<module>" and "autograder" not in f.filename]
+    return history[-1], (frames[0].lineno if frames else None)   # the innermost: the cell itself
+
+
+def _in_hidden_tests(source: str | None, line: int | None) -> bool:
+    if not source or not line:
+        return False
+    hidden = False
+    for text in source.splitlines()[:line]:
+        if "BEGIN HIDDEN TESTS" in text:
+            hidden = True
+        elif "END HIDDEN TESTS" in text:
+            hidden = False
+    return hidden
+
+
+def show_verdict(verdict, failure):
+    """check_function's `show` hook: print the report, draw the wrong Jacobians. In a notebook cell it also
+    decides what the call evaluates to: nothing while every Function check of the cell has passed (no stray
+    Out[...] line), else the lowest verdict of the cell (the score nbgrader reads from the cell's last Out)."""
+    from .registry import NOTHING
+
     if failure is not None:
         show_pictures(getattr(getattr(failure, "verdict", None), "pictures", []))
-        return
-    if hasattr(verdict, "report"):
-        print(verdict.report() if not verdict.passed else f"{verdict.title}: all parts pass "
-              f"({float(verdict):g} of {verdict.points:g} points).")
-        for p in verdict.parts if verdict.passed else []:
-            if p.passed is None:
-                print("  skipped: " + "; ".join(p.messages))
-        show_pictures(verdict.pictures)
+        return None
+    if not hasattr(verdict, "report"):
+        return None
+    source, line = _cell_and_line()
+    hidden = _in_hidden_tests(source, line)
+    label = "Hidden tests (cases your notebook does not show) — " if hidden else ""
+    print(label + (verdict.report() if not verdict.passed else f"{verdict.title}: all parts pass "
+                   f"({float(verdict):g} of {verdict.points:g} points)."))
+    for p in verdict.parts if verdict.passed else []:
+        if p.passed is None:
+            print("  skipped: " + "; ".join(p.messages))
+    show_pictures(verdict.pictures)
+    if source is None:
+        return None                      # not in a notebook cell: the call returns the verdict itself
+    from IPython import get_ipython
+    count = get_ipython().execution_count
+    if _CELL["count"] != count:
+        _CELL.update(count=count, verdicts=[])
+    _CELL["verdicts"].append(verdict)
+    lowest = min(_CELL["verdicts"], key=float)
+    if len(_CELL["verdicts"]) > 1:
+        print(f"Score of this test cell: {float(lowest):g} of {lowest.points:g} points (the lowest of its "
+              f"{len(_CELL['verdicts'])} checks).")
+    return NOTHING if all(v.passed for v in _CELL["verdicts"]) else lowest

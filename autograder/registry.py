@@ -52,7 +52,8 @@ class Check:
     name: str
     probe_target: str                 # "autograder.probes.nbNN:probe_x"
     judge_target: str                 # "autograder.judges.nbNN:judge_x"
-    show_target: str | None = None    # "module:function(verdict, failure)": shows a result in the notebook
+    show_target: str | None = None    # "module:function(verdict, failure)": shows a result in the notebook, and
+                                      # may return what the call evaluates to there (None: the verdict; NOTHING: None)
 
     @property
     def probe(self) -> Callable[..., Any]:
@@ -92,10 +93,21 @@ class Check:
             if hasattr(failure, "verdict"):
                 short.verdict = failure.verdict
             raise short from crash
-        if show:
-            show(verdict, None)
-        return verdict
+        shown = show(verdict, None) if show else None
+        if shown is NOTHING:
+            return None
+        return verdict if shown is None else shown
 
+
+class _Nothing:
+    """What a show hook returns when the check's call should evaluate to None in the notebook: a test cell
+    that ends with it then shows no Out[...] line (nbgrader reads a number there as a partial score)."""
+
+    def __repr__(self) -> str:
+        return "NOTHING"
+
+
+NOTHING = _Nothing()
 
 CHECKS: dict[str, Check] = {}
 

@@ -66,6 +66,7 @@ def test_partial_credit_feedback_explains_itself(demo):
     (html,) = (root / "feedback" / "ben" / "03-custom-functions").glob("*.html")
     text = html.read_text()
     assert "Partly right" in text and "sum over the batch" in text.replace("\n", " ")
+    assert "Hidden tests (cases your notebook does not show)" in text   # one score line, the hidden report labelled
     assert "BEGIN HIDDEN" not in text
 
 

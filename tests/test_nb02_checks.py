@@ -195,6 +195,7 @@ def test_tanh_squared_is_caught_and_named():
     message = _fails(nb02.check_tanh, ns["Variable"], points=[0.5], contains=("tanh²", "classic slip"))
     right = 1 - math.tanh(0.5) ** 2
     assert f"{right:.4f}" not in message and f"{right:.6g}" not in message
+    assert "the 1" not in message and "1 −" not in message and "1 -" not in message   # the hint does not give it away
     # the whole-engine comparison with PyTorch still sees it (as a report)
     _fails(nb02.check_engine, ns["Variable"], seeds=[s for s in range(60) if "tanh" in nb02.random_expression_text(s)][:3],
            contains=("random expression", "exercises 1-4"))

@@ -708,3 +708,64 @@ def test_every_check_shape_used_by_the_notebook_is_registered():
     for name in ("check_function", "check_numerical_jacobian", "check_my_gradcheck", "check_kill_head_training"):
         assert name in CHECKS
     assert math.isfinite(float(WEIGHTS["gradcheck"]))
+
+
+NOTEBOOK_CELLS = [
+    '''import torch
+from torch.autograd import Function
+from autograder.nb03 import check_function
+torch.set_default_dtype(torch.float64)
+
+class MulFunction(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b, g * a
+
+class Exp(Function):          # right, except that it saves its input instead of its output
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.exp(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * torch.exp(x)''',
+    '''check_function(MulFunction, reference="mul", points=2, seed=0, cuda=False)
+### BEGIN HIDDEN TESTS
+check_function(MulFunction, reference="mul", points=2, seed=1, cases=4, cuda=False)
+### END HIDDEN TESTS''',
+    '''check_function(Exp, reference="exp", points=2, seed=0, cuda=False)
+### BEGIN HIDDEN TESTS
+check_function(Exp, reference="exp", points=2, seed=2, cases=4, cuda=False)
+### END HIDDEN TESTS''',
+]
+
+
+def test_in_a_notebook_a_passing_cell_shows_no_score_and_a_partial_one_shows_one_labelled_score(tmp_path):
+    """No stray Out[...] on a passing test cell; a partly right Function's cell ends with one score (the lowest,
+    which nbgrader reads) and labels the hidden cases as such."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbgrader.utils import determine_grade
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in NOTEBOOK_CELLS])
+    for cell, points in zip(nb.cells[1:], (2, 2)):
+        cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "points": points,
+                                     "grade_id": f"t{points}{len(cell.source)}", "schema_version": 3}
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    passing, partial = nb.cells[1], nb.cells[2]
+    assert not [o for o in passing.outputs if o.output_type == "execute_result"], passing.outputs
+    assert determine_grade(passing) == (2, 2)
+    results = [o for o in partial.outputs if o.output_type == "execute_result"]
+    assert len(results) == 1 and float(results[0].data["text/plain"]) == 1.6
+    assert determine_grade(partial) == (1.6, 2)
+    text = "".join(o.get("text", "") for o in partial.outputs if o.output_type == "stream")
+    assert text.count("Hidden tests (cases your notebook does not show)") == 1
+    assert "Score of this test cell: 1.6 of 2 points" in text

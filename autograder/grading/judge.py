@@ -31,8 +31,9 @@ def load_payload(cell) -> tuple[dict | None, str | None]:
     return payload, None
 
 
-def judge_cell(calls: list, payload: dict | None, points: float) -> tuple[float, list[str], bool]:
-    """(score, messages, failed) for one test cell, decided here from the probe's data."""
+def judge_cell(calls: list, payload: dict | None, points: float, visible: int | None = None) -> tuple[float, list[str], bool]:
+    """(score, messages, failed) for one test cell, decided here from the probe's data. `visible`: how many of
+    the calls the learner's copy shows; the reports of the others are labelled as the hidden tests'."""
     messages, failed, partial = [], False, []
     results = payload["results"] if payload else []
     for i, (check, expr, params) in enumerate(calls):
@@ -57,7 +58,8 @@ def judge_cell(calls: list, payload: dict | None, points: float) -> tuple[float,
                 # A partial verdict (nb03's Verdict) explains itself: keep its report for the feedback.
                 report = getattr(verdict, "report", None)
                 if callable(report) and not getattr(verdict, "passed", True):
-                    messages.append(str(report()))
+                    hidden = visible is not None and i >= visible
+                    messages.append(("Hidden tests (cases your notebook does not show) — " if hidden else "") + str(report()))
     if failed:
         return 0.0, list(dict.fromkeys(messages)), True
     if partial:

@@ -170,7 +170,8 @@ def judge(plan: Plan, report: dict, spec_nb: dict, result: NotebookResult) -> No
                                    "cell replaced or the kernel changed?)."]
             score, failed = 0.0, True
         else:
-            score, msgs, failed = judge_cell(plan.calls[gid], payload, points)
+            shown = parse_check_calls(by_id[gid].get("release_source") or "", {c[0] for c in plan.calls[gid]}) or []
+            score, msgs, failed = judge_cell(plan.calls[gid], payload, points, visible=len(shown))
             patched.update(p for p in payload.get("patched", []) if isinstance(p, str))
         result.grades[gid] = CellGrade(score, points, msgs, trusted=True, kernel_passed=not kernel_failed)
         if status[tindex] in ("ok", "error") and kernel_failed != failed:
