@@ -92,6 +92,8 @@ def test_learner_runs_an_exercise_validates_and_submits(tmp_path):
         run(page, answer)
         run(page, test)
         assert "one-sided difference" in output.inner_text()
+        assert "registry.py" not in output.inner_text() and "autograder/" not in output.inner_text(), \
+            "the traceback shows the check's message and the learner's cell, none of the grader's frames"
         shot("wrong answer gets a hint")
 
         set_source(page, answer, RIGHT)
