@@ -74,7 +74,7 @@ def test_partial_credit_feedback_explains_itself(demo):
 def test_demo_flags_the_tampered_test_cell_with_its_reason(demo):
     """cleo edited a locked test cell (demo/tampered/): flagged, with the reason, in the gradebook and the CSV."""
     root, stdout = demo
-    from autograder import record
+    from autograder.grading import record
     rows = record.graded_rows(f"sqlite:///{root / 'gradebook.db'}", "01-reverse-accumulation")
     assert [(f["code"], f["detail"].split(":")[0]) for f in rows[("01-reverse-accumulation", "cleo")]["flags"]] == \
         [("locked_cell_edited", "test_primal_trace")]

@@ -42,6 +42,10 @@ def notes_markdown(messages: list[str], flags: list[dict], *, for_learner: bool)
                 meaning = FLAG_FOR_LEARNER.get(code, "")
                 detail = "" if code == "grader_error" else flag.get("detail", "")
                 lines.append(f"- `{code}`: {meaning}" + (f" ({detail})" if detail else "") + ".")
+            elif code == "grader_error":
+                # its detail is the grader's own traceback: kept to the score table and the CSV, since
+                # autograded/ may become a learner's feedback through nbgrader generate_feedback
+                lines.append(f"- `{code}`: {FLAG_FOR_LEARNER[code]} (details: the score table, the CSV's flags column)")
             else:
                 lines.append(f"- `{code}`: {flag.get('detail', '')}")
         lines.append("")
