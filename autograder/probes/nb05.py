@@ -343,7 +343,7 @@ def probe_gather_devices(obj, name="GatherRows"):
     apply = _function_apply(obj, name)
     out: dict[str, Any] = {}
     for label, device, dtype in (("meta", "meta", torch.float32), ("bfloat16", "cpu", torch.bfloat16)):
-        weight = torch.randn(5, 3, dtype=dtype, device=device) if device != "meta" else torch.empty(5, 3, device="meta")
+        weight = torch.randn(5, 3, dtype=dtype, device=device) if device != "meta" else torch.empty(5, 3, dtype=dtype, device="meta")
         index = torch.tensor([0, 2, 2, 4], device=device)
         try:
             weight.requires_grad_(True)
