@@ -492,9 +492,11 @@ def draw_pairs(rng, count: int) -> dict:
 
 
 def draw_pow_cases(rng, count: int) -> dict:
-    """A positive base with any exponent, and negative bases with whole exponents (no complex results)."""
+    """A positive base with any exponent, negative bases with whole exponents (no complex results), a zero base."""
     cases = [(_value(rng, 0.2, 3.0), _value(rng, -2.0, 2.0)) if i % 2 == 0 else
              (_value(rng, -3.0, -0.2), float(rng.randint(1, 3))) for i in range(count)]
+    if count >= 3:  # a zero base with a positive exponent: 0 for every exponent, so d/db is 0 (not undefined)
+        cases[2] = (0.0, _value(rng, 0.5, 3.0))
     return {"cases": cases}
 
 
