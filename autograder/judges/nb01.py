@@ -102,8 +102,9 @@ def judge_tangent_trace(data, cases):
 def judge_jacobian_reverse(data, cases):
     for i, ((n, m, seed), got) in enumerate(zip(cases, answers.per_case(data, cases))):
         A, x = jacobian_problem(n, m, seed)
-        answers.entry(got, f"answer {i}", ("J", "sweeps"))
+        answers.entry(got, f"answer {i}", ("J", "sweeps", "forward_sweeps"))
         J, _ = answers.tensor(got["J"], "J"), answers.integer(got["sweeps"], "sweeps")
+        answers.integer(got["forward_sweeps"], "forward_sweeps")
         call = f"jacobian_reverse(F, x) for F: R^{n} -> R^{m}"
         if tuple(J.shape) != (m, n):
             hint = (" It looks transposed: row i of the Jacobian holds the gradient of output i."

@@ -88,8 +88,9 @@ add_reference(FunctionReference(name="numerical_logsumexp", reference=lambda x: 
 
 def judge_numerical_jacobian(data, problems, eps=1e-6, seed=0):
     for name, got in zip(problems, answers.per_case(data, problems)):
-        answers.entry(got, name, ("jacobians", "calls", "inputs_changed"))
+        answers.entry(got, name, ("jacobians", "calls", "calls_with_grad", "inputs_changed"))
         answers.integer(got["calls"], "calls"), answers.flag(got["inputs_changed"], "inputs_changed")
+        answers.integer(got["calls_with_grad"], "calls_with_grad")
         if not isinstance(got["jacobians"], list):
             raise CheckFailed(answers.MISMATCH.format(why="a list of Jacobians was expected"))
         for J in got["jacobians"]:
