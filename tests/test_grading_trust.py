@@ -30,7 +30,7 @@ from autograder.grading.worker import hidden_rng
 from autograder.registry import CHECKS
 from autograder.release import generate_release, untrusted_test_cells
 
-for _module in ("autograder.nb01", "autograder.nb02", "autograder.nb03"):
+for _module in ("autograder.nb01", "autograder.nb02", "autograder.nb03", "autograder.nb05"):
     importlib.import_module(_module)
 
 SOLUTION_NOTEBOOKS = sorted(p for p in SOLUTIONS.glob("*/*.ipynb") if ".ipynb_checkpoints" not in p.parts)
