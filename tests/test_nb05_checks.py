@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 
 os.environ.setdefault("TRITON_INTERPRET", "1")   # before triton is imported: kernels defined here are interpreted
 
@@ -16,7 +17,14 @@ import triton.language as tl  # noqa: E402
 from hypothesis import given, settings, strategies as st  # noqa: E402
 from torch.autograd import Function  # noqa: E402
 
+import nbformat  # noqa: E402
+from nbgrader.api import Gradebook  # noqa: E402
+
 from autograder import nb05  # noqa: E402
+from autograder.coursedir import SOLUTIONS  # noqa: E402
+from autograder.grading import grade_assignment, sandbox  # noqa: E402
+from autograder.release import generate_in_course  # noqa: E402
+from autograder.submissions import fill_answers, solution_sources  # noqa: E402
 from autograder.feedback import CheckFailed  # noqa: E402
 from autograder.probes.nb05 import RECOMPUTE_PROBLEMS, SAVED_BYTES_PROBLEMS  # noqa: E402
 from autograder.registry import CHECKS, FAILED  # noqa: E402
@@ -696,3 +704,44 @@ def test_every_check_the_notebook_calls_is_registered():
         if name.startswith("check_"):
             assert name in CHECKS
     assert "unmasked tl.load/tl.store" in nb05.CRASH_HINT
+
+
+# =========================================================================== a crash costs only its own exercises
+
+CRASH_ASSIGNMENT = "05-gpu-functions"
+CRASHING_KERNEL = '''
+@triton.jit
+def silu_forward_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + offsets, mask=offsets < n_elements)
+    tl.store(y_ptr + offsets * 1000000000, x * tl.sigmoid(x))      # far outside y, and unmasked
+'''
+
+
+@pytest.mark.slow
+def test_a_crashing_kernel_costs_only_its_own_exercises(tmp_path):
+    """A kernel that stores far outside its tensor kills the interpreter's process (a segfault). The grader gives
+    the rest of the notebook a fresh kernel: the exercises that ran the kernel score 0, with the crash hint, and
+    the others keep their points. (After its definition the notebook runs the learner's forward kernel in three
+    cells -- its test, TritonSiLU's test, one check-yourself cell -- within the grader's three recoveries.)"""
+    root, db_url = tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}"
+    shutil.copytree(SOLUTIONS / CRASH_ASSIGNMENT, root / "source" / CRASH_ASSIGNMENT)
+    generate_in_course(root, [CRASH_ASSIGNMENT], db_url)
+    (released,) = (root / "release" / CRASH_ASSIGNMENT).glob("*.ipynb")
+    answers = solution_sources(SOLUTIONS / CRASH_ASSIGNMENT / released.name)
+    folder = root / "submitted" / "dora" / CRASH_ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(fill_answers(released, {**answers, "silu_forward_kernel": CRASHING_KERNEL}), folder / released.name)
+    (folder / "timestamp.txt").write_text("2026-11-01 12:00:00.000000 UTC")
+    (row,) = grade_assignment(root, CRASH_ASSIGNMENT, db_url=db_url, workers=1, progress=False, log=lambda *a: None,
+                              limits=sandbox.Limits(cell_timeout_s=120, timeout_s=900))
+    with Gradebook(db_url) as gb:
+        scores = {g.name: g.score for g in gb.find_submission_notebook(released.stem, CRASH_ASSIGNMENT, "dora").grades}
+    assert scores["test_silu_forward_kernel"] == 0 and scores["test_triton_silu"] == 0
+    (feedback,) = (root / "feedback" / "dora" / CRASH_ASSIGNMENT).glob("*.html")
+    assert "Hint: likely an unmasked tl.load/tl.store" in feedback.read_text()
+    assert any("fresh kernel" in m for m in row.messages), row.messages
+    for before in ("test_gather_rows", "test_saved_bytes", "test_fused_silu", "test_fused_gelu", "test_checkpoint"):
+        assert scores[before] > 0, (before, scores)
+    for after in ("test_silu_backward_kernel", "test_effective_bandwidth", "test_linear32"):
+        assert scores[after] > 0, (after, scores, row.messages)

@@ -587,3 +587,41 @@ def judge_bandwidth(data, cases=()):
         raise CheckFailed(f"{call} returned {got:.4g} GB/s, which is too {'high' if got > want else 'low'}."
                           + "".join(f"\nHint: {h}" for h in hints))
     return None
+
+
+# --------------------------------------------------------------------------------------------- drawers (hidden cases)
+# draw_x(rng, N) -> params: the grader seeds rng from the gradebook's secret and the submission (CONTRIBUTING.md).
+
+def draw_seed(rng, count: int) -> dict:
+    """Function checks take their inputs from a seed; the call keeps its own `cases=`."""
+    return {"seed": rng.randrange(1, 10**6)}
+
+
+def draw_saved_bytes_problems(rng, count: int) -> dict:
+    from ..probes.nb05 import SAVED_BYTES_PROBLEMS
+    names = list(SAVED_BYTES_PROBLEMS)
+    rng.shuffle(names)
+    return {"problems": (names * count)[:count]}
+
+
+def draw_recompute_problems(rng, count: int) -> dict:
+    from ..probes.nb05 import RECOMPUTE_PROBLEMS
+    names = list(RECOMPUTE_PROBLEMS)
+    rng.shuffle(names)
+    return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
+
+
+def draw_kernel_sizes(rng, count: int) -> dict:
+    """Sizes below, at and above a block, a single element, several programs with a ragged last block."""
+    sizes = []
+    for k in range(count):
+        block = rng.choice((8, 16, 32, 64, 128))
+        n = [1, block, rng.randint(2, block - 1), rng.randint(block + 1, 12 * block)][k % 4]
+        sizes.append((n, block))
+    return {"sizes": sizes, "seed": rng.randrange(1, 10**6)}
+
+
+def draw_bandwidth_cases(rng, count: int) -> dict:
+    return {"cases": [(rng.choice((1, 3, 4096, 1 << 20, 1 << 24)), rng.choice((2, 4, 8)),
+                       rng.choice((1e-6, 3e-5, 2e-4, 1e-3, 1.0)), rng.choice(("forward", "backward")))
+                      for _ in range(count)]}
