@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from ..feedback import CheckFailed
+from .answers import entry, number, per_case, tensor
 from ..probes.nb05 import (EPS, GUARD_VALUE, composed_gelu, elementwise_case, kernel_case, linear_case,
                            recompute_input, recompute_problem, saved_bytes_problem)
 from .function import FunctionReference, add_reference, judge_function
@@ -299,8 +300,12 @@ def _judge_meta(got, part):
 
 def judge_kernel(data, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float64", "float32")):
     expected_runs = [(n, block, dtype) for n, block in sizes for dtype in dtypes]
+    data = [entry(d, f"launch {i}", ("n", "block", "dtype", "values", "written_before", "written_after", "inputs_changed"))
+            for i, d in enumerate(per_case(data, expected_runs))]
     if [(d["n"], d["block"], d["dtype"]) for d in data] != [tuple(r) for r in expected_runs]:
         raise CheckFailed("the kernel's results do not answer the launches the check asked for.")
+    for i, (d, (n, _, _)) in enumerate(zip(data, expected_runs)):
+        tensor(d["values"], f"launch {i}'s values", (n,))
     what = "silu_forward_kernel" if kind == "forward" else "silu_backward_kernel"
     for got in data:
         n, block, dtype = got["n"], got["block"], got["dtype"]
@@ -541,8 +546,7 @@ def reference_saved_bytes(problem: str) -> tuple[int, int, int]:
 
 
 def judge_saved_bytes(data, problems=()):
-    if len(data) != len(problems):
-        raise CheckFailed(f"saved_bytes answered {len(data)} of the {len(problems)} test functions.")
+    data = [number(v, f"the answer for '{p}'") for v, p in zip(per_case(data, problems), problems)]
     for problem, got in zip(problems, data):
         want, every_save, saves = reference_saved_bytes(problem)
         if got == want:
@@ -567,8 +571,7 @@ def judge_saved_bytes(data, problems=()):
 
 
 def judge_bandwidth(data, cases=()):
-    if len(data) != len(cases):
-        raise CheckFailed("effective_bandwidth did not answer every case.")
+    data = [number(v, f"answer {i}") for i, v in enumerate(per_case(data, cases))]
     for (n, size, seconds, direction), got in zip(cases, data):
         moved = {"forward": 2, "backward": 3}[direction] * n * size
         want = moved / seconds / 1e9
