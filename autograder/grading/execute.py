@@ -17,7 +17,7 @@ from .kernel_start import KernelStartFailed, start_with_retries
 from .jobs import Job
 
 SETUP_TIMEOUT_S = 120
-MAX_RECOVERIES = 3   # kernels started again after a crash, per notebook
+MAX_RECOVERIES = 12  # kernels started again after a crash, per notebook: one per exercise (the deadline still bounds the time)
 
 
 def _make_client_class():

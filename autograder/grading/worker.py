@@ -153,7 +153,8 @@ def explain_stops(report: dict, job: Job, result: NotebookResult) -> None:
         where = next((i for i, s in status.items() if s in ("died", "timeout")), None)
         result.messages.append(STOP_MESSAGES[reason].format(timeout=job.limits.timeout_s)
                                + (f" (cell {where} of the graded notebook)" if where is not None else ""))
-    crashed = [i for i in report.get("recovered", [])]
+    where = next((i for i, s in status.items() if s in ("died", "timeout")), None) if stopped else None
+    crashed = [i for i in report.get("recovered", []) if i != where]  # the cell the run stopped at is said above
     if crashed:
         result.messages.append(STOP_MESSAGES["crashed"].format(cells=", ".join(map(str, crashed))))
     timed = [i for i, s in status.items() if s == "timeout"]
