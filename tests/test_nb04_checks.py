@@ -864,3 +864,48 @@ def test_wrong_answers_lose_their_part_on_drawn_cases(label, name, answer, part)
     params = check.drawn({**fixed, "draw": count}, random.Random(f"nb04/wrong/{name}"))
     verdict, message = run(check, answer, **params)
     assert message is None and failed_parts(verdict) == {part}, message or verdict.report()
+
+
+# =============================================================================== by hand: a backward handed to autograd is flagged
+
+_TANH_BY_AUTOGRAD = '''import torch
+
+class Tanh(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.tanh(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            return torch.autograd.grad(torch.tanh(x), x, g, create_graph=True)
+'''
+
+
+def test_a_backward_handed_to_autograd_is_flagged_and_the_hvp_is_not():
+    """The Function exercises are registered by_hand (their backward is the learner's formula); the
+    Hessian-vector product is autograd's own job, so its answer cell (torch.autograd.grad) is not flagged."""
+    import nbformat
+
+    from autograder.coursedir import SOLUTIONS
+    from autograder.grading.read import normalized
+    from autograder.grading.screen import screen
+    from autograder.registry import CHECKS as REGISTERED
+
+    path = SOLUTIONS / "04-ctx-toolbox" / "ctx_toolbox.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cells = [{"grade_id": c.metadata["nbgrader"]["grade_id"], "cell_type": c.cell_type, "solution":
+              bool(c.metadata["nbgrader"].get("solution")), "grade": bool(c.metadata["nbgrader"].get("grade")),
+              "source": c.source} for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")]
+    plain = [normalized(c.source) for c in nb.cells if c.cell_type == "code" and not c.metadata.get("nbgrader")]
+    spec = {"cells": cells, "plain": plain}
+    assert screen(nb, spec, REGISTERED) == []
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "tanh":
+            cell.source = _TANH_BY_AUTOGRAD
+    flags = screen(nb, spec, REGISTERED)
+    assert [f.code for f in flags] == ["by_hand_with_autograd"] and "test_tanh" in flags[0].detail, flags
+    assert [name for name in nb04.__all__ if REGISTERED[name].by_hand is False] == ["check_hvp", "check_linear_layer"]
