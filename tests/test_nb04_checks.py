@@ -853,6 +853,7 @@ def test_drawers_cover_what_the_visible_tests_do_not():
 
 @pytest.mark.parametrize("label, name, answer, part", [
     ("linear: per-sample bias gradient", "linear", fn(_lin_f, _lin_b_bias_per_sample), "parameter_shapes"),
+    ("linear: the seed's per-sample gradients", "linear", fn(_lin_f_seed, _lin_b_seed), "parameter_shapes"),
     ("inplace: no mark_dirty", "inplace", fn(_relu_f_unmarked, _relu_b), "mark_dirty"),
     ("tanh: once_differentiable", "tanh", fn(_tanh_f, _tanh_b_once), "second_derivatives"),
     ("mask: not marked non-differentiable", "mask", fn(_mask_f_unmarked, _mask_b), "non_differentiable"),
@@ -861,9 +862,10 @@ def test_wrong_answers_lose_their_part_on_drawn_cases(label, name, answer, part)
     """The demo's partly-wrong learner loses the same parts in the hidden tests as in the visible ones."""
     check, _, _ = CHECKS[name]
     fixed, count = DRAWN[name]
-    params = check.drawn({**fixed, "draw": count}, random.Random(f"nb04/wrong/{name}"))
-    verdict, message = run(check, answer, **params)
-    assert message is None and failed_parts(verdict) == {part}, message or verdict.report()
+    for k in range(3):
+        params = check.drawn({**fixed, "draw": count}, random.Random(f"nb04/wrong/{name}/{k}"))
+        verdict, message = run(check, answer, **params)
+        assert message is None and failed_parts(verdict) == {part}, message or verdict.report()
 
 
 # =============================================================================== by hand: a backward handed to autograd is flagged
@@ -909,3 +911,14 @@ def test_a_backward_handed_to_autograd_is_flagged_and_the_hvp_is_not():
     flags = screen(nb, spec, REGISTERED)
     assert [f.code for f in flags] == ["by_hand_with_autograd"] and "test_tanh" in flags[0].detail, flags
     assert [name for name in nb04.__all__ if REGISTERED[name].by_hand is False] == ["check_hvp", "check_linear_layer"]
+
+
+@settings(max_examples=10, deadline=None)
+@given(key=st.integers(0, 2**32), count=st.integers(1, 6))
+def test_any_drawn_cases_give_the_references_full_marks(key, count):
+    """Property: whatever the grader's secret and the submission draw, the references get full marks."""
+    for name in ("cube", "inplace", "linear"):
+        check, _, answer = CHECKS[name]
+        params = check.drawn({**DRAWN[name][0], "draw": count}, random.Random(key))
+        verdict, message = run(check, answer, **params)
+        assert message is None and float(verdict) == params["points"], message or verdict.report()
