@@ -3,6 +3,7 @@
 Each check is a probe (autograder/probes/nb04.py: calls the learner's object through call_learner and
 returns plain data) and a judge (autograder/judges/nb04.py: recomputes the references with PyTorch and
 decides, part by part). Called in a notebook, a check prints which parts pass and returns the points earned.
+Hidden tests name drawn cases (`check_x(obj, ..., draw=N)`): the drawers are the `draw_*` of judges/nb04.py.
 """
 from __future__ import annotations
 
@@ -13,18 +14,22 @@ __all__ = ["check_saved_tensors", "check_inplace", "check_non_differentiable", "
            "check_modern", "check_custom_op"]
 
 
-def _register(name: str, suffix: str):
+def _register(name: str, suffix: str, draw: str, by_hand: bool = True):
     return register(name, probe=f"autograder.probes.nb04:probe_{suffix}", judge=f"autograder.judges.nb04:judge_{suffix}",
-                    show="autograder.jacobian_pictures:show_verdict")
+                    show="autograder.jacobian_pictures:show_verdict", draw=f"autograder.judges.nb04:draw_{draw}",
+                    by_hand=by_hand)
 
 
-check_saved_tensors = _register("check_saved_tensors", "saved_tensors")
-check_inplace = _register("check_inplace", "inplace")
-check_non_differentiable = _register("check_non_differentiable", "non_differentiable")
-check_materialize = _register("check_materialize", "materialize")
-check_twice_differentiable = _register("check_twice_differentiable", "twice_differentiable")
-check_hvp = _register("check_hvp", "hvp")
-check_functional_linear = _register("check_functional_linear", "functional_linear")
-check_linear_layer = _register("check_linear_layer", "linear_layer")
-check_modern = _register("check_modern", "modern")
-check_custom_op = _register("check_custom_op", "custom_op")
+# by_hand: a Function's backward is the learner's own formula (as nb03's check_function), so a backward handed
+# to torch.autograd is flagged; hessian_vector_product is autograd's own job, and LinearLayer only wraps
+# FunctionalLinear, so neither is.
+check_saved_tensors = _register("check_saved_tensors", "saved_tensors", "elementwise_cases")
+check_inplace = _register("check_inplace", "inplace", "elementwise_cases")
+check_non_differentiable = _register("check_non_differentiable", "non_differentiable", "elementwise_cases")
+check_materialize = _register("check_materialize", "materialize", "elementwise_cases")
+check_twice_differentiable = _register("check_twice_differentiable", "twice_differentiable", "elementwise_cases")
+check_hvp = _register("check_hvp", "hvp", "hvp_problems", by_hand=False)
+check_functional_linear = _register("check_functional_linear", "functional_linear", "linear_cases")
+check_linear_layer = _register("check_linear_layer", "linear_layer", "layer_training", by_hand=False)
+check_modern = _register("check_modern", "modern", "elementwise_cases")
+check_custom_op = _register("check_custom_op", "custom_op", "elementwise_cases")

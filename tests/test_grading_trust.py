@@ -84,6 +84,8 @@ def _drawn_calls():
     out = []
     for path in SOLUTION_NOTEBOOKS:
         for gid, source in _test_cells(path):
+            for module in check_modules(source):      # the notebook's checks, registered before its cells are read
+                importlib.import_module(module)
             for k, call in enumerate(c for c in parse_check_calls(source, set(CHECKS)) if c.hidden):
                 params = CHECKS[call.check].drawn(call.params, random.Random(f"test/{gid}/{k}"))
                 out.append(pytest.param(call, params, id=f"{gid}-{k}"))

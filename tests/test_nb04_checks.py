@@ -2,7 +2,10 @@
 realistic wrong ones exactly the part meant to catch them, with the hint meant for them."""
 from __future__ import annotations
 
+import copy
 import itertools
+import random
+import re
 
 import pytest
 import torch
@@ -14,7 +17,7 @@ from torch.autograd.function import once_differentiable
 
 from autograder import nb04
 from autograder.feedback import CheckFailed
-from autograder.judges import nb04 as judges
+from autograder.judges import answers, nb04 as judges
 from autograder.probes import nb04 as probes
 
 pytestmark = pytest.mark.nb04
@@ -697,3 +700,225 @@ def test_a_crashing_backward_is_reported_as_data_not_a_crash():
 
     verdict, message = run(nb04.check_saved_tensors, fn(_cube_f, crashing), seed=0, points=2)
     assert verdict is None and "boom" in message
+
+
+# =============================================================================== forged probe data: answers.MISMATCH
+# A judge reads the probe's data as untrusted: missing, empty, extra or mistyped data fails with answers.MISMATCH
+# (never a pass, never a crash), for every form the nb04 probes write (a list of cases; a dict with its cases;
+# LinearLayer's one dict).
+
+MISMATCH_START = answers.MISMATCH.split("(")[0]
+
+
+@pytest.fixture(scope="module")
+def honest_data():
+    cache = {}
+
+    def data(name):
+        if name not in cache:
+            check, params, answer = CHECKS[name]
+            cache[name] = check.probe(answer, **params)
+        return copy.deepcopy(cache[name])
+    return data
+
+
+def _first(value, kind):
+    """(container, key) of the first value of this type inside nested dicts and lists, or None."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(item, kind) and not (kind is int and isinstance(item, bool)):
+            return value, key
+        found = _first(item, kind)
+        if found:
+            return found
+    return None
+
+
+def _entry_forgeries(entry: dict):
+    """Ways to spoil one entry (a dict): a key missing, a key added, a tensor/flag/string of the wrong type."""
+    def spoil(change):
+        forged = copy.deepcopy(entry)
+        change(forged)
+        return forged
+    yield "a key missing", spoil(lambda e: e.pop(next(iter(e))))
+    yield "a key added", spoil(lambda e: e.__setitem__("extra", 1.0))
+    for kind, label, replace in ((torch.Tensor, "a tensor as a list", lambda t: t.tolist()),
+                                 (bool, "a flag as a number", lambda b: int(b)),
+                                 (str, "a string as a number", lambda s: 0.0)):
+        def change(e, kind=kind, replace=replace):
+            container, key = _first(e, kind)
+            container[key] = replace(container[key])
+        if _first(entry, kind):
+            yield label, spoil(change)
+
+
+def _forgeries(data):
+    yield "None", None
+    yield "a string", "ok"
+    yield "a number", 1.0
+    cases = data if isinstance(data, list) else data.get("cases")
+    if isinstance(data, dict):
+        yield "the top level with a key missing", {k: v for k, v in list(data.items())[1:]}
+        yield "the top level with a key added", {**data, "extra": 0}
+        yield "a list instead of the dict", [data]
+    else:
+        yield "a dict instead of the list", {"cases": data}
+    if isinstance(cases, list):
+        def with_cases(items):
+            return items if isinstance(data, list) else {**data, "cases": items}
+        yield "one case missing", with_cases(cases[:-1])
+        yield "no cases", with_cases([])
+        yield "an extra case", with_cases(cases + [copy.deepcopy(cases[-1])])
+        yield "a case of None", with_cases([None] + cases[1:])
+        for label, entry in _entry_forgeries(cases[-1]):
+            yield f"the last case with {label}", with_cases(cases[:-1] + [entry])
+    else:
+        yield from _entry_forgeries(data)
+
+
+@pytest.mark.parametrize("name", list(CHECKS))
+def test_judges_refuse_missing_empty_extra_or_mistyped_data(name, honest_data):
+    check, params, _ = CHECKS[name]
+    assert float(check.judge(honest_data(name), **params)) == params["points"]     # the honest data passes
+    forged = list(_forgeries(honest_data(name)))
+    assert len(forged) >= 8
+    for label, data in forged:
+        with pytest.raises(CheckFailed) as failure:
+            check.judge(data, **params)
+        assert str(failure.value).startswith(MISMATCH_START), f"{name}, {label}: {failure.value}"
+
+
+@pytest.mark.parametrize("name, spoil", [
+    ("sincos", lambda d: d[0]["calls"]["both"].update(returned={"kind": "tensor"})),          # a summary cut short
+    ("sincos", lambda d: d[0]["calls"].pop("neither")),
+    ("sincos", lambda d: d[0].update(received_when_sin_only="tensor")),
+    ("tanh", lambda d: d[0]["outputs"].append(d[0]["outputs"][0])),                         # an output too many
+    ("sinh", lambda d: d[0]["outputs"].pop()),
+    ("linear", lambda d: d[0]["grads"].pop()),                                                # a gradient missing
+    ("linear", lambda d: d[0]["returned"][0].update(kind="tensor ")),
+    ("layer", lambda d: d["losses"].append("nan")),
+    ("layer", lambda d: d.update(parameters={"weight": {"shape": [2, 3]}})),
+    ("layer", lambda d: d.update(grad_shapes=[[2, 3]])),
+    ("softplus", lambda d: d["cases"][0]["vmap"].update({"in_dims=0": {"value": [1.0]}})),
+    ("softplus", lambda d: d["cases"][0].update(gradcheck_forward_ad=1)),
+    ("vmap", lambda d: d.pop("vmap_defined")),
+    ("op", lambda d: d["cases"][0].pop("compiled")),                                         # the compiled run missing
+    ("op", lambda d: d["cases"][0]["opcheck"].update(test_schema=True)),
+    ("hvp", lambda d: d[0].update(hvp=d[0]["hvp"].tolist())),
+])
+def test_judges_refuse_data_spoiled_deep_inside(name, spoil, honest_data):
+    check, params, _ = CHECKS[name]
+    data = honest_data(name)
+    spoil(data)
+    with pytest.raises(CheckFailed, match="^" + re.escape(MISMATCH_START)):
+        check.judge(data, **params)
+
+
+# =============================================================================== hidden cases: drawn
+
+DRAWN = {  # name -> (the test cell's fixed params, draw)
+    "cube": ({"points": 2}, 4), "inplace": ({"points": 3}, 4), "mask": ({"points": 3}, 4),
+    "sincos": ({"points": 3}, 4), "tanh": ({"reference": "tanh", "points": 3}, 4), "hvp": ({"points": 2}, 4),
+    "sinh": ({"reference": "sinh", "points": 3}, 4), "linear": ({"points": 4}, 4), "layer": ({"points": 3}, 1),
+    "softplus": ({"points": 3}, 4), "vmap": ({"hand_written_vmap": True, "points": 2}, 4), "op": ({"points": 4}, 2),
+}
+
+
+@pytest.mark.parametrize("name", list(DRAWN))
+def test_reference_answers_get_full_marks_on_drawn_cases(name):
+    check, _, answer = CHECKS[name]
+    fixed, count = DRAWN[name]
+    for k in range(2 if name != "op" else 1):
+        params = check.drawn({**fixed, "draw": count}, random.Random(f"nb04/{name}/{k}"))
+        assert "draw" not in params and params != fixed
+        verdict, message = run(check, answer, **params)
+        assert message is None, f"{params}: {message}"
+        assert float(verdict) == params["points"], f"{params}:\n{verdict.report()}"
+
+
+def test_drawers_cover_what_the_visible_tests_do_not():
+    rng = random.Random(4)
+    elementwise = [judges.draw_elementwise_cases(rng, 4) for _ in range(20)]
+    assert all(len(d["cases"]) == 4 and [] in d["cases"] for d in elementwise)      # a 0-dimensional tensor each time
+    assert len({d["seed"] for d in elementwise}) == 20
+    linear = [judges.draw_linear_cases(rng, 4)["cases"] for _ in range(20)]
+    assert all(any(i == o and b != i for b, i, o, _ in cases) for cases in linear)   # a square weight, batch != in
+    assert all(any(b == 1 for b, *_ in cases) for cases in linear)
+    hvp_draws = [judges.draw_hvp_problems(rng, 4) for _ in range(20)]
+    assert {n for d in hvp_draws for n in d["problems"]} == set(probes.HVP_PROBLEMS)
+    assert len({d["size"] for d in hvp_draws}) > 1
+    layers = [judges.draw_layer_training(rng, 1) for _ in range(20)]
+    assert len({tuple(d["features"]) for d in layers}) > 1
+
+
+@pytest.mark.parametrize("label, name, answer, part", [
+    ("linear: per-sample bias gradient", "linear", fn(_lin_f, _lin_b_bias_per_sample), "parameter_shapes"),
+    ("linear: the seed's per-sample gradients", "linear", fn(_lin_f_seed, _lin_b_seed), "parameter_shapes"),
+    ("inplace: no mark_dirty", "inplace", fn(_relu_f_unmarked, _relu_b), "mark_dirty"),
+    ("tanh: once_differentiable", "tanh", fn(_tanh_f, _tanh_b_once), "second_derivatives"),
+    ("mask: not marked non-differentiable", "mask", fn(_mask_f_unmarked, _mask_b), "non_differentiable"),
+])
+def test_wrong_answers_lose_their_part_on_drawn_cases(label, name, answer, part):
+    """The demo's partly-wrong learner loses the same parts in the hidden tests as in the visible ones."""
+    check, _, _ = CHECKS[name]
+    fixed, count = DRAWN[name]
+    for k in range(3):
+        params = check.drawn({**fixed, "draw": count}, random.Random(f"nb04/wrong/{name}/{k}"))
+        verdict, message = run(check, answer, **params)
+        assert message is None and failed_parts(verdict) == {part}, message or verdict.report()
+
+
+# =============================================================================== by hand: a backward handed to autograd is flagged
+
+_TANH_BY_AUTOGRAD = '''import torch
+
+class Tanh(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.tanh(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            return torch.autograd.grad(torch.tanh(x), x, g, create_graph=True)
+'''
+
+
+def test_a_backward_handed_to_autograd_is_flagged_and_the_hvp_is_not():
+    """The Function exercises are registered by_hand (their backward is the learner's formula); the
+    Hessian-vector product is autograd's own job, so its answer cell (torch.autograd.grad) is not flagged."""
+    import nbformat
+
+    from autograder.coursedir import SOLUTIONS
+    from autograder.grading.read import normalized
+    from autograder.grading.screen import screen
+    from autograder.registry import CHECKS as REGISTERED
+
+    path = SOLUTIONS / "04-ctx-toolbox" / "ctx_toolbox.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cells = [{"grade_id": c.metadata["nbgrader"]["grade_id"], "cell_type": c.cell_type, "solution":
+              bool(c.metadata["nbgrader"].get("solution")), "grade": bool(c.metadata["nbgrader"].get("grade")),
+              "source": c.source} for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")]
+    plain = [normalized(c.source) for c in nb.cells if c.cell_type == "code" and not c.metadata.get("nbgrader")]
+    spec = {"cells": cells, "plain": plain}
+    assert screen(nb, spec, REGISTERED) == []
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "tanh":
+            cell.source = _TANH_BY_AUTOGRAD
+    flags = screen(nb, spec, REGISTERED)
+    assert [f.code for f in flags] == ["by_hand_with_autograd"] and "test_tanh" in flags[0].detail, flags
+    assert [name for name in nb04.__all__ if REGISTERED[name].by_hand is False] == ["check_hvp", "check_linear_layer"]
+
+
+@settings(max_examples=10, deadline=None)
+@given(key=st.integers(0, 2**32), count=st.integers(1, 6))
+def test_any_drawn_cases_give_the_references_full_marks(key, count):
+    """Property: whatever the grader's secret and the submission draw, the references get full marks."""
+    for name in ("cube", "inplace", "linear"):
+        check, _, answer = CHECKS[name]
+        params = check.drawn({**DRAWN[name][0], "draw": count}, random.Random(key))
+        verdict, message = run(check, answer, **params)
+        assert message is None and float(verdict) == params["points"], message or verdict.report()

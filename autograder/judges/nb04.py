@@ -15,9 +15,10 @@ import torch
 import torch.nn.functional as nnf
 
 from autograder.feedback import CheckFailed
+from autograder.judges import answers
 from autograder.judges.verdict import Part, Verdict
-from autograder.probes.nb04 import (OPCHECK_TESTS, TWICE_OUTPUTS, hvp_problem, inputs_elementwise, inputs_linear,
-                                    inputs_training)
+from autograder.probes.nb04 import (HVP_PROBLEMS, OPCHECK_TESTS, TWICE_OUTPUTS, hvp_problem, inputs_elementwise,
+                                    inputs_linear, inputs_training, linear_cases, shapes_of)
 
 DT = torch.float64
 RTOL, ATOL = 1e-7, 1e-9
@@ -91,20 +92,138 @@ def _values(part: Part, got: dict, x, g, reference, where: str, what="forward", 
         part.fail(problem, grad_hint(got["grad"]) if grad_hint and got["grad"] is not None else None)
 
 
-def _case_data(data, cases, what):
-    items = data["cases"] if isinstance(data, dict) else data
-    if not isinstance(items, list) or len(items) != cases:
-        raise CheckFailed(f"{what}: the test expected results for {cases} case(s) and got "
-                          f"{len(items) if isinstance(items, list) else 'none'}.")
+# ------------------------------------------------------------------------------------------ the probes' data, validated
+# A judge reads nothing it has not checked against the form its probe writes (answers.MISMATCH otherwise):
+# a schema is a kind ("tensor", "text", "flag", "number", "int"; "tensor?" allows None), None (must be None),
+# a dict (exactly these keys), a list (exactly these entries), or one of the classes below.
+
+class ListOf:
+    def __init__(self, item, length=None):
+        self.item, self.length = item, length
+
+
+class DictOf:
+    def __init__(self, item):
+        self.item = item
+
+
+class OneOf:
+    def __init__(self, *forms):
+        self.forms = forms
+
+
+class Literal:
+    def __init__(self, value):
+        self.value = value
+
+
+def _mismatch(why: str) -> CheckFailed:
+    return CheckFailed(answers.MISMATCH.format(why=why))
+
+
+def _text(value, what):
+    if not isinstance(value, str):
+        raise _mismatch(f"{what} is a {type(value).__name__}, not a string")
+    return value
+
+
+_KINDS = {"tensor": answers.tensor, "text": _text, "flag": answers.flag, "number": answers.number, "int": answers.integer}
+
+
+def valid(value, schema, what: str):
+    """`value` when it has the form `schema` describes; otherwise CheckFailed(answers.MISMATCH)."""
+    if schema is None:
+        if value is not None:
+            raise _mismatch(f"{what} is a {type(value).__name__}, not None")
+    elif isinstance(schema, str):
+        if not (schema.endswith("?") and value is None):
+            _KINDS[schema.rstrip("?")](value, what)
+    elif isinstance(schema, dict):
+        answers.entry(value, what, list(schema))
+        for key, item in schema.items():
+            valid(value[key], item, f"{what}[{key!r}]")
+    elif isinstance(schema, list):
+        if not isinstance(value, list) or len(value) != len(schema):
+            raise _mismatch(f"{what} is not a list of {len(schema)}")
+        for k, (v, item) in enumerate(zip(value, schema)):
+            valid(v, item, f"{what}[{k}]")
+    elif isinstance(schema, ListOf):
+        if not isinstance(value, list) or (schema.length is not None and len(value) != schema.length):
+            raise _mismatch(f"{what} is not a list" + ("" if schema.length is None else f" of {schema.length}"))
+        for k, v in enumerate(value):
+            valid(v, schema.item, f"{what}[{k}]")
+    elif isinstance(schema, DictOf):
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise _mismatch(f"{what} is not a dict with string keys")
+        for k, v in value.items():
+            valid(v, schema.item, f"{what}[{k!r}]")
+    elif isinstance(schema, OneOf):
+        for form in schema.forms:
+            try:
+                return valid(value, form, what)
+            except CheckFailed:
+                pass
+        raise _mismatch(f"{what} has none of the forms expected")
+    elif isinstance(schema, Literal):
+        if type(value) is not type(schema.value) or value != schema.value:
+            raise _mismatch(f"{what} is not {schema.value!r}")
+    else:
+        raise TypeError(f"not a schema: {schema!r}")
+    return value
+
+
+def _case_data(data, cases: list, what: str, schema, schema_first=None) -> list:
+    """The probe's list of per-case entries: exactly one per case, each of the form `schema`
+    (`schema_first` for the first case, where it differs)."""
+    items = answers.per_case(data, cases)
+    for k, got in enumerate(items):
+        valid(got, schema_first if k == 0 and schema_first is not None else schema, f"{what}'s case {k + 1}")
     return items
+
+
+TENSOR, MAYBE_TENSOR, MAYBE_TEXT = "tensor", "tensor?", "text?"
+SUMMARY = OneOf({"kind": Literal("none")},
+                {"kind": Literal("tensor"), "shape": ListOf("int"), "dtype": "text", "value": MAYBE_TENSOR},
+                {"kind": Literal("other"), "type": "text"})
+SAVED_ENTRY = {"output": TENSOR, "grad": MAYBE_TENSOR, "backward_error": MAYBE_TEXT,
+               "after_inplace": {"error": MAYBE_TEXT, "grad": MAYBE_TENSOR}}
+INPLACE_ENTRY = {"output": TENSOR, "returns_input": "flag", "same_memory": "flag", "version_bumped": "flag",
+                 "input_after": TENSOR, "grad": MAYBE_TENSOR, "backward_error": MAYBE_TEXT,
+                 "grad_through_input": MAYBE_TENSOR, "input_error": MAYBE_TEXT}
+MASK_ENTRY = {"output": TENSOR, "mask": TENSOR, "mask_dtype": "text", "mask_requires_grad": "flag",
+              "grad": MAYBE_TENSOR, "backward_error": MAYBE_TEXT, "mask_grad": MAYBE_TENSOR, "mask_grad_error": MAYBE_TEXT}
+_SINCOS_CALL = OneOf({"error": "text"}, {"returned": SUMMARY})
+SINCOS_ENTRY = {"outputs": [TENSOR, TENSOR], "calls": {k: _SINCOS_CALL for k in ("both", "sin_only", "cos_only", "neither")},
+                "received_when_sin_only": OneOf(None, ListOf("text"))}
+HVP_ENTRY = {"hvp": TENSOR, "requires_grad": "flag", "inputs_changed": "flag"}
+LINEAR_ENTRY = {"output": TENSOR, "returned": OneOf(None, ListOf(SUMMARY)), "backward_error": MAYBE_TEXT,
+                "grads": OneOf(None, ListOf(MAYBE_TENSOR)), "grads_error": MAYBE_TEXT}
+_SHAPE_OR_NONE = OneOf(None, ListOf("int"))
+LAYER_DATA = {"parameters": DictOf({"shape": ListOf("int"), "is_parameter": "flag"}), "weight": MAYBE_TENSOR,
+              "bias": MAYBE_TENSOR, "repr": "text", "repr_no_bias": "text", "parameters_no_bias": ListOf("text"),
+              "bias_no_bias": "text", "losses": ListOf("number"), "grad_shapes": OneOf(None, [_SHAPE_OR_NONE] * 2),
+              "node": "text"}
+_VMAP_RESULT = OneOf({"error": "text"}, {"value": TENSOR})
+_VMAP = {"in_dims=0": _VMAP_RESULT, "in_dims=-1": _VMAP_RESULT}
+MODERN_ENTRY = {"output": TENSOR, "grad": MAYBE_TENSOR, "backward_error": MAYBE_TEXT, "jvp": MAYBE_TENSOR,
+                "jvp_error": MAYBE_TEXT, "gradcheck_forward_ad": OneOf("flag", "text"), "vmap": _VMAP}
+VMAP_ENTRY = {"output": TENSOR, "grad": MAYBE_TENSOR, "backward_error": MAYBE_TEXT, "vmap": _VMAP}
+OP_ENTRY = {"output": TENSOR, "grad": MAYBE_TENSOR, "backward_error": MAYBE_TEXT, "opcheck": DictOf("text")}
+OP_FIRST_ENTRY = {**OP_ENTRY, "compiled": OneOf({"error": "text"}, {"loss": "number", "grad": MAYBE_TENSOR})}
+
+
+def _twice_entry(count: int) -> dict:
+    return {"outputs": [TENSOR] * count, "grad_all": MAYBE_TENSOR, "grad_all_error": MAYBE_TEXT, "first": MAYBE_TENSOR,
+            "hvp": MAYBE_TENSOR, "second_error": MAYBE_TEXT, "gradgradcheck": OneOf("flag", "text")}
 
 
 # ------------------------------------------------------------------------------------------ Cube
 
 def judge_saved_tensors(data, seed=0, cases=2, points=2):
     p = Parts("Cube (x³, saving x with ctx.save_for_backward)", values=1.0, version_counter=1.0)
-    for case, got in enumerate(_case_data(data, cases, "Cube")):
-        x, g = inputs_elementwise(seed, case)
+    shapes = shapes_of(cases)
+    for case, got in enumerate(_case_data(data, shapes, "Cube", SAVED_ENTRY)):
+        x, g = inputs_elementwise(seed, case, shape=shapes[case])
         where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
         _values(p["values"], got, x, g, lambda t: t ** 3, where, grad_hint=lambda grad: (
             "backward returns the local derivative alone: multiply it by grad_output (the chain rule)."
@@ -133,8 +252,9 @@ def judge_saved_tensors(data, seed=0, cases=2, points=2):
 
 def judge_inplace(data, seed=0, cases=2, points=3):
     p = Parts("InplaceReLU (an in-place forward with ctx.mark_dirty)", values=1.0, in_place=1.0, mark_dirty=1.0)
-    for case, got in enumerate(_case_data(data, cases, "InplaceReLU")):
-        x, g = inputs_elementwise(seed, case, kinks=True)
+    shapes = shapes_of(cases)
+    for case, got in enumerate(_case_data(data, shapes, "InplaceReLU", INPLACE_ENTRY)):
+        x, g = inputs_elementwise(seed, case, kinks=True, shape=shapes[case])
         where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
         want_out = torch.relu(x)
         _values(p["values"], got, x, g, torch.relu, where, grad_hint=lambda grad: (
@@ -165,8 +285,9 @@ def judge_inplace(data, seed=0, cases=2, points=3):
 
 def judge_non_differentiable(data, seed=0, cases=2, points=3):
     p = Parts("ReLUWithMask (a non-differentiable mask output)", values=1.0, non_differentiable=1.0, mask_dtype=0.5)
-    for case, got in enumerate(_case_data(data, cases, "ReLUWithMask")):
-        x, g = inputs_elementwise(seed, case, kinks=True)
+    shapes = shapes_of(cases)
+    for case, got in enumerate(_case_data(data, shapes, "ReLUWithMask", MASK_ENTRY)):
+        x, g = inputs_elementwise(seed, case, kinks=True, shape=shapes[case])
         where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
         for problem in (_wrong(got["output"], torch.relu(x), f"the first output (relu) {where}"),
                         _wrong(got["mask"], (x > 0).to(DT), f"the mask {where}")):
@@ -197,8 +318,9 @@ def judge_non_differentiable(data, seed=0, cases=2, points=3):
 
 def judge_materialize(data, seed=0, cases=2, points=3):
     p = Parts("SinCos (two outputs, set_materialize_grads(False))", values=1.0, none_grads=1.0, materialize=0.5)
-    for case, got in enumerate(_case_data(data, cases, "SinCos")):
-        x, g = inputs_elementwise(seed, case)
+    shapes = shapes_of(cases)
+    for case, got in enumerate(_case_data(data, shapes, "SinCos", SINCOS_ENTRY)):
+        x, g = inputs_elementwise(seed, case, shape=shapes[case])
         where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
         for problem in (_wrong(got["outputs"][0], torch.sin(x), f"the first output (sin) {where}"),
                         _wrong(got["outputs"][1], torch.cos(x), f"the second output (cos) {where}")):
@@ -207,7 +329,7 @@ def judge_materialize(data, seed=0, cases=2, points=3):
         calls = got["calls"]
         expected = {"both": _vjp(lambda t: (torch.sin(t) * g + torch.cos(t) * 2 * g).sum(), x, torch.ones(())),
                     "sin_only": _vjp(torch.sin, x, g), "cos_only": _vjp(torch.cos, x, g)}
-        both = calls.get("both", {})
+        both = calls["both"]
         if "error" in both:
             p["values"].fail(f"backward(ctx, grad_sin, grad_cos) raised {both['error']} {where}.")
         else:
@@ -215,7 +337,7 @@ def judge_materialize(data, seed=0, cases=2, points=3):
             if problem:
                 p["values"].fail(problem, "d sin/dx = cos x and d cos/dx = -sin x; add the two contributions.")
         for label, words in (("sin_only", "grad_cos is None"), ("cos_only", "grad_sin is None")):
-            call = calls.get(label, {})
+            call = calls[label]
             if "error" in call:
                 p["none_grads"].fail(f"backward raised {call['error']} when {words} {where}.",
                                      "with set_materialize_grads(False) an unused output's gradient arrives as None: "
@@ -225,11 +347,12 @@ def judge_materialize(data, seed=0, cases=2, points=3):
             problem = _wrong(returned.get("value"), expected[label], f"the gradient when {words} {where}")
             if problem:
                 p["none_grads"].fail(problem)
-        neither = calls.get("neither", {})
+        neither = calls["neither"]
         if "error" in neither:
             p["none_grads"].fail(f"backward raised {neither['error']} when both gradients are None {where}.",
                                  "when both are None, return None (nothing flows back).")
-        elif neither["returned"]["kind"] == "tensor" and bool((neither["returned"]["value"] != 0).any()):
+        elif neither["returned"]["kind"] == "tensor" and (neither["returned"]["value"] is None
+                                                          or bool((neither["returned"]["value"] != 0).any())):
             p["none_grads"].fail(f"backward returned a non-zero gradient when both gradients are None {where}.")
         received = got["received_when_sin_only"]
         if received is None:
@@ -255,9 +378,11 @@ def judge_twice_differentiable(data, reference, seed=0, cases=2, points=3):
         weights = {"values": 1.0, "intermediates": 1.0, "second_derivatives": 1.5}
     p = Parts(f"{title} (a backward that is itself differentiable)", **weights)
     first_only = lambda t: ref(t)[0] if count > 1 else ref(t)  # noqa: E731
-    for case, got in enumerate(_case_data(data, cases, title)):
-        x, u = inputs_elementwise(seed, case)
-        v = inputs_elementwise(seed + 1000, case)[1]
+    shapes = shapes_of(cases)
+    for case, got in enumerate(_case_data(data, shapes, title, _twice_entry(count))):
+        shape = shapes[case]
+        x, u = inputs_elementwise(seed, case, shape=shape)
+        v = inputs_elementwise(seed + 1000, case, shape=shape)[1]
         where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
         wants = ref(x) if count > 1 else (ref(x),)
         names = ["the output", "the second output (e^x)", "the third output (e^-x)"]
@@ -271,7 +396,7 @@ def judge_twice_differentiable(data, reference, seed=0, cases=2, points=3):
             if problem:
                 p["values"].fail(problem)
         if count > 1:
-            us = [u] + [inputs_elementwise(seed + 2000 + k, case)[1] for k in range(1, count)]
+            us = [u] + [inputs_elementwise(seed + 2000 + k, case, shape=shape)[1] for k in range(1, count)]
             xr = x.clone().requires_grad_()
             (want_all,) = torch.autograd.grad(ref(xr), xr, us)
             if got["grad_all_error"]:
@@ -313,12 +438,10 @@ def judge_twice_differentiable(data, reference, seed=0, cases=2, points=3):
     return p.verdict(points)
 
 
-def judge_hvp(data, problems, points=2):
+def judge_hvp(data, problems, seed=0, size=4, points=2):
     p = Parts("hessian_vector_product(f, x, v)", values=1.0)
-    if not isinstance(data, list) or len(data) != len(problems):
-        raise CheckFailed("hessian_vector_product: the results do not match the test's problems.")
-    for name, got in zip(problems, data):
-        f, x, v = hvp_problem(name)
+    for name, got in zip(problems, _case_data(data, problems, "hessian_vector_product", HVP_ENTRY)):
+        f, x, v = hvp_problem(name, seed, size)
         _, want = torch.autograd.functional.hvp(f, x, v)
         call = f"hessian_vector_product(f, x, v) for the test function '{name}'"
         if got["inputs_changed"]:
@@ -342,8 +465,9 @@ def judge_hvp(data, problems, points=2):
 
 def judge_functional_linear(data, seed=0, cases=3, points=4):
     p = Parts("FunctionalLinear (gradients with the parameters' shapes)", forward=1.0, gradients=1.5, parameter_shapes=1.5)
-    for case, got in enumerate(_case_data(data, cases, "FunctionalLinear")):
-        x, w, b, g = inputs_linear(seed, case)
+    sizes = linear_cases(cases)
+    for case, got in enumerate(_case_data(data, sizes, "FunctionalLinear", LINEAR_ENTRY)):
+        x, w, b, g = inputs_linear(seed, case, sizes[case])
         where = f"(case {case + 1}, x {tuple(x.shape)}, weight {tuple(w.shape)}, bias {'None' if b is None else tuple(b.shape)})"
         problem = _wrong(got["output"], nnf.linear(x, w, b), f"forward's output {where}")
         if problem:
@@ -353,6 +477,8 @@ def judge_functional_linear(data, seed=0, cases=3, points=4):
         xs = [x.clone().requires_grad_(), w.clone().requires_grad_()] + ([] if b is None else [b.clone().requires_grad_()])
         want = torch.autograd.grad(nnf.linear(*xs, *([None] if b is None else [])), xs, g)
         labels = ["input", "weight", "bias"]
+        if not got["grads_error"] and (got["grads"] is None or len(got["grads"]) != len(want)):
+            raise _mismatch(f"FunctionalLinear's case {case + 1} has no gradient for each of its {len(want)} inputs")
         if got["grads_error"]:
             p["gradients"].fail(f"backward raised {got['grads_error']} {where}.",
                                 "bias may be None: then return None for it." if b is None else None)
@@ -364,9 +490,9 @@ def judge_functional_linear(data, seed=0, cases=3, points=4):
                     if k == 0 and gk is not None and w.shape[0] == w.shape[1] and _same(gk, g @ w.T):
                         hint = "grad_input = grad_output @ weight (weight is (out, in)); you used its transpose."
                     p["gradients"].fail(problem, hint)
-        returned = got.get("returned")
+        returned = got["returned"]
         if returned is None:
-            p["parameter_shapes"].fail(f"calling backward directly raised {got.get('backward_error')} {where}.")
+            p["parameter_shapes"].fail(f"calling backward directly raised {got['backward_error']} {where}.")
             continue
         if len(returned) < 3:
             p["parameter_shapes"].fail(f"backward returned {len(returned)} value(s); it must return 3 (input, weight, bias).")
@@ -392,9 +518,11 @@ def judge_functional_linear(data, seed=0, cases=3, points=4):
 
 # ------------------------------------------------------------------------------------------ LinearLayer
 
-def judge_linear_layer(data, seed=0, steps=20, lr=0.05, points=3):
+def judge_linear_layer(data, seed=0, steps=20, lr=0.05, features=(3, 2), points=3):
     p = Parts("LinearLayer (an nn.Module around FunctionalLinear)", parameters=1.0, initialisation=1.0,
               extra_repr=0.5, training=1.5)
+    valid(data, LAYER_DATA, "LinearLayer's data")
+    train_in, train_out = (int(n) for n in features)      # the layer trained (its init is checked on LinearLayer(64, 32))
     params = data["parameters"]
     if sorted(params) != ["bias", "weight"]:
         p["parameters"].fail(f"LinearLayer(64, 32) has parameters {sorted(params)}; it should have exactly `weight` and `bias`.",
@@ -432,7 +560,7 @@ def judge_linear_layer(data, seed=0, steps=20, lr=0.05, points=3):
     if data["repr_no_bias"].replace(" ", "") != "in_features=3,out_features=2,bias=False":
         p["extra_repr"].fail(f"LinearLayer(3, 2, bias=False).extra_repr() returns {data['repr_no_bias'][:60]!r}; the bias "
                              "entry should say False.")
-    X, Y, w0, b0 = inputs_training(seed, 3, 2)
+    X, Y, w0, b0 = inputs_training(seed, train_in, train_out)
     w, b = w0.clone().requires_grad_(), b0.clone().requires_grad_()
     want = []
     for _ in range(steps):      # SGD
@@ -453,10 +581,11 @@ def judge_linear_layer(data, seed=0, steps=20, lr=0.05, points=3):
                                f"off by {abs(losses[k] - want[k]):.3g} (relative {abs(losses[k] - want[k]) / max(want[k], 1e-12):.2g}).",
                                "the very first loss is wrong: forward should be x @ weight.T + bias." if k == 0 else
                                "forward is right but the steps go wrong: check backward's weight and bias gradients.")
-    if data["grad_shapes"] != [[2, 3], [2]]:
-        p["training"].fail(f"after backward the parameters' .grad have shapes {data['grad_shapes']}.")
-    if not str(data.get("node", "")).endswith("Backward") or data.get("node") in ("AddmmBackward0", "AddBackward0", "MmBackward0"):
-        p["training"].fail(f"LinearLayer.forward's output comes from {data.get('node')}, not from your Function.",
+    if data["grad_shapes"] != [[train_out, train_in], [train_out]]:
+        p["training"].fail(f"after backward the parameters' .grad of LinearLayer({train_in}, {train_out}) have shapes "
+                           f"{data['grad_shapes']}.")
+    if not data["node"].endswith("Backward") or data["node"] in ("AddmmBackward0", "AddBackward0", "MmBackward0"):
+        p["training"].fail(f"LinearLayer.forward's output comes from {data['node']}, not from your Function.",
                            "call FunctionalLinear.apply(x, self.weight, self.bias) in forward.")
     return p.verdict(points)
 
@@ -466,22 +595,26 @@ def judge_linear_layer(data, seed=0, steps=20, lr=0.05, points=3):
 def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
     title = "Softplus with a hand-written vmap" if hand_written_vmap else "Softplus (setup_context, jvp, vmap)"
     p = Parts(title, values=1.0, **({"vmap": 1.5} if hand_written_vmap else {"forward_mode": 1.5, "vmap": 0.5}))
+    shapes = shapes_of(cases)
+    top = {"has_setup_context": "flag", "generate_vmap_rule": "flag", "vmap_calls": "int",
+           "cases": ListOf(VMAP_ENTRY if hand_written_vmap else MODERN_ENTRY, length=len(shapes))}
+    valid(data, {**top, "vmap_defined": "flag"} if hand_written_vmap else top, f"{title}'s data")
     if not data["has_setup_context"]:
         p["values"].fail("the Function has no setup_context: write forward(x) without ctx and setup_context(ctx, inputs, output).")
     if hand_written_vmap:
-        if not data.get("vmap_defined"):
+        if not data["vmap_defined"]:
             p["vmap"].fail("the Function defines no `vmap` staticmethod of its own.",
                            "write @staticmethod def vmap(info, in_dims, x): ... and leave generate_vmap_rule False.")
         elif data["generate_vmap_rule"]:
             p["vmap"].fail("generate_vmap_rule is True, so PyTorch writes the rule and your vmap is never used.")
         elif data["vmap_calls"] == 0:
             p["vmap"].fail("torch.vmap never called your vmap staticmethod.")
-    for case, got in enumerate(_case_data(data, cases, title)):
-        x, u = inputs_elementwise(seed, case)
+    for case, got in enumerate(answers.per_case(data["cases"], shapes)):
+        x, u = inputs_elementwise(seed, case, shape=shapes[case])
         where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
         _values(p["values"], got, x, u, nnf.softplus, where)
         if not hand_written_vmap:
-            if got.get("jvp_error"):
+            if got["jvp_error"]:
                 hint = None
                 if "not enough values to unpack" in got["jvp_error"] or "saved" in got["jvp_error"]:
                     hint = ("in jvp, ctx.saved_tensors holds what setup_context saved with ctx.save_for_forward(...), "
@@ -520,8 +653,11 @@ def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
 
 def judge_custom_op(data, seed=0, cases=2, points=4):
     p = Parts("softplus_op (torch.library.custom_op)", values=1.0, opcheck=1.5, compile=1.0)
-    for case, got in enumerate(_case_data(data, cases, "softplus_op")):
-        x, u = inputs_elementwise(seed, case)
+    shapes = shapes_of(cases)
+    answers.entry(data, "softplus_op's data", ("name", "cases"))
+    valid(data["name"], "text", "softplus_op's name")
+    for case, got in enumerate(_case_data(data["cases"], shapes, "softplus_op", OP_ENTRY, OP_FIRST_ENTRY)):
+        x, u = inputs_elementwise(seed, case, shape=shapes[case])
         where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
         want = _vjp(nnf.softplus, x, u)
         register_hint = ("register the backward: softplus_op.register_autograd(backward, setup_context=setup_context)."
@@ -540,9 +676,7 @@ def judge_custom_op(data, seed=0, cases=2, points=4):
             elif "alias" in message.lower():
                 hint = "a custom op must return a new tensor, not its input or a view of it."
             p["opcheck"].fail(f"opcheck's {test} fails {where}: {message[:300]}", hint)
-        compiled = got.get("compiled")
-        if case == 0 and compiled is None:
-            p["compile"].fail("the compiled run is missing from the results.")
+        compiled = got.get("compiled")     # the first case only (validated above)
         if compiled is None:
             continue
         if "error" in compiled:
@@ -556,3 +690,44 @@ def judge_custom_op(data, seed=0, cases=2, points=4):
             if problem:
                 p["compile"].fail(problem)
     return p.verdict(points)
+
+
+# ------------------------------------------------------------------------------------------ hidden cases, drawn at grading time
+# The visible tests use the standard cases (shapes (5,), (2, 3), (3, 1, 2), (4,); seed 0); the drawers add what
+# they do not show: other seeds, a 0-dimensional tensor, longer and size-1 dimensions, other layer sizes.
+
+def _draw_shape(rng) -> list[int]:
+    return [rng.choice((1, 2, 3, 4, 5, 7)) for _ in range(rng.randint(1, 3))]
+
+
+def draw_elementwise_cases(rng, count: int) -> dict:
+    """A fresh seed and `count` shapes, one of them a 0-dimensional tensor when there are two or more."""
+    shapes = [_draw_shape(rng) for _ in range(count)]
+    if count >= 2:
+        shapes[rng.randrange(count)] = []
+    return {"seed": rng.randrange(1, 10**6), "cases": shapes}
+
+
+def draw_linear_cases(rng, count: int) -> dict:
+    """(batch, in, out, bias) cases: among them a square weight with batch != in (where a transposed weight runs
+    and gives wrong numbers) and a batch of one (where a per-sample gradient is off by a leading 1 only)."""
+    cases = [[rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 5), rng.random() < 0.7] for _ in range(count)]
+    if count >= 1:
+        n = rng.randint(2, 5)
+        cases[0] = [n + rng.randint(1, 3), n, n, True]
+    if count >= 2:
+        cases[1][0] = 1
+    rng.shuffle(cases)
+    return {"seed": rng.randrange(1, 10**6), "cases": cases}
+
+
+def draw_hvp_problems(rng, count: int) -> dict:
+    names = list(HVP_PROBLEMS)
+    rng.shuffle(names)
+    return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6), "size": rng.randint(2, 7)}
+
+
+def draw_layer_training(rng, count: int) -> dict:
+    """One training problem (`count` is not used: a layer is trained once) of another size, seed, length and rate."""
+    return {"seed": rng.randrange(1, 10**6), "steps": rng.randint(10, 30), "lr": rng.choice((0.02, 0.05, 0.1)),
+            "features": [rng.randint(1, 6), rng.randint(1, 4)]}

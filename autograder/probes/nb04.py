@@ -24,21 +24,37 @@ def _gen(seed: int, salt: int) -> torch.Generator:
 
 
 def _randn(gen, *shape):
-    return torch.randn(*shape, generator=gen, dtype=DT)
+    return torch.randn(shape, generator=gen, dtype=DT)        # a tuple: () makes a 0-dimensional tensor
 
 
 def _away_from_zero(gen, *shape, low=0.2):
-    magnitude = low + torch.rand(*shape, generator=gen, dtype=DT)
-    return torch.where(torch.rand(*shape, generator=gen, dtype=DT) < 0.5, -magnitude, magnitude)
+    magnitude = low + torch.rand(shape, generator=gen, dtype=DT)
+    return torch.where(torch.rand(shape, generator=gen, dtype=DT) < 0.5, -magnitude, magnitude)
 
 
 _SHAPES = [(5,), (2, 3), (3, 1, 2), (4,)]
 
 
-def inputs_elementwise(seed: int, case: int, kinks: bool = False):
-    """(x, g): an input (away from 0 when the function has a kink there) and a grad_output."""
+def case_list(cases, standard: list) -> list:
+    """The cases a check is asked for: `cases=N` names the first N standard ones (cycled); a list names
+    them itself (hidden tests draw them: other shapes, other sizes)."""
+    if isinstance(cases, int) and not isinstance(cases, bool):
+        return [standard[k % len(standard)] for k in range(cases)]
+    if not isinstance(cases, (list, tuple)):
+        raise TypeError(f"cases should be a number or a list of cases, not {type(cases).__name__}")
+    return [tuple(c) if isinstance(c, (list, tuple)) else c for c in cases]
+
+
+def shapes_of(cases) -> list[tuple]:
+    """The input shapes of an elementwise check's cases."""
+    return [tuple(int(n) for n in shape) for shape in case_list(cases, _SHAPES)]
+
+
+def inputs_elementwise(seed: int, case: int, kinks: bool = False, shape: tuple | None = None):
+    """(x, g): an input (away from 0 when the function has a kink there) and a grad_output. `shape`:
+    the case's own shape (else the standard one of that case number)."""
     gen = _gen(seed, 11 + case)
-    shape = _SHAPES[case % len(_SHAPES)]
+    shape = _SHAPES[case % len(_SHAPES)] if shape is None else tuple(shape)
     x = _away_from_zero(gen, *shape) if kinks else _randn(gen, *shape)
     return x, _randn(gen, *shape)
 
@@ -46,9 +62,15 @@ def inputs_elementwise(seed: int, case: int, kinks: bool = False):
 _LINEAR_CASES = [(4, 3, 2, True), (3, 2, 3, False), (6, 4, 4, True), (2, 5, 1, True)]
 
 
-def inputs_linear(seed: int, case: int):
-    """(x, weight, bias or None, grad_output) for FunctionalLinear: weight is (out, in), as in nn.Linear."""
-    batch, fan_in, fan_out, bias = _LINEAR_CASES[case % len(_LINEAR_CASES)]
+def linear_cases(cases) -> list[tuple]:
+    """(batch, in, out, bias) of each FunctionalLinear case."""
+    return [(int(b), int(i), int(o), bool(bias)) for b, i, o, bias in case_list(cases, _LINEAR_CASES)]
+
+
+def inputs_linear(seed: int, case: int, sizes: tuple | None = None):
+    """(x, weight, bias or None, grad_output) for FunctionalLinear: weight is (out, in), as in nn.Linear.
+    `sizes`: the case's own (batch, in, out, bias) (else the standard one of that case number)."""
+    batch, fan_in, fan_out, bias = _LINEAR_CASES[case % len(_LINEAR_CASES)] if sizes is None else sizes
     gen = _gen(seed, 31 + case)
     x, w = _randn(gen, batch, fan_in), _randn(gen, fan_out, fan_in)
     b = _randn(gen, fan_out) if bias else None
@@ -64,15 +86,23 @@ def inputs_training(seed: int, fan_in: int, fan_out: int, batch: int = 32):
     return X, Y, 0.1 * _randn(gen, fan_out, fan_in), torch.zeros(fan_out, dtype=DT)
 
 
-def hvp_problem(name: str):
-    """(f, x, v): a scalar test function of one tensor, a point and a direction."""
-    gen = _gen(sum(map(ord, name)), 3)
-    x, v, A = _randn(gen, 4), _randn(gen, 4), _randn(gen, 4, 4)
+HVP_PROBLEMS = ("cubic", "sin_product", "quadratic_form", "log_sum_exp", "rosenbrock", "tanh_layer")
+
+
+def hvp_problem(name: str, seed: int = 0, size: int = 4):
+    """(f, x, v): a scalar test function of one tensor of `size` entries, a point and a direction (from `seed`)."""
+    if name not in HVP_PROBLEMS:
+        raise ValueError(f"unknown hvp problem {name!r}")
+    gen = _gen(sum(map(ord, name)) + 100_003 * int(seed), 3)
+    n = int(size)
+    x, v, A = _randn(gen, n), _randn(gen, n), _randn(gen, n, n)
     problems = {
         "cubic": lambda x: (x ** 3).sum(),
         "sin_product": lambda x: torch.sin(x).prod(),
-        "quadratic_form": lambda x: x @ (A @ x),
+        "quadratic_form": lambda x: x @ (A @ x),            # A is not symmetric: the Hessian is A + Aᵀ
         "log_sum_exp": lambda x: torch.logsumexp(x, dim=0),
+        "rosenbrock": lambda x: (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum(),
+        "tanh_layer": lambda x: torch.tanh(A @ x).pow(2).sum(),
     }
     return problems[name], x, v
 
@@ -140,8 +170,8 @@ def probe_saved_tensors(obj, seed=0, cases=2, points=None):
     """Values of forward and backward, and what happens when the input is changed in place after forward."""
     F = _function_class(obj, "Cube")
     data = []
-    for case in range(cases):
-        x0, g = inputs_elementwise(seed, case)
+    for case, shape in enumerate(shapes_of(cases)):
+        x0, g = inputs_elementwise(seed, case, shape=shape)
         base = x0.clone().requires_grad_()
         x = base * 1.0
         y = _outputs(_apply(F, x, name="Cube"), 1, "Cube")[0]
@@ -164,8 +194,8 @@ def probe_saved_tensors(obj, seed=0, cases=2, points=None):
 def probe_inplace(obj, seed=0, cases=2, points=None):
     F = _function_class(obj, "InplaceReLU")
     data = []
-    for case in range(cases):
-        x0, g = inputs_elementwise(seed, case, kinks=True)
+    for case, shape in enumerate(shapes_of(cases)):
+        x0, g = inputs_elementwise(seed, case, kinks=True, shape=shape)
         base = x0.clone().requires_grad_()
         x = base * 1.0                      # not a leaf: an in-place change of it is allowed
         version = x._version
@@ -186,8 +216,8 @@ def probe_inplace(obj, seed=0, cases=2, points=None):
 def probe_non_differentiable(obj, seed=0, cases=2, points=None):
     F = _function_class(obj, "ReLUWithMask")
     data = []
-    for case in range(cases):
-        x0, g = inputs_elementwise(seed, case, kinks=True)
+    for case, shape in enumerate(shapes_of(cases)):
+        x0, g = inputs_elementwise(seed, case, kinks=True, shape=shape)
         x = x0.clone().requires_grad_()
         y, mask = _outputs(_apply(F, x, name="ReLUWithMask"), 2, "ReLUWithMask")
         entry = {"output": _cpu(y), "mask": _cpu(mask).to(DT), "mask_dtype": str(mask.dtype).replace("torch.", ""),
@@ -213,8 +243,8 @@ def probe_materialize(obj, seed=0, cases=2, points=None):
             return F.backward(ctx, *grads)
 
     data = []
-    for case in range(cases):
-        x0, g = inputs_elementwise(seed, case)
+    for case, shape in enumerate(shapes_of(cases)):
+        x0, g = inputs_elementwise(seed, case, shape=shape)
         x = x0.clone().requires_grad_()
         s, c = _outputs(_apply(F, x, name="SinCos"), 2, "SinCos")
         entry = {"outputs": [_cpu(s), _cpu(c)], "calls": {}}
@@ -273,14 +303,14 @@ def probe_twice_differentiable(obj, reference, seed=0, cases=2, points=None):
     outputs = TWICE_OUTPUTS[reference]
     name = F.__name__
     data = []
-    for case in range(cases):
-        x0, u = inputs_elementwise(seed, case)
-        v = inputs_elementwise(seed + 1000, case)[1]
+    for case, shape in enumerate(shapes_of(cases)):
+        x0, u = inputs_elementwise(seed, case, shape=shape)
+        v = inputs_elementwise(seed + 1000, case, shape=shape)[1]
         x = x0.clone().requires_grad_()
         outs = _outputs(_apply(F, x, name=name), outputs, name)
         entry = {"outputs": [_cpu(o) for o in outs]}
         # first derivative with a grad_output for every output (the extra ones matter for double backward)
-        us = [u] + [inputs_elementwise(seed + 2000 + k, case)[1] for k in range(1, outputs)]
+        us = [u] + [inputs_elementwise(seed + 2000 + k, case, shape=shape)[1] for k in range(1, outputs)]
         grads, err = _grad(outs, x, us)
         entry["grad_all"], entry["grad_all_error"] = (_cpu(grads[0]) if grads else None), err
         result_only = lambda t: F.apply(t)[0] if outputs > 1 else F.apply(t)  # noqa: E731
@@ -293,10 +323,10 @@ def probe_twice_differentiable(obj, reference, seed=0, cases=2, points=None):
     return data
 
 
-def probe_hvp(hessian_vector_product, problems, points=None):
+def probe_hvp(hessian_vector_product, problems, seed=0, size=4, points=None):
     data = []
     for name in problems:
-        f, x, v = hvp_problem(name)
+        f, x, v = hvp_problem(name, seed, size)
         given_x, given_v = x.clone(), v.clone()
         result = call_learner(hessian_vector_product, f, given_x, given_v, name="hessian_vector_product")
         if not isinstance(result, torch.Tensor):
@@ -311,8 +341,8 @@ def probe_hvp(hessian_vector_product, problems, points=None):
 def probe_functional_linear(obj, seed=0, cases=3, points=None):
     F = _function_class(obj, "FunctionalLinear")
     data = []
-    for case in range(cases):
-        x0, w0, b0, g = inputs_linear(seed, case)
+    for case, sizes in enumerate(linear_cases(cases)):
+        x0, w0, b0, g = inputs_linear(seed, case, sizes)
         x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
         b = None if b0 is None else b0.clone().requires_grad_()
         y = _outputs(_apply(F, x, w, b, name="FunctionalLinear"), 1, "FunctionalLinear")[0]
@@ -325,7 +355,7 @@ def probe_functional_linear(obj, seed=0, cases=3, points=None):
             entry["returned"], entry["backward_error"] = None, err
         else:
             raw = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
-            entry["returned"] = [_summary(r) for r in raw]
+            entry["returned"], entry["backward_error"] = [_summary(r) for r in raw], None
         # and what ends up in .grad after autograd has done its part
         x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
         b = None if b0 is None else b0.clone().requires_grad_()
@@ -340,7 +370,7 @@ def probe_functional_linear(obj, seed=0, cases=3, points=None):
 
 # ------------------------------------------------------------------------------------------ LinearLayer (nn.Module)
 
-def probe_linear_layer(obj, seed=0, steps=20, lr=0.05, points=None):
+def probe_linear_layer(obj, seed=0, steps=20, lr=0.05, features=(3, 2), points=None):
     if not isinstance(obj, type) or not issubclass(obj, torch.nn.Module):
         raise CheckFailed("`LinearLayer` should be a subclass of torch.nn.Module (the class itself).")
     data: dict = {}
@@ -356,19 +386,22 @@ def probe_linear_layer(obj, seed=0, steps=20, lr=0.05, points=None):
     data["repr_no_bias"] = call_learner(no_bias.extra_repr, name="LinearLayer.extra_repr")
     data["parameters_no_bias"] = sorted(k for k, _ in no_bias.named_parameters())
     data["bias_no_bias"] = repr(getattr(no_bias, "bias", "missing"))[:40]
-    if not isinstance(data["repr"], str):
+    if not (isinstance(data["repr"], str) and isinstance(data["repr_no_bias"], str)):
         raise CheckFailed("`extra_repr()` should return a string.")
 
     # Training on a generated problem, from a starting point the check chooses.
-    X, Y, w0, b0 = inputs_training(seed, 3, 2)
-    layer = call_learner(obj, 3, 2, name="LinearLayer")
+    fan_in, fan_out = (int(n) for n in features)
+    X, Y, w0, b0 = inputs_training(seed, fan_in, fan_out)
+    layer = call_learner(obj, fan_in, fan_out, name="LinearLayer")
+    made = f"`LinearLayer({fan_in}, {fan_out})`"
     if not (isinstance(getattr(layer, "weight", None), torch.Tensor) and isinstance(getattr(layer, "bias", None), torch.Tensor)):
-        raise CheckFailed("`LinearLayer(3, 2)` should have parameters `weight` (out_features, in_features) and `bias`.")
+        raise CheckFailed(f"{made} should have parameters `weight` (out_features, in_features) and `bias`.")
     layer = layer.to(DT)
     with torch.no_grad():
         if tuple(layer.weight.shape) != tuple(w0.shape) or tuple(layer.bias.shape) != tuple(b0.shape):
-            raise CheckFailed(f"`LinearLayer(3, 2)` has weight {tuple(layer.weight.shape)} and bias {tuple(layer.bias.shape)}; "
-                              "they should be (out_features, in_features) = (2, 3) and (out_features,) = (2,), as in nn.Linear.")
+            raise CheckFailed(f"{made} has weight {tuple(layer.weight.shape)} and bias {tuple(layer.bias.shape)}; "
+                              f"they should be (out_features, in_features) = {(fan_out, fan_in)} and (out_features,) = "
+                              f"{(fan_out,)}, as in nn.Linear.")
         layer.weight.copy_(w0)
         layer.bias.copy_(b0)
     losses, grad_shapes = [], None
@@ -402,8 +435,8 @@ def _forward_mode(F, x0, t):
         return _cpu(fwAD.unpack_dual(out).tangent)
 
 
-def _vmap_results(F, seed, case):
-    x0 = inputs_elementwise(seed, case)[0]
+def _vmap_results(F, seed, case, shape):
+    x0 = inputs_elementwise(seed, case, shape=shape)[0]
     batch = torch.stack([x0, -x0, 0.5 * x0])           # (3, *shape)
     moved = batch.movedim(0, -1)                        # the batch dimension last
     out = {}
@@ -436,24 +469,23 @@ def probe_modern(obj, seed=0, cases=2, hand_written_vmap=False, points=None):
                     calls["vmap"] += 1
                     return inner(info, in_dims, *args)
             F_vmap = Counted
-    for case in range(cases):
-        x0, u = inputs_elementwise(seed, case)
+    for case, shape in enumerate(shapes_of(cases)):
+        x0, u = inputs_elementwise(seed, case, shape=shape)
         x = x0.clone().requires_grad_()
         y = _outputs(_apply(F, x, name=name), 1, name)[0]
         entry = {"output": _cpu(y)}
         grads, err = _grad(y, x, u)
         entry["grad"], entry["backward_error"] = (_cpu(grads[0]) if grads else None), err
         if hand_written_vmap:  # this exercise is about vmap only
-            entry["vmap"] = _vmap_results(F_vmap if data["vmap_defined"] else F, seed, case)
+            entry["vmap"] = _vmap_results(F_vmap if data["vmap_defined"] else F, seed, case, shape)
             data["cases"].append(entry)
             continue
-        entry["jvp"], err = _attempt(_forward_mode, F, x0, u, name=f"{name}.jvp", call="forward-mode AD through your jvp")
-        if err:
-            entry["jvp_error"] = err
+        entry["jvp"], entry["jvp_error"] = _attempt(_forward_mode, F, x0, u, name=f"{name}.jvp",
+                                                    call="forward-mode AD through your jvp")
         ok, err = _attempt(torch.autograd.gradcheck, F.apply, (x0.clone().requires_grad_(),), check_forward_ad=True,
                            raise_exception=False, name=name, call="gradcheck(..., check_forward_ad=True)")
         entry["gradcheck_forward_ad"] = bool(ok) if err is None else err
-        entry["vmap"] = _vmap_results(F, seed, case)
+        entry["vmap"] = _vmap_results(F, seed, case, shape)
         data["cases"].append(entry)
     data["vmap_calls"] = calls["vmap"]
     return data
@@ -470,8 +502,8 @@ def probe_custom_op(obj, seed=0, cases=2, points=None):
         raise CheckFailed("`softplus_op` should be the function decorated with @torch.library.custom_op(...) "
                           f"(a CustomOpDef); it is a {type(obj).__name__}.")
     data = {"name": str(getattr(obj, "_qualname", "")), "cases": []}
-    for case in range(cases):
-        x0, u = inputs_elementwise(seed, case)
+    for case, shape in enumerate(shapes_of(cases)):
+        x0, u = inputs_elementwise(seed, case, shape=shape)
         x = x0.clone().requires_grad_()
         y = call_learner(obj, x, name="softplus_op")
         if not isinstance(y, torch.Tensor):
