@@ -7,15 +7,20 @@ from __future__ import annotations
 
 from .registry import register
 
-check_primal_trace = register("check_primal_trace", probe="autograder.probes.nb01:probe_primal_trace",
-                              judge="autograder.judges.nb01:judge_primal_trace")
-check_adjoint_trace = register("check_adjoint_trace", probe="autograder.probes.nb01:probe_adjoint_trace",
-                               judge="autograder.judges.nb01:judge_adjoint_trace")
-check_tangent_trace = register("check_tangent_trace", probe="autograder.probes.nb01:probe_tangent_trace",
-                               judge="autograder.judges.nb01:judge_tangent_trace")
-check_jacobian_reverse = register("check_jacobian_reverse", probe="autograder.probes.nb01:probe_jacobian_reverse",
-                                  judge="autograder.judges.nb01:judge_jacobian_reverse")
-check_central_difference = register("check_central_difference", probe="autograder.probes.nb01:probe_central_difference",
-                                    judge="autograder.judges.nb01:judge_central_difference")
-check_numerical_gradient = register("check_numerical_gradient", probe="autograder.probes.nb01:probe_numerical_gradient",
-                                    judge="autograder.judges.nb01:judge_numerical_gradient")
+__all__ = ["check_primal_trace", "check_adjoint_trace", "check_tangent_trace", "check_jacobian_reverse",
+           "check_central_difference", "check_numerical_gradient"]
+
+
+
+def _check(exercise: str, draw: str, by_hand: bool = False):
+    return register(f"check_{exercise}", probe=f"autograder.probes.nb01:probe_{exercise}",
+                    judge=f"autograder.judges.nb01:judge_{exercise}", draw=f"autograder.judges.nb01:{draw}", by_hand=by_hand)
+
+
+# by hand: the point of these exercises is the derivative worked out, not autograd's
+check_primal_trace = _check("primal_trace", "draw_points")
+check_adjoint_trace = _check("adjoint_trace", "draw_points", by_hand=True)
+check_tangent_trace = _check("tangent_trace", "draw_tangent_cases", by_hand=True)
+check_jacobian_reverse = _check("jacobian_reverse", "draw_jacobian_cases")
+check_central_difference = _check("central_difference", "draw_difference_cases", by_hand=True)
+check_numerical_gradient = _check("numerical_gradient", "draw_gradient_cases", by_hand=True)

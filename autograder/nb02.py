@@ -13,19 +13,21 @@ from .registry import register
 __all__ = ["example_graph", "random_expression_text"]
 
 
-def _check(exercise: str):
+def _check(exercise: str, draw: str):
     name = f"check_{exercise}"
     __all__.append(name)
-    return register(name, probe=f"autograder.probes.nb02:probe_{exercise}", judge=f"autograder.judges.nb02:judge_{exercise}")
+    # every exercise here is by hand: the engine is the learner's, not torch.autograd
+    return register(name, probe=f"autograder.probes.nb02:probe_{exercise}", judge=f"autograder.judges.nb02:judge_{exercise}",
+                    draw=f"autograder.judges.nb02:{draw}", by_hand=True)
 
 
-check_mul = _check("mul")
-check_truediv = _check("truediv")
-check_pow = _check("pow")
-check_tanh = _check("tanh")
-check_topological_order = _check("topological_order")
-check_backward = _check("backward")
-check_engine = _check("engine")
-check_zero_grad = _check("zero_grad")
-check_gradient_check = _check("gradient_check")
-check_neuron_loss = _check("neuron_loss")
+check_mul = _check("mul", "draw_pairs")
+check_truediv = _check("truediv", "draw_pairs")
+check_pow = _check("pow", "draw_pow_cases")
+check_tanh = _check("tanh", "draw_tanh_points")
+check_topological_order = _check("topological_order", "draw_graphs")
+check_backward = _check("backward", "draw_graphs")
+check_engine = _check("engine", "draw_seeds")
+check_zero_grad = _check("zero_grad", "draw_zero_grad_graphs")
+check_gradient_check = _check("gradient_check", "draw_gradient_check_cases")
+check_neuron_loss = _check("neuron_loss", "draw_neuron_cases")

@@ -17,10 +17,20 @@ the grading sandbox ``autograder.judges`` is absent, and nothing there asks for 
 In a notebook, ``check_x(obj, **params)`` runs both in the learner's kernel (instant feedback).
 The grader runs only the probe in the sandbox, ships the data out, and runs the judge in its own
 process with the ``params`` written in the instructor's copy of the test cell.
+
+Hidden tests name generated cases: ``check_x(obj, draw=N)`` asks the check's *drawer* (judge side,
+``draw_x(rng, N) -> params``) for N cases. The grader seeds ``rng`` from a secret kept in the
+gradebook and the submission's content, so a regrade draws the same cases and a resubmission new
+ones; run anywhere else (the instructor's own notebook), the cases are drawn afresh each time.
+
+``crash_hint``: a sentence the grader adds when the kernel dies while this check's test cell runs
+(e.g. notebook 05's Triton kernels: "likely an unmasked tl.load/tl.store").
 """
 from __future__ import annotations
 
 import importlib
+import os
+import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -53,6 +63,9 @@ class Check:
     probe_target: str                 # "autograder.probes.nbNN:probe_x"
     judge_target: str                 # "autograder.judges.nbNN:judge_x"
     show_target: str | None = None    # "module:function(verdict, failure)": shows a result in the notebook
+    draw_target: str | None = None    # "autograder.judges.nbNN:draw_x(rng, count) -> params": hidden cases
+    crash_hint: str | None = None     # said when the kernel dies during this check's test cell
+    by_hand: bool = False             # the exercise is done by hand: autograd in the answer is flagged
 
     @property
     def probe(self) -> Callable[..., Any]:
@@ -61,6 +74,16 @@ class Check:
     @property
     def judge(self) -> Callable[..., Any]:
         return resolve(self.judge_target)
+
+    def drawn(self, params: dict, rng: random.Random | None = None) -> dict:
+        """The params with `draw=N` replaced by N generated cases (fresh randomness unless `rng` is given)."""
+        if "draw" not in params:
+            return dict(params)
+        if not self.draw_target:
+            raise ValueError(f"{self.name} has no drawer: it cannot take draw=")
+        rest = {k: v for k, v in params.items() if k != "draw"}
+        rng = rng or random.Random(os.urandom(16))
+        return {**rest, **resolve(self.draw_target)(rng, params["draw"])}
 
     def collect(self, obj: Any, **params: Any) -> Any:
         """Run the probe; a learner-caused failure becomes data too (its message)."""
@@ -75,6 +98,7 @@ class Check:
         return self.judge(data, **params)
 
     def __call__(self, obj: Any, **params: Any) -> Any:
+        params = self.drawn(params)
         data = self.collect(obj, **params)
         show = resolve(self.show_target) if self.show_target else None
         try:
@@ -96,14 +120,15 @@ class Check:
 CHECKS: dict[str, Check] = {}
 
 
-def register(name: str, probe: str, judge: str, show: str | None = None) -> Check:
+def register(name: str, probe: str, judge: str, show: str | None = None, draw: str | None = None,
+             crash_hint: str | None = None, by_hand: bool = False) -> Check:
     """Register a check under the name test cells call it by; returns the callable check."""
     if name in CHECKS:
         raise ValueError(f"a check named {name} is already registered")
-    for target in (probe, judge) + ((show,) if show else ()):
+    for target in (probe, judge) + tuple(t for t in (show, draw) if t):
         if not isinstance(target, str) or ":" not in target:
             raise TypeError(f"{name}: probe, judge and show are 'package.module:function' strings, not {target!r}")
     if probe.startswith("autograder.judges"):
         raise ValueError(f"{name}: a probe runs inside the sandbox, where autograder.judges is absent")
-    CHECKS[name] = Check(name, probe, judge, show)
+    CHECKS[name] = Check(name, probe, judge, show, draw, crash_hint, by_hand)
     return CHECKS[name]

@@ -1,13 +1,18 @@
 """Generate the learners' course/ from solutions/ with nbgrader's generate_assignment.
 
 The generation runs in a scratch course directory (with a throwaway gradebook), so the repository
-never holds a gradebook and a failed generation leaves course/ as it was.
+never holds a gradebook and a failed generation leaves course/ as it was. A graded test cell that the
+grader could not read as trusted (a check call inside a loop, an `if` or a function; no check call)
+is refused first, with the cell named.
 """
 from __future__ import annotations
 
+import importlib
 import shutil
 import tempfile
 from pathlib import Path
+
+import nbformat
 
 from .coursedir import COURSE, SOLUTIONS, assignments, nbgrader_api, quiet_nbgrader, require_success
 
@@ -22,9 +27,35 @@ def generate_in_course(root: Path, ids: list[str], db_url: str | None = None) ->
                             f"generate_assignment {assignment}")
 
 
+def untrusted_test_cells(folder: Path) -> list[str]:
+    """'notebook: grade_id: why' for each graded test cell under `folder` the grader cannot read as trusted."""
+    from .grading.spec import UntrustedCell, check_modules, parse_check_calls
+    from .registry import CHECKS
+
+    problems = []
+    for path in sorted(folder.rglob("*.ipynb")):
+        if ".ipynb_checkpoints" in path.parts:
+            continue
+        for cell in nbformat.read(path, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+                continue
+            for module in check_modules(cell.source):
+                importlib.import_module(module)
+            try:
+                parse_check_calls(cell.source, set(CHECKS))
+            except UntrustedCell as exc:
+                problems.append(f"{path.relative_to(folder)}: {meta.get('grade_id')}: {exc}")
+    return problems
+
+
 def generate_release(out_dir: Path, solutions: Path = SOLUTIONS, only: list[str] | None = None) -> list[str]:
     """Write the release of every assignment (or `only` these) into out_dir/NN-slug/. Returns the ids."""
     ids = only or assignments(solutions)
+    problems = [p for assignment in ids for p in untrusted_test_cells(solutions / assignment)]
+    if problems:
+        raise SystemExit("Refusing to release: the grader could not read these test cells as trusted:\n  "
+                         + "\n  ".join(problems))
     with tempfile.TemporaryDirectory(prefix="revad-release-") as tmp:
         root = Path(tmp)
         shutil.copytree(solutions, root / "source", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))

@@ -51,7 +51,7 @@ def graded(tmp_path_factory):
 def test_the_corpus_is_big_enough():
     hostile_specs = [k for k in SPECS if k.startswith("x_")]
     honest = [k for k in SPECS if k.startswith("h_")]
-    assert len(hostile_specs) >= 25 and len(honest) >= 3
+    assert len(hostile_specs) + len(honest) >= 60 and len(honest) >= 6
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
@@ -65,10 +65,7 @@ def test_submission_gets_its_expected_outcome(graded, name):
     assert row.max_score == hostile.MAX_SCORE, "max points never change"
     assert row.score == expect["score"], f"{name}: {row.score} != {expect['score']}\n{row.flags}\n{row.messages}"
     codes = {f.split(":")[0] for f in row.flags}
-    if expect["flags"]:
-        assert expect["flags"] <= codes, f"{name}: flags {codes} lack {expect['flags'] - codes}"
-    else:
-        assert not codes, f"{name} should raise no flag: {row.flags}"
+    assert codes == expect["flags"], f"{name}: flags {codes}, expected exactly {expect['flags']}\n{row.flags}"
     if "message" in expect:
         assert any(expect["message"] in m for m in row.messages + [row.message]) or any(
             expect["message"] in html.read_text() for html in (root / "feedback" / name / hostile.ASSIGNMENT).glob("*.html")), \
@@ -91,7 +88,7 @@ def test_gradebook_is_intact_and_nbgrader_reads_it(graded, tmp_path):
         flagged = {nb.student.id for nb in gb.notebook_submissions(hostile.NOTEBOOK, hostile.ASSIGNMENT) if nb.flagged}
     assert "x_patch_gradcheck_allclose_abs" in flagged and "h_correct" not in flagged
     csv_text = export_csv(db_url, tmp_path / "grades.csv").read_text()
-    assert "flags" in csv_text.splitlines()[0] and "verdict_mismatch" in csv_text
+    assert "flags" in csv_text.splitlines()[0] and "reaches_for_grader" in csv_text
     table = format_table(list(rows.values()))
     assert "FLAG patched" in table and "x_malformed_json" in table
     assert not (REPO / "autograder" / "nb01.py").read_text().startswith("owned")
@@ -99,7 +96,7 @@ def test_gradebook_is_intact_and_nbgrader_reads_it(graded, tmp_path):
 
 def test_feedback_never_shows_hidden_tests_or_solutions(graded):
     root, *_ = graded
-    hidden = ["BEGIN HIDDEN TESTS", "(-1.3, 0.7), (0.5, -4.0)", "('exp', 0.5, 1e-2), ('cube', 2.0, 1e-4)", "BEGIN SOLUTION"]
+    hidden = ["BEGIN HIDDEN TESTS", "draw=2", "draw=3", "BEGIN SOLUTION"]
     pages = list((root / "feedback").rglob("*.html"))
     assert len(pages) >= len(SPECS) - 2
     for page in pages:

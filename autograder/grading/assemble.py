@@ -1,6 +1,8 @@
-"""Assembling the notebook the sandbox runs: the learner's answer and own cells, the instructor's copy
-of every locked cell (hidden tests included), the in-kernel setup first (autograder.probes.kernel)
-and a probe cell after each graded test cell."""
+"""Assembling the notebook the sandbox runs: the in-kernel setup first (autograder.probes.kernel), then
+the learner's answer and own cells and the instructor's copy of every locked cell. In each graded test
+cell every check call becomes a probe call (`__revad_probe__(grade_id, k, check, expr, params)`, with
+hidden cases already drawn) and the rest of the hidden-test section is left out: no judge runs in the
+kernel, and no hidden test code enters it."""
 from __future__ import annotations
 
 import copy
@@ -9,14 +11,34 @@ import nbformat
 
 from ..probes.kernel import WATCHED
 from .read import nbgrader_meta, normalized
+from .spec import HIDDEN_BEGIN, HIDDEN_END, CheckCall, hidden_line_numbers, hidden_stripped
 
-PROBE_MIME = "application/x-revad-probe"
 
 
-def setup_source(modules: list[str]) -> str:
+def setup_source(modules: list[str], channel: str) -> str:
     return (f"from autograder.probes.kernel import install as _revad_install\n"
-            f"__revad_probe__ = _revad_install({modules!r}, {WATCHED!r}, {PROBE_MIME!r})\n"
+            f"__revad_probe__ = _revad_install({modules!r}, {WATCHED!r}, {channel!r})\n"
             f"del _revad_install")
+
+
+def probed_source(source: str, gid: str, calls: list[CheckCall]) -> str:
+    """The instructor's test cell as the sandbox runs it: check calls replaced by probe calls, the
+    hidden section's other lines and its markers left out."""
+    lines = source.splitlines()
+    starts = {c.first_line: (k, c) for k, c in enumerate(calls)}
+    hidden = hidden_line_numbers(source)
+    out, number = [], 1
+    while number <= len(lines):
+        if number in starts:
+            k, call = starts[number]
+            out.append(f"__revad_probe__({gid!r}, {k}, {call.check!r}, {call.expr!r}, {call.params!r})")
+            number = call.last_line + 1
+            continue
+        line = lines[number - 1]
+        if number not in hidden and HIDDEN_BEGIN not in line and HIDDEN_END not in line:
+            out.append(line)
+        number += 1
+    return "\n".join(out)
 
 
 def fresh_ids(nb) -> None:
@@ -24,8 +46,11 @@ def fresh_ids(nb) -> None:
         cell["id"] = f"cell-{index}"
 
 
-def build_execution(nb, spec_nb: dict, state: dict[str, str], calls: dict[str, list | None], modules: list[str]):
-    """(notebook to run, index of each graded test cell in it, index of each probe cell in it)."""
+def build_execution(nb, spec_nb: dict, state: dict[str, str], calls: dict[str, list | None], modules: list[str],
+                    channel: str):
+    """(notebook to run, index of each graded test cell in it). `calls`: grade_id -> the concrete check
+    calls of that test cell, or None when it could not be read as trusted (it then runs without its
+    hidden tests, and scores 0)."""
     spec_by_id = {c["grade_id"]: c for c in spec_nb["cells"] if c.get("grade_id")}
     order = [c["grade_id"] for c in spec_nb["cells"] if c.get("grade_id")]
     cells = []
@@ -85,10 +110,10 @@ def build_execution(nb, spec_nb: dict, state: dict[str, str], calls: dict[str, l
             placed.add(gid)
 
     run = nbformat.v4.new_notebook()
-    setup = nbformat.v4.new_code_cell(setup_source(modules))
+    setup = nbformat.v4.new_code_cell(setup_source(modules, channel))
     setup.metadata["revad"] = {"role": "setup"}
     run.cells.append(setup)
-    test_index, probe_index = {}, {}
+    test_index = {}
     for cell in cells:
         if cell.cell_type == "code":
             cell.outputs = []
@@ -97,10 +122,7 @@ def build_execution(nb, spec_nb: dict, state: dict[str, str], calls: dict[str, l
         gid = nbgrader_meta(cell).get("grade_id")
         if gid in spec_by_id and spec_by_id[gid]["grade"] and not spec_by_id[gid]["solution"] and cell.cell_type == "code":
             test_index[gid] = len(run.cells) - 1
-            if calls.get(gid):
-                probe = nbformat.v4.new_code_cell(f"__revad_probe__({gid!r}, {calls[gid]!r})")
-                probe.metadata["revad"] = {"role": "probe", "grade_id": gid}
-                run.cells.append(probe)
-                probe_index[gid] = len(run.cells) - 1
+            source = spec_by_id[gid]["source"]
+            cell.source = probed_source(source, gid, calls[gid]) if calls.get(gid) else hidden_stripped(source)
     fresh_ids(run)
-    return run, test_index, probe_index
+    return run, test_index

@@ -11,6 +11,8 @@ knows about nbgrader still holds.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -25,7 +27,7 @@ from .pool import Progress, Worker
 from .report import SubmissionScore, read_scores
 from .spec import assignment_spec
 
-RUNNER_VERSION = "1"  # bump when grading changes, so that every submission is graded again
+RUNNER_VERSION = "2"  # bump when grading changes, so that every submission is graded again
 
 
 def submitted_students(course_root: Path, assignment: str) -> list[str]:
@@ -113,6 +115,7 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
     spec_path.write_text(spec_text)
 
     done = record.completed(db_url, assignment)
+    secret = record.course_secret(db_url)
     hashes = {s: submission_hash(course_root / "submitted" / s / assignment, spec_text) for s in students}
     todo = [s for s in students if force or done.get(s) != hashes[s]]
     skipped = len(students) - len(todo)
@@ -143,7 +146,9 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
                               out=str(job_dir / "out"), scratch=str(scratch_base / str(worker.slot)),
                               limits=limits, hide=[str(course_root)],
                               sandbox=SandboxSettings(info.tool, info.as_root, info.drop_uid),
-                              sandbox_text=info.describe(), threads=1 if workers > 1 else 2)
+                              sandbox_text=info.describe(), threads=1 if workers > 1 else 2,
+                              draw_key=hmac.new(secret.encode(), f"{assignment}/{student}/{hashes[student]}".encode(),
+                                                hashlib.sha256).hexdigest())
                     (job_dir / "job.json").write_text(job.to_json())
                     worker.submit(student, job_dir)
                     worker.uid = sandbox.slot_uid(info, seq)

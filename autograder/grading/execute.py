@@ -10,11 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
+
 from . import sandbox
 from .kernel_start import KernelStartFailed, start_with_retries
 from .jobs import Job
 
 SETUP_TIMEOUT_S = 120
+MAX_RECOVERIES = 3   # kernels started again after a crash, per notebook
 
 
 def _make_client_class():
@@ -46,7 +49,9 @@ def _make_client_class():
 
 
 def execute(run_nb, scratch: Path, job: Job) -> dict:
-    """Run the notebook in a sandboxed kernel. Returns {"status": {index: ok|error|timeout|not_run}, "stopped": reason}."""
+    """Run the notebook in a sandboxed kernel. Returns {"status": {index: ok|error|timeout|died|not_run},
+    "stopped": why it stopped early (None), "truncated": cells whose output was cut, "recovered": cells that
+    crashed the kernel, after which a fresh kernel went on}."""
     from jupyter_client.kernelspec import KernelSpec
     from jupyter_client.manager import AsyncKernelManager
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -75,13 +80,6 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
                 os.chown(self.connection_file, uid, uid)
             return result
 
-    def new_manager():  # one per start attempt: a manager cleaned up after a failed start cannot start again
-        manager = SandboxKernelManager(transport="ipc", ip=str(scratch / "k"), connection_file=str(scratch / "kernel.json"))
-        manager._kernel_spec = KernelSpec(argv=argv, display_name="grading sandbox", language="python",
-                                          interrupt_mode="message", env={})
-        return manager
-
-    km = new_manager()
     if not info.active or shutil.which("prlimit") is None:
         def preexec():
             import resource
@@ -97,37 +95,84 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
     start_kwargs = {k: v for k, v in start_kwargs.items() if v is not None}
 
     Client = _make_client_class()
-    client = Client(run_nb, km=km, timeout=limits.cell_timeout_s, allow_errors=True, interrupt_on_timeout=True,
-                    error_on_timeout={"ename": "TimeoutError", "evalue": f"cell stopped after {limits.cell_timeout_s} s"},
-                    startup_timeout=120, record_timing=False, iopub_timeout=4, shutdown_kernel="immediate",
-                    resources={"metadata": {"path": str(scratch / "work")}})
-    client.output_cap = limits.output_kb * 1024
-    client.timed_out, client.truncated, client._sizes = set(), set(), {}
+    timed_out, truncated, sizes = set(), set(), {}
+
+    def new_client(incarnation):
+        """A kernel manager and nbclient client; a kernel started again after a crash gets new ones."""
+        km = SandboxKernelManager(transport="ipc", ip=str(scratch / f"k{incarnation}"),
+                                  connection_file=str(scratch / f"kernel{incarnation}.json"))
+        km._kernel_spec = KernelSpec(argv=argv, display_name="grading sandbox", language="python",
+                                     interrupt_mode="message", env={})
+        client = Client(run_nb, km=km, timeout=limits.cell_timeout_s, allow_errors=True, interrupt_on_timeout=True,
+                        error_on_timeout={"ename": "TimeoutError", "evalue": f"cell stopped after {limits.cell_timeout_s} s"},
+                        startup_timeout=120, record_timing=False, iopub_timeout=4, shutdown_kernel="immediate",
+                        resources={"metadata": {"path": str(scratch / "work")}})
+        client.output_cap = limits.output_kb * 1024
+        client.timed_out, client.truncated, client._sizes = timed_out, truncated, sizes
+        return km, client
+
+    km, client = new_client(0)
     status = {i: "not_run" for i in range(len(run_nb.cells))}
     deadline = time.monotonic() + limits.timeout_s
     stopped = None
     start_failures: list[str] = []
+    failed_starts: list[None] = []
+
+    recovered: list[int] = []
+
+    async def start() -> None:
+        t0 = time.monotonic()
+        await client.async_start_new_kernel(**start_kwargs)
+        await client.async_start_new_kernel_client()
+        if os.environ.get("REVAD_DEBUG"):
+            print(f"kernel start: {time.monotonic() - t0:.2f} s", file=sys.stderr, flush=True)
+
+    async def recover(crashed: int) -> bool:
+        """A fresh kernel in the state the notebook had before cell `crashed`: the setup and every
+        earlier cell that ran are run again (copies: their outputs are not kept), unprobed."""
+        nonlocal km, client
+        if len(recovered) >= MAX_RECOVERIES:
+            return False
+        recovered.append(crashed)
+        try:
+            await asyncio.wait_for(client._async_cleanup_kernel(), timeout=15)
+        except Exception:  # noqa: BLE001
+            pass
+        sandbox.kill_uid(uid)
+        km, client = new_client(len(recovered))
+        try:
+            await start()
+            earlier = [i for i in range(crashed) if run_nb.cells[i].cell_type == "code" and status[i] in ("ok", "error")]
+            setup, rest = earlier[:1], earlier[1:]
+            sources = ([run_nb.cells[i].source for i in setup] + ["__revad_probe__.replaying = True"]
+                       + [run_nb.cells[i].source for i in rest] + ["__revad_probe__.replaying = False"])
+            crashed_cell = run_nb.cells[crashed]
+            try:
+                for source in sources:  # (nbclient stores the cell it ran at the index it is given: put it back)
+                    await asyncio.wait_for(client.async_execute_cell(nbformat.v4.new_code_cell(source), crashed),
+                                           timeout=max(1.0, deadline - time.monotonic()))
+            finally:
+                run_nb.cells[crashed] = crashed_cell
+            return await client.km.is_alive()
+        except Exception as exc:  # noqa: BLE001 -- it crashed again, or ran out of time: stop here
+            print(f"recovery after cell {crashed} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            return False
 
     async def run_all():
         nonlocal stopped
-        async def start():
-            await client.async_start_new_kernel(**start_kwargs)
-            await client.async_start_new_kernel_client()
-
         async def clean_up():  # nothing of a failed start may linger into the next
+            nonlocal km, client
+            failed_starts.append(None)
             try:
                 await asyncio.wait_for(client._async_cleanup_kernel(), timeout=15)
             finally:
-                client.km = new_manager()
                 sandbox.kill_uid(uid)
+                km, client = new_client(f"s{len(failed_starts)}")  # a fresh manager: a cleaned-up one cannot start again
 
         try:
-            t0 = time.monotonic()
             start_failures.extend(await start_with_retries(start, clean_up))
             if start_failures:
                 print(f"kernel start retried: {start_failures}", file=sys.stderr, flush=True)
-            if os.environ.get("REVAD_DEBUG"):
-                print(f"kernel start: {time.monotonic() - t0:.2f} s", file=sys.stderr, flush=True)
         except KernelStartFailed as exc:
             stopped = f"kernel_start: {exc}"
             return
@@ -153,6 +198,8 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
                     break
                 except DeadKernelError:
                     status[index] = "died"
+                    if await recover(index):
+                        continue
                     stopped = "died"
                     break
                 except CellTimeoutError:
@@ -172,6 +219,8 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
                     status[index] = "ok"
                 if status[index] == "ok" and not await client.km.is_alive():
                     status[index] = "died"
+                    if await recover(index):
+                        continue
                     stopped = "died"
                     break
         finally:
@@ -192,5 +241,6 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
         except Exception:  # noqa: BLE001
             pass
         sandbox.kill_uid(uid)
-    return {"status": status, "stopped": stopped, "truncated": sorted(client.truncated),
+    return {"status": status, "stopped": stopped, "truncated": sorted(truncated),
+            "recovered": [i for i in recovered if not stopped or status.get(i) == "died"],
             "kernel_start_failures": start_failures}

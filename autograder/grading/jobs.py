@@ -34,6 +34,7 @@ class Job:
     sandbox_text: str
     hide: list[str] = field(default_factory=list)   # paths the sandbox must not show
     threads: int = 1
+    draw_key: str = ""        # seeds the hidden cases: from the gradebook's secret and the submission's content
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -52,7 +53,7 @@ class Job:
 
 @dataclass
 class Flag:
-    code: str                 # e.g. "patched", "locked_cell_edited", "verdict_mismatch", "grader_error"
+    code: str                 # e.g. "patched", "reaches_for_grader", "locked_cell_edited", "grader_error"
     detail: str
 
 
@@ -62,7 +63,6 @@ class CellGrade:
     max: float
     messages: list[str] = field(default_factory=list)
     trusted: bool | None = None          # decided by a judge outside the kernel (None: not run)
-    kernel_passed: bool | None = None    # what the learner's own kernel said (for verdict_mismatch)
 
 
 @dataclass

@@ -2,40 +2,54 @@
 check's judge run with the parameters of the instructor's copy of the test cell."""
 from __future__ import annotations
 
-import base64
-import io
 import math
+from pathlib import Path
 
 from ..feedback import CheckFailed
-from ..registry import CHECKS
-from .assemble import PROBE_MIME
+from ..registry import CHECKS, FAILED
 
 MAX_PROBE_BYTES = 32 * 2**20
+NOT_RECORDED = {FAILED: "This test did not record what your code returned: the notebook stopped before it "
+                        "finished, or something in your notebook removed the grader's record."}
 
 
-def load_payload(cell) -> tuple[dict | None, str | None]:
+def load_payload(path: Path) -> tuple[dict | None, str | None]:
+    """(payload, None) from one probe's channel file, or (None, why not)."""
     import torch
-    blobs = [o["data"][PROBE_MIME] for o in cell.get("outputs", [])
-             if o.get("output_type") == "display_data" and PROBE_MIME in o.get("data", {})]
-    if not blobs:
+    try:
+        size = path.stat().st_size
+    except OSError:
         return None, None
-    blob = blobs[-1]
-    if not isinstance(blob, str) or len(blob) > MAX_PROBE_BYTES:
+    if size > MAX_PROBE_BYTES:
         return None, "The values your code returned were too large to record."
     try:
-        payload = torch.load(io.BytesIO(base64.b64decode(blob)), weights_only=True, map_location="cpu")
+        payload = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:  # noqa: BLE001
         return None, f"The values your code returned could not be read back ({type(exc).__name__})."
-    if not isinstance(payload, dict) or not isinstance(payload.get("results"), list):
+    if not isinstance(payload, dict) or not isinstance(payload.get("results"), list) or len(payload["results"]) != 1:
         return None, "The values your code returned could not be read back."
     return payload, None
 
 
-def judge_cell(calls: list, payload: dict | None, points: float) -> tuple[float, list[str], bool]:
-    """(score, messages, failed) for one test cell, decided here from the probe's data."""
+def read_channel(channel: Path, gid: str, count: int) -> tuple[list, list[str]]:
+    """Each check call's data (a failure's message when its file is missing or unreadable), and what
+    the probes found replaced in the kernel."""
+    results, patched = [], []
+    for k in range(count):
+        payload, problem = load_payload(channel / f"{gid}.{k}.pt")
+        if payload is None or payload.get("cell") != gid or payload.get("call") != k:
+            results.append({FAILED: problem} if problem else NOT_RECORDED)
+            continue
+        results.append(payload["results"][0])
+        patched += [p for p in payload.get("patched", []) if isinstance(p, str)]
+    return results, patched
+
+
+def judge_cell(calls: list, results: list, points: float) -> tuple[float, list[str], bool]:
+    """(score, messages, failed) for one test cell, decided here from its probes' data."""
     messages, failed, partial = [], False, []
-    results = payload["results"] if payload else []
-    for i, (check, expr, params) in enumerate(calls):
+    for i, call in enumerate(calls):
+        check, expr, params = call.check, call.expr, call.params
         if i >= len(results):
             failed = True
             continue

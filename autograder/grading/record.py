@@ -29,6 +29,12 @@ GRADED = Table(
     Column("sandbox", Text, nullable=False),
 )
 
+SECRET = Table(
+    "revad_secret", METADATA,
+    Column("name", String(64), primary_key=True),
+    Column("value", String(128), nullable=False),
+)
+
 _ENGINES: dict = {}
 
 
@@ -38,6 +44,20 @@ def engine(db_url: str):
         METADATA.create_all(eng)
         _ENGINES[db_url] = eng
     return _ENGINES[db_url]
+
+
+def course_secret(db_url: str) -> str:
+    """The secret hidden test cases are drawn from: made once, kept in the gradebook (so a regrade draws
+    the same cases), never written into a sandbox."""
+    import secrets
+
+    with engine(db_url).begin() as conn:
+        row = conn.execute(select(SECRET.c.value).where(SECRET.c.name == "hidden_cases")).first()
+        if row is not None:
+            return row.value
+        value = secrets.token_hex(32)
+        conn.execute(SECRET.insert().values(name="hidden_cases", value=value))
+        return value
 
 
 def completed(db_url: str, assignment: str) -> dict[str, str]:

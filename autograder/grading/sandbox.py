@@ -9,7 +9,8 @@ The kernel that executes a submission is started as
 
 The file system inside is an allow-list: the system directories (/usr, /etc and their links), the
 Python installation and the two course packages that notebooks import (autograder, coursetools),
-all read-only; a fresh /tmp; and the submission's scratch copy, writable. The course directory
+all read-only, with autograder's judges/ and grading/ replaced by empty folders (references and the
+grading command never enter); a fresh /tmp; and the submission's scratch copy, writable. The course directory
 (solutions, gradebook, other submissions), the repository's other folders and /root are not there.
 There is no network: the kernel talks to the grader over Unix sockets in the scratch directory.
 
@@ -31,6 +32,7 @@ import coursetools
 
 BASE_UID = 62000  # job k runs as uid/gid BASE_UID + k % UID_RANGE: its own process-count budget, nothing left over
 UID_RANGE = 3000
+OUTSIDE_ONLY = ("judges", "grading")   # autograder's subpackages the sandbox shows empty
 
 
 @dataclass
@@ -169,6 +171,9 @@ def bwrap_argv(info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | N
         argv += ["--perms", "0755", "--dir", parent]
     for root in roots:
         argv += ["--ro-bind", str(root), str(root)]
+    package = Path(autograder.__file__).resolve().parent
+    for outside in OUTSIDE_ONLY:  # the judges and the grading command stay out: only the probes go in
+        argv += ["--tmpfs", str(package / outside)]
     for path in hide or []:  # in case one of them sits under an allowed root
         if path and Path(path).exists() and any(Path(path).resolve().is_relative_to(r) for r in _readonly_roots()):
             argv += ["--tmpfs", str(Path(path).resolve()), "--remount-ro", str(Path(path).resolve())]

@@ -8,9 +8,11 @@ key=<literal>, ...)`` calls of an instructor's test cell: the calls the grader r
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..coursedir import nbgrader_api, quiet_nbgrader, require_success
+from .read import normalized
 
 HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 
@@ -48,29 +50,74 @@ def check_modules(source: str) -> list[str]:
                      if a.name.startswith("autograder.")})
 
 
-def parse_check_calls(source: str, known: set[str]) -> list[tuple[str, str, dict]] | None:
-    """The `check_x(learner_name, key=<literal>, ...)` calls of an instructor's test cell, in order:
-    (check name, source of the learner expression, params). None when the cell has none."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
+@dataclass(frozen=True)
+class CheckCall:
+    """One `check_x(learner_expression, key=<literal>, ...)` statement of an instructor's test cell."""
+    check: str                  # the registered name
+    expr: str                   # source of the learner's object, e.g. "primal_trace"
+    params: dict                # literals; `draw=N` asks for N generated cases
+    first_line: int             # 1-based lines of the statement in the cell
+    last_line: int
+    hidden: bool                # inside BEGIN/END HIDDEN TESTS
+
+
+class UntrustedCell(ValueError):
+    """A test cell the grader cannot read as trusted; the message says what to change."""
+
+
+def _aliases(tree, known: set[str]) -> dict[str, str]:
     aliases = {name: name for name in known}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("autograder"):
             for alias in node.names:
                 if alias.name in known:
                     aliases[alias.asname or alias.name] = alias.name
+    return aliases
+
+
+def parse_check_calls(source: str, known: set[str]) -> list[CheckCall]:
+    """The check calls of an instructor's test cell, in order. Every call of a known check must be a
+    statement of its own at the top level of the cell, `check_x(learner_name, key=<literal>, ...)`:
+    anything else (inside a loop, an `if`, a function; computed arguments) raises UntrustedCell,
+    as does a graded test cell with no check call at all."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise UntrustedCell(f"the test cell does not parse ({exc.msg}, line {exc.lineno})") from None
+    aliases = _aliases(tree, known)
+    hidden = hidden_line_numbers(source)
+    top = {id(stmt.value) for stmt in tree.body if isinstance(stmt, (ast.Expr, ast.Assign))}
     calls = []
-    for stmt in tree.body:
-        value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
-        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in aliases):
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in aliases):
             continue
-        if len(value.args) != 1 or any(k.arg is None for k in value.keywords):
-            raise ValueError(f"{value.func.id}(...) must be called as check_x(learner_name, key=<literal>, ...)")
-        params = {k.arg: ast.literal_eval(k.value) for k in value.keywords}
-        calls.append((aliases[value.func.id], ast.unparse(value.args[0]), params))
-    return calls or None
+        name = node.func.id
+        if id(node) not in top:
+            raise UntrustedCell(f"line {node.lineno}: {name}(...) must be a statement of its own at the top level of "
+                                "the test cell, not inside a loop, an `if`, a function or another expression")
+        if len(node.args) != 1 or any(k.arg is None for k in node.keywords):
+            raise UntrustedCell(f"line {node.lineno}: {name}(...) must be called as check_x(learner_name, key=<literal>, ...)")
+        try:
+            params = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        except ValueError:
+            raise UntrustedCell(f"line {node.lineno}: the arguments of {name}(...) must be Python literals") from None
+        calls.append(CheckCall(aliases[name], ast.unparse(node.args[0]), params, node.lineno, node.end_lineno,
+                               node.lineno in hidden))
+    if not calls:
+        raise UntrustedCell("a graded test cell must call at least one check (`check_x(learner_name, ...)`)")
+    return sorted(calls, key=lambda c: c.first_line)
+
+
+def hidden_line_numbers(source: str) -> set[int]:
+    lines, hidden = set(), False
+    for number, line in enumerate(source.splitlines(), start=1):
+        if HIDDEN_BEGIN in line:
+            hidden = True
+        elif HIDDEN_END in line:
+            hidden = False
+        elif hidden:
+            lines.add(number)
+    return lines
 
 
 def assignment_spec(course_root: Path, assignment: str, db_url: str, source: str, release: str) -> dict:
@@ -118,6 +165,9 @@ def assignment_spec(course_root: Path, assignment: str, db_url: str, source: str
                               "solution": bool(meta.get("solution")), "locked": bool(meta.get("locked")),
                               "points": points, "release_source": cell.source, "source": instructor,
                               "metadata": clean_meta})
-            notebooks[nb_row.name] = {"cells": cells}
+            # the release's cells without nbgrader metadata: the learner's copy runs, unscreened if unchanged
+            plain = [normalized(c.source) for c in released.cells
+                     if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade_id")]
+            notebooks[nb_row.name] = {"cells": cells, "plain": plain}
     modules = sorted({m for nb in notebooks.values() for c in nb["cells"] if c["grade"] for m in check_modules(c["source"])})
     return {"assignment": assignment, "notebooks": dict(sorted(notebooks.items())), "modules": modules}

@@ -11,10 +11,11 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import random
 import shutil
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbformat
@@ -25,14 +26,18 @@ from .assemble import build_execution
 from .execute import execute
 from .flags import static_patches, structural_flags
 from .jobs import CellGrade, Flag, Job, NotebookResult, SubmissionResult
-from .judge import judge_cell, load_payload
+from .judge import judge_cell, read_channel
 from .read import Unreadable, find_notebooks, nbgrader_meta, normalized, read_notebook
-from .spec import check_modules, hidden_lines, parse_check_calls
+from .screen import screen
+from .spec import UntrustedCell, check_modules, hidden_lines, parse_check_calls
 from .write import write_autograded, write_feedback
 
 STOP_MESSAGES = {
     "died": "The notebook's kernel stopped at the cell shown (it crashed, ran out of memory, or your code called "
             "os._exit / killed the process). Tests after that point could not run and score 0.",
+    "crashed": "The Python kernel crashed while cell {cells} of the graded notebook ran (a segmentation fault, an "
+               "abort, os._exit or running out of memory). That cell was skipped and the rest of the notebook ran "
+               "in a fresh kernel.",
     "deadline": "Your notebook ran longer than the {timeout} s the grader allows for the whole notebook, so it was "
                 "stopped. Tests after that point could not run and score 0. Look for an infinite loop or a very slow cell.",
 }
@@ -42,10 +47,10 @@ STOP_MESSAGES = {
 class Plan:
     """The assembled run: the notebook, where its graded test and probe cells are, what each probe calls."""
     notebook: nbformat.NotebookNode
-    calls: dict[str, list | None]     # grade_id -> [(check, learner expression, params)], None: untrusted
+    calls: dict[str, list | None]     # grade_id -> its concrete CheckCalls (hidden cases drawn), None: untrusted
     untrusted: list[str]
     test_index: dict[str, int]
-    probe_index: dict[str, int]
+    channel: Path                     # where the probes write their data
 
 
 # ------------------------------------------------------------------------------------ the pipeline
@@ -57,7 +62,7 @@ def grade_notebook(name: str, path: Path | None, spec_nb: dict, job: Job, scratc
     if nb is None:
         return result
     state = flag(nb, spec_nb, result)
-    plan = assemble(nb, spec_nb, state, result)
+    plan = assemble(nb, spec_nb, state, result, job, scratch)
     report = execute(plan.notebook, scratch, job)
     explain_stops(report, job, result)
     judge(plan, report, spec_nb, result)
@@ -104,28 +109,37 @@ def flag(nb, spec_nb: dict, result: NotebookResult) -> dict[str, str]:
             cell = answered.get(spec_cell["grade_id"])
             if cell is None or normalized(cell.source) == normalized(spec_cell["release_source"]):
                 result.comments[spec_cell["grade_id"]] = "No response."
+    result.flags += screen(nb, spec_nb, CHECKS)
     if not any(c.cell_type == "code" and c.source.strip() for c in nb.cells):
         result.messages.append(f"{result.notebook}.ipynb has no code in it: nothing to grade (0 points).")
     return state
 
 
-def assemble(nb, spec_nb: dict, state: dict[str, str], result: NotebookResult) -> Plan:
-    known = set(CHECKS)
+def assemble(nb, spec_nb: dict, state: dict[str, str], result: NotebookResult, job: Job, scratch: Path) -> Plan:
     grade_cells = [c for c in spec_nb["cells"] if c["grade"]]
     calls, untrusted = {}, []
     for c in grade_cells:
         if c["cell_type"] != "code" or c["solution"]:
             continue
+        gid = c["grade_id"]
         try:
-            calls[c["grade_id"]] = parse_check_calls(c["source"], known)
-        except (ValueError, SyntaxError) as exc:
-            calls[c["grade_id"]] = None
-            result.messages.append(f"(instructor) {c['grade_id']}: {exc}")
-        if not calls[c["grade_id"]]:
-            untrusted.append(c["grade_id"])
+            calls[gid] = [replace(call, params=CHECKS[call.check].drawn(call.params, hidden_rng(job, result.notebook, gid, k)))
+                          for k, call in enumerate(parse_check_calls(c["source"], set(CHECKS)))]
+        except (UntrustedCell, ValueError) as exc:
+            calls[gid] = None
+            untrusted.append(gid)
+            result.flags.append(Flag("grader_error", f"{gid}: the instructor's test cell cannot be graded: {exc}"))
     modules = sorted({m for c in grade_cells for m in check_modules(c["source"])})
-    run_nb, test_index, probe_index = build_execution(nb, spec_nb, state, calls, modules)
-    return Plan(run_nb, calls, untrusted, test_index, probe_index)
+    channel = scratch / "probe"
+    channel.mkdir(parents=True, exist_ok=True)
+    run_nb, test_index = build_execution(nb, spec_nb, state, calls, modules, str(channel))
+    return Plan(run_nb, calls, untrusted, test_index, channel)
+
+
+def hidden_rng(job: Job, notebook: str, gid: str, k: int) -> random.Random:
+    """The generator of one check call's hidden cases: from the gradebook's secret and the submission's
+    content (job.draw_key), so a regrade draws the same cases and a changed submission new ones."""
+    return random.Random(f"{job.draw_key}/{notebook}/{gid}/{k}")
 
 
 def explain_stops(report: dict, job: Job, result: NotebookResult) -> None:
@@ -139,6 +153,9 @@ def explain_stops(report: dict, job: Job, result: NotebookResult) -> None:
         where = next((i for i, s in status.items() if s in ("died", "timeout")), None)
         result.messages.append(STOP_MESSAGES[reason].format(timeout=job.limits.timeout_s)
                                + (f" (cell {where} of the graded notebook)" if where is not None else ""))
+    crashed = [i for i in report.get("recovered", [])]
+    if crashed:
+        result.messages.append(STOP_MESSAGES["crashed"].format(cells=", ".join(map(str, crashed))))
     timed = [i for i, s in status.items() if s == "timeout"]
     if timed:
         result.messages.append(f"{len(timed)} cell(s) ran longer than {job.limits.cell_timeout_s} s and were interrupted.")
@@ -153,30 +170,24 @@ def judge(plan: Plan, report: dict, spec_nb: dict, result: NotebookResult) -> No
     patched = set()
     for gid, tindex in plan.test_index.items():
         points = float(by_id[gid]["points"])
-        kernel_failed = status[tindex] != "ok"
         if gid in plan.untrusted:
-            msgs = [] if not kernel_failed else ["This test failed when your notebook ran (see the output)."]
-            result.grades[gid] = CellGrade(0.0 if kernel_failed else points, points, msgs, trusted=False)
+            result.grades[gid] = CellGrade(0.0, points, ["This test could not be graded; your instructor has been told."],
+                                           trusted=False)
             continue
-        pindex = plan.probe_index[gid]
-        payload, problem = load_payload(plan.notebook.cells[pindex])
-        if payload is None:
-            if status[tindex] == "not_run" or status[pindex] == "not_run":
-                msgs = ["This test did not run: the notebook stopped before reaching it."]
-            elif status[pindex] in ("timeout", "died"):
-                msgs = ["Your code was stopped while this test ran: it took longer than the grader allows, or crashed."]
-            else:
-                msgs = [problem or "This test could not record what your code returned (was the output of the test "
-                                   "cell replaced or the kernel changed?)."]
-            score, failed = 0.0, True
+        calls = plan.calls[gid]
+        if status[tindex] == "not_run":
+            score, msgs = 0.0, ["This test did not run: the notebook stopped before reaching it."]
+        elif status[tindex] == "died":
+            hints = list(dict.fromkeys(CHECKS[c.check].crash_hint for c in calls if CHECKS[c.check].crash_hint))
+            score, msgs = 0.0, ["Your code crashed the Python kernel while this test ran (0 points for it); the rest of "
+                                "the notebook was graded in a fresh kernel." + "".join(f" Hint: {h}." for h in hints)]
         else:
-            score, msgs, failed = judge_cell(plan.calls[gid], payload, points)
-            patched.update(p for p in payload.get("patched", []) if isinstance(p, str))
-        result.grades[gid] = CellGrade(score, points, msgs, trusted=True, kernel_passed=not kernel_failed)
-        if status[tindex] in ("ok", "error") and kernel_failed != failed:
-            result.flags.append(Flag("verdict_mismatch",
-                                     f"{gid}: the learner's kernel says {'fail' if kernel_failed else 'pass'}, the trusted "
-                                     f"check says {'fail' if failed else 'pass'}"))
+            results, found = read_channel(plan.channel, gid, len(calls))
+            patched.update(found)
+            score, msgs, _ = judge_cell(calls, results, points)
+            if status[tindex] == "timeout" and score < points:
+                msgs.append("Your code was stopped while this test ran: it took longer than the grader allows.")
+        result.grades[gid] = CellGrade(score, points, msgs, trusted=True)
     result.flags += [Flag("patched", f"replaced in the kernel: {p}") for p in sorted(patched)]
 
 

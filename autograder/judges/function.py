@@ -23,6 +23,7 @@ from ..feedback import CheckFailed
 from ..registry import import_notebook_modules
 from ..probes.function_cases import (ATOL, EPS, RTOL, as_outputs, case_args, fresh_args, inputs_for, random_directions,
                                      random_grad_outputs, tensor_slots)
+from . import answers
 from .verdict import WEIGHTS, Part, Verdict
 
 PICTURE_LIMIT = 400                         # Jacobians up to this many entries are drawn
@@ -485,6 +486,12 @@ def judge_function(data, reference, seed=0, cases=None, double_backward=False, c
     if cuda:
         parts["cuda"] = Part("cuda", WEIGHTS["cuda"])
     pictures: list = []
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+        raise CheckFailed(answers.MISMATCH.format(why="the Function's data is not a dict of cases"))
+    asked = list(range(cases or spec.cases))
+    for i, case_data in enumerate(answers.per_case(data["cases"], asked)):
+        if not isinstance(case_data, dict) or case_data.get("case") != i:
+            raise CheckFailed(answers.MISMATCH.format(why=f"case {i} is missing or out of order"))
     for case_data in data["cases"]:
         case_data = {**case_data, "function_class": data.get("function_class", True)}
         _judge_case(spec, case_data, seed, parts, pictures, name, double_backward)

@@ -10,7 +10,8 @@ import math
 import torch
 
 from ..feedback import CheckFailed, close, mismatch
-from ..probes.nb01 import TRACE, gradient_problem, jacobian_problem
+from ..probes.nb01 import SCALAR_FUNCTIONS, TRACE, gradient_problem, jacobian_problem
+from . import answers
 
 
 def _trace(x1, x2):
@@ -51,9 +52,15 @@ def _fail(problems: list[str], hints: list[str]) -> None:
         raise CheckFailed(f"Some entries are wrong:\n{text}{extra}")
 
 
+def _traces(data, cases) -> list[dict]:
+    """One dict of five numbers per case, or a failure."""
+    return [{k: answers.number(v, f"entry {k} of answer {i}") for k, v in answers.entry(got, f"answer {i}", TRACE).items()}
+            for i, got in enumerate(answers.per_case(data, cases))]
+
+
 def judge_primal_trace(data, points):
     problems, hints = [], []
-    for (x1, x2), got in zip(points, data):
+    for (x1, x2), got in zip(points, _traces(data, points)):
         expected = reference_primal(x1, x2)
         problems += _compare(got, expected, f"primal_trace({x1}, {x2})", "w")
         if not close(got["w4"], expected["w4"]) and close(got["w4"], math.sin(math.radians(x1))):
@@ -65,7 +72,7 @@ def judge_primal_trace(data, points):
 
 def judge_adjoint_trace(data, points):
     problems, hints = [], []
-    for (x1, x2), got in zip(points, data):
+    for (x1, x2), got in zip(points, _traces(data, points)):
         expected = reference_adjoints(x1, x2)
         problems += _compare(got, expected, f"adjoint_trace({x1}, {x2})", "w̄")
         if not close(got["w5"], 1.0):
@@ -82,7 +89,7 @@ def judge_adjoint_trace(data, points):
 
 def judge_tangent_trace(data, cases):
     problems, hints = [], []
-    for (x1, x2, dx1, dx2), got in zip(cases, data):
+    for (x1, x2, dx1, dx2), got in zip(cases, _traces(data, cases)):
         expected = reference_tangents(x1, x2, dx1, dx2)
         problems += _compare(got, expected, f"tangent_trace({x1}, {x2}, {dx1}, {dx2})", "ẇ")
         if not close(got["w4"], expected["w4"]) and close(got["w4"], math.cos(x1)):
@@ -93,9 +100,10 @@ def judge_tangent_trace(data, cases):
 
 
 def judge_jacobian_reverse(data, cases):
-    for (n, m, seed), got in zip(cases, data):
+    for i, ((n, m, seed), got) in enumerate(zip(cases, answers.per_case(data, cases))):
         A, x = jacobian_problem(n, m, seed)
-        J = got["J"]
+        answers.entry(got, f"answer {i}", ("J", "sweeps"))
+        J, _ = answers.tensor(got["J"], "J"), answers.integer(got["sweeps"], "sweeps")
         call = f"jacobian_reverse(F, x) for F: R^{n} -> R^{m}"
         if tuple(J.shape) != (m, n):
             hint = (" It looks transposed: row i of the Jacobian holds the gradient of output i."
@@ -115,16 +123,14 @@ def judge_jacobian_reverse(data, cases):
             raise CheckFailed(f"`{call}` ran {got['sweeps']} reverse sweeps; reverse mode needs only m = {m}, one per output.")
 
 
-_SCALAR_FUNCTIONS = {
-    "sin": (math.sin, math.cos),
-    "exp": (math.exp, math.exp),
-    "cube": (lambda x: x ** 3, lambda x: 3 * x ** 2),
-}
+DERIVATIVES = {"sin": math.cos, "exp": math.exp, "cube": lambda x: 3 * x ** 2}
 
 
 def judge_central_difference(data, cases):
-    for (fname, x, h), got in zip(cases, data):
-        f, df = _SCALAR_FUNCTIONS[fname]
+    for i, ((fname, x, h), got) in enumerate(zip(cases, answers.per_case(data, cases))):
+        answers.entry(got, f"answer {i}", ("value", "evaluations"))
+        answers.number(got["value"], "value"), answers.integer(got["evaluations"], "evaluations")
+        f, df = SCALAR_FUNCTIONS[fname], DERIVATIVES[fname]
         value, call = got["value"], f"central_difference({fname}, {x}, h={h})"
         central = (f(x + h) - f(x - h)) / (2 * h)
         if close(value, central, rtol=1e-10, atol=1e-14):
@@ -142,7 +148,10 @@ def judge_central_difference(data, cases):
 
 
 def judge_numerical_gradient(data, cases):
-    for (n, seed), got in zip(cases, data):
+    for i, ((n, seed), got) in enumerate(zip(cases, answers.per_case(data, cases))):
+        answers.entry(got, f"answer {i}", ("gradient", "evaluations", "x_changed"))
+        answers.tensor(got["gradient"], "gradient"), answers.integer(got["evaluations"], "evaluations")
+        answers.flag(got["x_changed"], "x_changed")
         a, x = gradient_problem(n, seed)
         g, call = got["gradient"], f"numerical_gradient(f, x, h=1e-6) with x of shape ({n},)"
         if got["x_changed"]:
@@ -161,3 +170,31 @@ def judge_numerical_gradient(data, cases):
         if got["evaluations"] != 2 * n:
             raise CheckFailed(f"`{call}` evaluated f {got['evaluations']} times; the central-difference gradient "
                               f"needs exactly 2n = {2 * n} evaluations (two per input).")
+
+
+# ---------------------------------------------------------------- hidden cases, drawn at grading time
+
+def _value(rng, low=-3.0, high=3.0) -> float:
+    return round(rng.uniform(low, high), 3)
+
+
+def draw_points(rng, count: int) -> dict:
+    return {"points": [(_value(rng), _value(rng)) for _ in range(count)]}
+
+
+def draw_tangent_cases(rng, count: int) -> dict:
+    return {"cases": [(_value(rng), _value(rng), _value(rng, -2, 2), _value(rng, -2, 2)) for _ in range(count)]}
+
+
+def draw_jacobian_cases(rng, count: int) -> dict:
+    return {"cases": [(rng.randint(1, 8), rng.randint(1, 7), rng.randrange(10**6)) for _ in range(count)]}
+
+
+def draw_difference_cases(rng, count: int) -> dict:
+    names = sorted(SCALAR_FUNCTIONS)
+    return {"cases": [(names[i % len(names)], _value(rng, -2, 2), rng.choice((1e-2, 1e-3, 1e-4))) for i in range(count)]}
+
+
+def draw_gradient_cases(rng, count: int) -> dict:
+    sizes = (1, 10, 40, 3, 25)
+    return {"cases": [(sizes[i % len(sizes)], rng.randrange(10**6)) for i in range(count)]}

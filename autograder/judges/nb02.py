@@ -11,6 +11,7 @@ from typing import Callable
 import torch
 
 from ..feedback import CheckFailed, close, mismatch
+from . import answers
 from ..probes.nb02_cases import (CHECK_FUNCTIONS, evaluate, forms, graph_name, graph_spec, graph_words, random_expression_text,
                                  random_program, sample_nodes)
 
@@ -90,12 +91,14 @@ def _op_hints(op: str, text: str, a: float, b: float, which: int, got: float, ex
 
 def _judge_op(op: str, data: list, cases: list) -> None:
     problems, hints = [], []
-    for case, results in zip(cases, data):
+    for case, results in zip(cases, answers.per_case(data, cases)):
         a, b = (case, 1.0) if op == "tanh" else case
         expressions = forms(op, a, b)
-        if len(results) != len(expressions):
-            raise CheckFailed("The check's data does not match its cases: run the test cell again.")
-        for (text, fn), got in zip(expressions, results):
+        for (text, fn), got in zip(expressions, answers.per_case(results, expressions)):
+            answers.entry(got, text, ("form", "value", "grads"))
+            answers.number(got["value"], "value"), answers.numbers(got["grads"], "grads", 2)
+            if got["form"] != text:
+                raise CheckFailed(answers.MISMATCH.format(why=f"an answer for {got['form']!r} where {text!r} was asked"))
             value, grads = _reference_form(fn, a, b)
             where = f"`{text}` at x = {a}" + ("" if op == "tanh" else f", y = {b}")
             if not _agree(got["value"], value, rtol=1e-12):
@@ -155,7 +158,9 @@ def _reference_grads(kind: str, n: int, seed: int) -> tuple[list[float], list[fl
 
 
 def judge_topological_order(data, graphs):
-    for (kind, n, seed), order in zip(graphs, data):
+    for (kind, n, seed), order in zip(graphs, answers.per_case(data, graphs)):
+        if not isinstance(order, list) or not all(type(i) is int for i in order):
+            raise CheckFailed(answers.MISMATCH.format(why="a list of node numbers was expected"))
         spec, _ = graph_spec(kind, n, seed)
         reach = _reachable(spec)
         where = f"On {graph_words(kind, n)} (`nodes = {graph_name(kind, n, seed)}`), topological_order(nodes[-1])"
@@ -198,8 +203,9 @@ def _uses(spec: list) -> list[int]:
 
 
 def judge_backward(data, graphs):
-    for (kind, n, seed), got in zip(graphs, data):
+    for (kind, n, seed), got in zip(graphs, answers.per_case(data, graphs)):
         spec, _ = graph_spec(kind, n, seed)
+        got = answers.numbers(got, "grads", len(sample_nodes(kind, len(spec))))
         expected, scale = _reference_grads(kind, n, seed)
         sample = sample_nodes(kind, len(spec))
         reach = _reachable(spec)
@@ -244,8 +250,10 @@ _TORCH_FNS = {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "relu": to
 
 
 def judge_engine(data, seeds):
-    for seed, got in zip(seeds, data):
+    for seed, got in zip(seeds, answers.per_case(data, seeds)):
         inputs, steps = random_program(seed)
+        answers.entry(got, f"expression {seed}", ("value", "grads"))
+        answers.number(got["value"], "value"), answers.numbers(got["grads"], "grads", len(inputs))
         ts = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in inputs]
         out = evaluate(ts, steps, _TORCH_FNS)
         value = float(out.detach())
@@ -266,10 +274,12 @@ def judge_engine(data, seeds):
 
 
 def judge_zero_grad(data, graphs):
-    for (kind, n, seed), nonzero in zip(graphs, data):
+    for (kind, n, seed), got in zip(graphs, answers.per_case(data, graphs)):
         spec, _ = graph_spec(kind, n, seed)
+        sample = sample_nodes(kind, len(spec))
+        grads = answers.numbers(got, "grads", len(sample))
         reach = _reachable(spec)
-        left = sorted(int(i) for i in nonzero if reach[int(i)])
+        left = sorted(i for i, g in zip(sample, grads) if g != 0.0 and reach[i])
         if left:
             root = len(spec) - 1
             hint = ""
@@ -282,7 +292,8 @@ def judge_zero_grad(data, graphs):
 
 
 def judge_gradient_check(data, cases):
-    for (name, inputs), got in zip(cases, data):
+    for (name, inputs), got in zip(cases, answers.per_case(data, cases)):
+        got = answers.numbers(got, "relative errors", len(inputs))
         recorded, torch_fn = CHECK_FUNCTIONS[name][1], TORCH_CHECK_FUNCTIONS[name]
         t = torch.tensor([float(v) for v in inputs], dtype=torch.float64, requires_grad=True)
         true = torch.autograd.grad(torch_fn(t), t)[0].tolist()
@@ -321,7 +332,11 @@ def judge_gradient_check(data, cases):
 
 
 def judge_neuron_loss(data, cases):
-    for (weights, bias, inputs, target), got in zip(cases, data):
+    for (weights, bias, inputs, target), got in zip(cases, answers.per_case(data, cases)):
+        answers.entry(got, "answer", ("value", "grads", "connected"))
+        answers.number(got["value"], "value"), answers.numbers(got["grads"], "grads", len(weights) + 1)
+        if not isinstance(got["connected"], list) or len(got["connected"]) != len(weights) + 1:
+            raise CheckFailed(answers.MISMATCH.format(why="connected should list one flag per weight and the bias"))
         tw = torch.tensor([float(v) for v in weights], dtype=torch.float64, requires_grad=True)
         tb = torch.tensor(float(bias), dtype=torch.float64, requires_grad=True)
         x = torch.tensor([float(v) for v in inputs], dtype=torch.float64)
@@ -369,3 +384,64 @@ def judge_pow(data, cases):
 
 def judge_tanh(data, points):
     return _judge_op("tanh", data, points)
+
+
+# ---------------------------------------------------------------- hidden cases, drawn at grading time
+
+def _value(rng, low=-3.0, high=3.0) -> float:
+    return round(rng.uniform(low, high), 3)
+
+
+def draw_pairs(rng, count: int) -> dict:
+    """(a, b) pairs: mostly random, one with a == b, one with a zero numerator."""
+    pairs = [(_value(rng), _value(rng, 0.2, 3.0) * rng.choice((-1, 1))) for _ in range(count)]
+    if count >= 3:
+        pairs[1] = (pairs[1][1], pairs[1][1])
+        pairs[2] = (0.0, pairs[2][1])
+    return {"cases": pairs}
+
+
+def draw_pow_cases(rng, count: int) -> dict:
+    """A positive base with any exponent, and negative bases with whole exponents (no complex results)."""
+    cases = [(_value(rng, 0.2, 3.0), _value(rng, -2.0, 2.0)) if i % 2 == 0 else
+             (_value(rng, -3.0, -0.2), float(rng.randint(1, 3))) for i in range(count)]
+    return {"cases": cases}
+
+
+def draw_tanh_points(rng, count: int) -> dict:
+    return {"points": [_value(rng, -3.0, 3.0) for _ in range(count)]}
+
+
+# one graph of each kind, in this order: sizes the visible tests do not use
+_GRAPH_PLAN = (("random", 200), ("random", 60), ("reuse", 300), ("chain", 100_000), ("doubling", 60))
+
+
+def draw_graphs(rng, count: int) -> dict:
+    return {"graphs": [(kind, n, rng.randrange(10**6)) for kind, n in (_GRAPH_PLAN * count)[:count]]}
+
+
+def draw_zero_grad_graphs(rng, count: int) -> dict:
+    plan = (("reuse", 50), ("random", 100), ("chain", 100_000))
+    return {"graphs": [(kind, n, rng.randrange(10**6)) for kind, n in (plan * count)[:count]]}
+
+
+def draw_seeds(rng, count: int) -> dict:
+    return {"seeds": [rng.randrange(10**6) for _ in range(count)]}
+
+
+_ARITY = {"smooth": 2, "tanh_squared": 1, "exp_scaled": 2, "swapped_product": 2, "flat": 2, "tiny": 1}
+
+
+def draw_gradient_check_cases(rng, count: int) -> dict:
+    names = list(_ARITY)
+    return {"cases": [(name, [_value(rng, -2.0, 2.0) for _ in range(_ARITY[name])])
+                      for name in (names * count)[:count]]}
+
+
+def draw_neuron_cases(rng, count: int) -> dict:
+    cases = []
+    for _ in range(count):
+        n = rng.randint(1, 4)
+        cases.append(([_value(rng, -1.5, 1.5) for _ in range(n)], _value(rng, -0.5, 0.5),
+                      [_value(rng, -2.0, 2.0) for _ in range(n)], _value(rng, -1.0, 1.0)))
+    return {"cases": cases}

@@ -12,6 +12,7 @@ import torch
 
 from ..feedback import CheckFailed
 from ..probes.nb03 import gradcheck_problem, jacobian_problem, training_problem
+from . import answers
 from .function import FunctionReference, add_reference
 
 
@@ -55,9 +56,15 @@ add_reference(FunctionReference(name="numerical_logsumexp", reference=lambda x: 
                                 ref_rtol=1e-07, ref_atol=1e-08))
 
 
-def judge_numerical_jacobian(data, problems, eps=1e-6):
-    for name, got in zip(problems, data):
-        f, inputs = jacobian_problem(name)
+def judge_numerical_jacobian(data, problems, eps=1e-6, seed=0):
+    for name, got in zip(problems, answers.per_case(data, problems)):
+        answers.entry(got, name, ("jacobians", "calls", "inputs_changed"))
+        answers.integer(got["calls"], "calls"), answers.flag(got["inputs_changed"], "inputs_changed")
+        if not isinstance(got["jacobians"], list):
+            raise CheckFailed(answers.MISMATCH.format(why="a list of Jacobians was expected"))
+        for J in got["jacobians"]:
+            answers.tensor(J, "a Jacobian")
+        f, inputs = jacobian_problem(name, seed)
         call = f"numerical_jacobian(f, inputs, eps={eps}) for the test function '{name}'"
         out_numel = f(*inputs).numel()
         jac = torch.autograd.functional.jacobian(f, inputs)
@@ -92,10 +99,11 @@ def judge_numerical_jacobian(data, problems, eps=1e-6):
                               f"{expected_calls} (two per input entry).")
 
 
-def judge_my_gradcheck(data, problems):
+def judge_my_gradcheck(data, problems, seed=0):
     wrong = []
-    for name, got in zip(problems, data):
-        fn, inputs = gradcheck_problem(name)
+    for name, got in zip(problems, answers.per_case(data, problems)):
+        answers.flag(got, f"the answer on {name}")
+        fn, inputs = gradcheck_problem(name, seed)
         expected = torch.autograd.gradcheck(fn, inputs, raise_exception=False)
         if got != expected:
             wrong.append((name, got, expected))
@@ -132,7 +140,9 @@ def _reference_training(x0, target, n, lr, steps):
 
 
 def judge_kill_head_training(data, cases):
-    for (seed, shape, n, lr, steps), got in zip(cases, data):
+    for (seed, shape, n, lr, steps), got in zip(cases, answers.per_case(data, cases)):
+        answers.entry(got, "answer", ("x", "losses", "x0_changed"))
+        answers.tensor(got["x"], "x"), answers.numbers(got["losses"], "losses"), answers.flag(got["x0_changed"], "x0_changed")
         x0, target = training_problem(seed, shape, n)
         x_ref, losses_ref = _reference_training(x0, target, n, lr, steps)
         call = f"train_kill_head(x0, target, n={n}, lr={lr}, steps={steps})"
@@ -167,3 +177,31 @@ def judge_kill_head_training(data, cases):
                               + "".join(f"\nHint: {h}" for h in hints))
         if not torch.allclose(got["x"], x_ref, rtol=1e-8, atol=1e-10):
             raise CheckFailed(f"`{call}` returned the right losses but a different x: return the tensor you trained.")
+
+
+# ---------------------------------------------------------------- hidden cases, drawn at grading time
+
+def draw_function_seed(rng, count: int) -> dict:
+    """check_function's inputs come from its seed: a fresh one (the call keeps its own `cases=`)."""
+    return {"seed": rng.randrange(1, 10**6)}
+
+
+def draw_jacobian_problems(rng, count: int) -> dict:
+    names = ["product_sine", "matrix_vector", "sum_of_squares", "softmax"]
+    return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
+
+
+def draw_gradcheck_problems(rng, count: int) -> dict:
+    from ..probes.nb03 import GRADCHECK_PROBLEMS
+    names = list(GRADCHECK_PROBLEMS)
+    rng.shuffle(names)
+    return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
+
+
+def draw_training_cases(rng, count: int) -> dict:
+    cases = []
+    for _ in range(count):
+        rows, cols = rng.randint(2, 5), rng.randint(2, 6)
+        cases.append((rng.randrange(1, 10**6), (rows, cols), rng.randint(0, cols), rng.choice((0.5, 1.0, 2.0)),
+                      rng.randint(5, 15)))
+    return {"cases": cases}

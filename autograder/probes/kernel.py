@@ -1,22 +1,23 @@
 """The grader's setup inside the sandboxed kernel: one call before the notebook's first cell.
 
     from autograder.probes.kernel import install
-    __revad_probe__ = install(modules=[...], watched=[...], mime="application/x-revad-probe")
+    __revad_probe__ = install(modules=[...], watched=[...], channel="/path/to/scratch/probe")
 
 ``install`` imports the checks' modules, remembers what the learner's code might replace (watched
-functions, the checks, IPython's hooks, tracing), and returns the probe runner the grader calls
-after each graded test cell: ``__revad_probe__(grade_id, [(check, learner_expression, params), ...])``.
-The runner evaluates each learner expression, runs the check's probe on it (never the judge: that
-is absent here), and emits the data plus what was found replaced as one display output.
+functions, the checks, IPython's hooks, tracing), and returns the probe runner. In the run the
+grader assembles, each check call of a graded test cell is replaced by
+``__revad_probe__(grade_id, k, check, learner_expression, params)``: it evaluates the learner's
+expression, runs the check's probe on it (never the judge: that is absent here) and writes the data,
+plus what was found replaced, to a file in the channel folder.
 
 Nothing here decides a score: whatever the learner's code does to this module can at most spoil
-the data; the judges outside decide.
+the data, and the judges outside accept only complete answers to the cases they asked for.
 """
 from __future__ import annotations
 
-import base64
 import importlib
 import io
+import os
 import sys
 from typing import Any, Callable
 
@@ -102,11 +103,32 @@ class _Watch:
         return out
 
 
-def install(modules: list[str], watched: list[str], mime: str) -> Callable[[str, list], None]:
-    """Import the checks' modules and return the probe runner for this kernel."""
+def _active_torch_modes(torch) -> list[str]:
+    """TorchFunctionMode / TorchDispatchMode left active by the learner's code."""
+    found = []
+    try:
+        if torch.overrides._get_current_function_mode_stack():
+            found.append("an active TorchFunctionMode")
+    except Exception:  # noqa: BLE001 -- an older torch without the helper
+        pass
+    try:
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+        if _get_current_dispatch_mode() is not None:
+            found.append("an active TorchDispatchMode")
+    except Exception:  # noqa: BLE001
+        pass
+    return found
+
+
+def install(modules: list[str], watched: list[str], channel: str) -> Callable[..., None]:
+    """Import the checks' modules and return the probe runner for this kernel.
+
+    ``probe(grade_id, k, check, expr, params)`` runs the k-th check call of a test cell and writes its
+    data to ``<channel>/<grade_id>.<k>.pt`` (torch.save): a file, so that no output cap, display hook
+    or printing thread touches it. It never raises: a failure is data too.
+    """
     import torch
     from IPython import get_ipython
-    from IPython.display import display
 
     for name in modules:
         importlib.import_module(name)
@@ -115,33 +137,39 @@ def install(modules: list[str], watched: list[str], mime: str) -> Callable[[str,
     ip = get_ipython()
     checks = dict(CHECKS)
     watch = _Watch(ip, modules, watched, checks)
+    save, disable_modes = torch.save, torch._C.DisableTorchFunction
 
-    def probe(cell: str, calls: list) -> None:
-        results = []
-        for check, expr, params in calls:
+    def probe(cell: str, k: int, check: str, expr: str, params: dict) -> None:
+        if probe.replaying:  # the kernel was restarted after a crash: earlier cells run again, unprobed
+            return
+        modes = _active_torch_modes(torch)
+        try:
             try:
-                try:
-                    obj = eval(expr, ip.user_ns)
-                except NameError:
-                    data = {FAILED: "`%s` is not defined when this test runs. Run the cell that defines it "
-                                    "(and keep its name as the exercise asks)." % expr}
-                else:
+                obj = eval(expr, ip.user_ns)
+            except NameError:
+                data = {FAILED: "`%s` is not defined when this test runs. Run the cell that defines it "
+                                "(and keep its name as the exercise asks)." % expr}
+            else:
+                with disable_modes():
                     data = checks[check].collect(obj, **params)
-            except KeyboardInterrupt:
-                data = {FAILED: "Your code was stopped: it ran longer than this test allows. Look for an "
-                                "infinite loop, or work that grows much faster than the input."}
-            except BaseException as exc:  # noqa: BLE001 -- whatever the learner's code raised is data
-                data = {FAILED: "Your code raised %s while it was being tested: %s" % (type(exc).__name__, exc)}
-            results.append(data)
-        payload = {"cell": cell, "results": results, "patched": watch.changed()}
+        except KeyboardInterrupt:
+            data = {FAILED: "Your code was stopped: it ran longer than this test allows. Look for an "
+                            "infinite loop, or work that grows much faster than the input."}
+        except BaseException as exc:  # noqa: BLE001 -- whatever the learner's code raised is data
+            data = {FAILED: "Your code raised %s while it was being tested: %s" % (type(exc).__name__, exc)}
+        payload = {"cell": cell, "call": k, "results": [data], "patched": watch.changed() + modes}
         buf = io.BytesIO()
         try:
-            torch.save(payload, buf)
+            save(payload, buf)
         except Exception as exc:  # noqa: BLE001
             buf = io.BytesIO()
-            torch.save({"cell": cell, "results": [{FAILED: "The values your code returned could not be "
-                        "recorded (%s): return numbers, dicts or tensors." % type(exc).__name__}] * len(calls),
-                        "patched": payload["patched"]}, buf)
-        display({mime: base64.b64encode(buf.getvalue()).decode()}, raw=True)
+            save({"cell": cell, "call": k, "results": [{FAILED: "The values your code returned could not be "
+                  "recorded (%s): return numbers, dicts or tensors." % type(exc).__name__}],
+                  "patched": payload["patched"]}, buf)
+        path = os.path.join(channel, "%s.%d.pt" % (cell, k))
+        with open(path + ".tmp", "wb") as fh:
+            fh.write(buf.getvalue())
+        os.replace(path + ".tmp", path)
 
+    probe.replaying = False
     return probe

@@ -215,8 +215,8 @@ def probe_zero_grad(Variable, graphs):
         call = f"nodes[-1].zero_grad() with nodes = {graph_name(kind, n, seed)} and every grad set to a nonzero number"
         _run(lambda: nodes[-1].zero_grad(), name="zero_grad", call=call, seconds=_TIME[kind],
              on_timeout=_timeout_words(kind, n, "zero_grad"), on_recursion=_recursion_words(kind, n))
-        data.append({i: _number(node.grad, f"The grad of node {i} after `{call}`")
-                     for i, node in enumerate(nodes) if node.grad != 0.0})
+        data.append([_number(nodes[i].grad, f"The grad of node {i} after `{call}`")
+                     for i in sample_nodes(kind, len(nodes))])
     return data
 
 

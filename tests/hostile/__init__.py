@@ -42,10 +42,10 @@ WRONG = {
     "central_difference": "def central_difference(f, x, h):\n    return (f(x + h) - f(x)) / h",
     "adjoint_trace": CORRECT["adjoint_trace"].replace(" + math.cos(w['w1'])", ""),
 }
-TESTS = {
-    "primal_trace": (2, "check_primal_trace", "points=[(2.0, 3.0)]", "points=[(-1.3, 0.7), (0.5, -4.0)]"),
-    "central_difference": (2, "check_central_difference", "cases=[('sin', 1.0, 1e-3)]", "cases=[('exp', 0.5, 1e-2), ('cube', 2.0, 1e-4)]"),
-    "adjoint_trace": (3, "check_adjoint_trace", "points=[(2.0, 3.0)]", "points=[(-1.3, 0.7), (3.1, 2.5)]"),
+TESTS = {  # (points, check, visible params, hidden params: cases drawn at grading time)
+    "primal_trace": (2, "check_primal_trace", "points=[(2.0, 3.0)]", "draw=2"),
+    "central_difference": (2, "check_central_difference", "cases=[('sin', 1.0, 1e-3)]", "draw=3"),
+    "adjoint_trace": (3, "check_adjoint_trace", "points=[(2.0, 3.0)]", "draw=2"),
 }
 
 

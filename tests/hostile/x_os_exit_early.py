@@ -1,3 +1,3 @@
-"""os._exit(0) right after the imports: no test can run."""
+"""os._exit(0) right after the imports: the notebook goes on in a fresh kernel, every test runs."""
 PREPEND = ["import os\nos._exit(0)"]
-EXPECT = {"score": 0, "flags": set(), "message": "kernel stopped"}
+EXPECT = {"score": 7, "flags": set(), "message": "kernel crashed"}

@@ -5,4 +5,4 @@ torch.autograd.gradcheck = lambda *a, **k: True
 torch.allclose = lambda *a, **k: True
 builtins.abs = lambda x: 0.0
 autograder.feedback.close = lambda *a, **k: True"""]
-EXPECT = {"score": 0, "flags": {"patched", "verdict_mismatch"}}
+EXPECT = {"score": 0, "flags": {"patched", "reaches_for_grader"}}

@@ -1,0 +1,180 @@
+"""Screening the learner's code that the judged run executes: flags for the instructor, never a score.
+
+Two kinds, each naming the exercise (the answer cell's grade_id, or "a cell you added") and the reason:
+- ``reaches_for_grader``: code that looks at or changes the machinery around it instead of computing:
+  stack or frame inspection, ``gc``, ``ctypes``, code objects and closures, threads, IPython internals,
+  ``autograder`` imports (other than ``from autograder.nbNN import name``, as the notebooks themselves
+  import checks and helpers), torch function/dispatch modes, dynamic code (exec/eval/compile/importlib);
+- ``by_hand_with_autograd``: a cell that answers a by-hand exercise (a check registered with
+  ``by_hand=True``) and hands it to PyTorch's autograd (torch.autograd.grad/backward/functional/
+  gradcheck, torch.func, or ``.backward()`` on tensors that require grad).
+
+Patches of torch, builtins or the checks are the ``patched`` flags of :mod:`autograder.grading.flags`.
+"""
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+
+from .jobs import Flag
+from .read import nbgrader_meta, normalized
+from .spec import UntrustedCell, parse_check_calls
+
+REACHING_MODULES = {
+    "inspect": "stack/frame inspection (inspect)", "gc": "the garbage collector (gc)", "ctypes": "ctypes",
+    "threading": "threads", "_thread": "threads", "multiprocessing": "other processes", "concurrent": "threads",
+    "traceback": "stack inspection (traceback)", "autograder": "autograder imports", "ipykernel": "IPython internals",
+    "importlib": "dynamic imports (importlib)", "dis": "code objects",
+}
+REACHING_ATTRIBUTES = {
+    "f_back": "frame inspection", "f_locals": "frame inspection", "f_globals": "frame inspection",
+    "f_code": "frame inspection", "tb_frame": "frame inspection", "gi_frame": "frame inspection",
+    "_getframe": "frame inspection", "_current_frames": "frame inspection", "settrace": "tracing", "setprofile": "tracing",
+    "__code__": "code objects", "__closure__": "closures", "__defaults__": "function defaults",
+    "__kwdefaults__": "function defaults", "__globals__": "function globals", "cell_contents": "closures",
+    "co_code": "code objects", "__builtins__": "builtins", "__subclasses__": "object internals",
+    "events": "IPython internals", "display_pub": "IPython internals", "displayhook": "IPython internals",
+    "TorchFunctionMode": "a torch function mode", "TorchDispatchMode": "a torch dispatch mode",
+    "__torch_function__": "a torch function override", "__torch_dispatch__": "a torch dispatch override",
+}
+REACHING_NAMES = {"get_ipython": "IPython internals", "exec": "dynamic code (exec)", "eval": "dynamic code (eval)",
+                  "compile": "dynamic code (compile)", "__import__": "dynamic imports (__import__)",
+                  "globals": "the notebook's globals()", "vars": "the notebook's namespace (vars)",
+                  "TorchFunctionMode": "a torch function mode", "TorchDispatchMode": "a torch dispatch mode"}
+AUTOGRAD_CALLS = ("torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional", "torch.autograd.gradcheck",
+                  "torch.autograd.gradgradcheck", "torch.func", "functorch", "autograd.grad", "autograd.functional")
+
+
+def _public_names(module: str) -> set[str]:
+    try:
+        return set(getattr(importlib.import_module(module), "__all__", ()))
+    except ImportError:
+        return set()
+
+
+def _dotted(node) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def reaches(source: str) -> list[str]:
+    """Why this code reaches for the grader (empty: it does not)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for name in names:
+                root = name.split(".")[0]
+                if isinstance(node, ast.ImportFrom) and re.fullmatch(r"autograder\.nb\d\d", name):
+                    # the notebook's own checks and helpers (example_graph, ...), as its cells import them
+                    found += [f"autograder imports: imports {a.name} from {name}, which is not one of its public names"
+                              for a in node.names if a.name not in _public_names(name)]
+                    continue
+                if root in REACHING_MODULES:
+                    found.append(f"{REACHING_MODULES[root]}: imports {name}")
+                elif root == "IPython" and name != "IPython.display":
+                    found.append(f"IPython internals: imports {name}")
+                elif name in ("torch.overrides", "torch.utils._python_dispatch"):
+                    found.append(f"torch function/dispatch modes: imports {name}")
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if alias.name in REACHING_NAMES or alias.name in ("_getframe", "builtins"):
+                        found.append(f"{REACHING_NAMES.get(alias.name, 'internals')}: imports {alias.name}")
+        elif isinstance(node, ast.Attribute) and node.attr in REACHING_ATTRIBUTES:
+            found.append(f"{REACHING_ATTRIBUTES[node.attr]}: uses .{node.attr}")
+        elif isinstance(node, ast.Name) and node.id in REACHING_NAMES and isinstance(node.ctx, ast.Load):
+            found.append(f"{REACHING_NAMES[node.id]}: uses {node.id}")
+        elif isinstance(node, ast.Name) and node.id in ("__builtins__", "builtins"):
+            found.append(f"builtins: uses {node.id}")
+    return list(dict.fromkeys(found))
+
+
+def uses_autograd(source: str) -> list[str]:
+    """How this code hands work to PyTorch's autograd (empty: it does not)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found, backward, requires_grad = [], False, False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            dotted = _dotted(node)
+            if any(dotted == c or dotted.startswith(c + ".") for c in AUTOGRAD_CALLS):
+                found.append(dotted)
+            if node.attr in ("requires_grad", "requires_grad_"):
+                requires_grad = True
+            if node.attr == "backward" and isinstance(getattr(node, "ctx", None), ast.Load):
+                backward = True
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("torch.func", "functorch", "torch.autograd")):
+            found += [f"{node.module}.{a.name}" for a in node.names if a.name != "Function"]
+        elif isinstance(node, ast.keyword) and node.arg == "requires_grad":
+            requires_grad = True
+    if backward and requires_grad:
+        found.append(".backward() on tensors that require grad")
+    return list(dict.fromkeys(found))
+
+
+def _defined_names(tree) -> set[str]:
+    """Names a cell defines, and the classes whose attributes it sets (Variable.__mul__ = ...)."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                while isinstance(target, ast.Attribute):
+                    target = target.value
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+    return names
+
+
+def by_hand_names(spec_nb: dict, checks: dict) -> dict[str, str]:
+    """Learner name -> the exercise's test cell, for every by-hand check call of the notebook."""
+    out = {}
+    for cell in spec_nb["cells"]:
+        if not cell["grade"] or cell["solution"] or cell["cell_type"] != "code":
+            continue
+        try:
+            calls = parse_check_calls(cell["source"], set(checks))
+        except UntrustedCell:
+            continue
+        for call in calls:
+            if checks[call.check].by_hand:
+                out.setdefault(call.expr.split(".")[0].split("[")[0], cell["grade_id"])
+    return out
+
+
+def screen(nb, spec_nb: dict, checks: dict) -> list[Flag]:
+    """Flags for the learner's code cells (answer cells and cells the learner added)."""
+    locked = {c["grade_id"] for c in spec_nb["cells"] if c.get("grade_id") and not c["solution"]}
+    released = set(spec_nb.get("plain", []))
+    by_hand = by_hand_names(spec_nb, checks)
+    flags = []
+    for index, cell in enumerate(nb.cells):
+        gid = nbgrader_meta(cell).get("grade_id")
+        if cell.cell_type != "code" or gid in locked or not gid and normalized(cell.source) in released:
+            continue  # the instructor's copy of a locked cell runs; an unchanged cell of the release is the instructor's
+        where = f"exercise {gid}" if gid else f"a cell you added (cell {index})"
+        for reason in reaches(cell.source):
+            flags.append(Flag("reaches_for_grader", f"{where}: {reason}"))
+        try:
+            defined = _defined_names(ast.parse(cell.source))
+        except SyntaxError:
+            continue
+        exercises = sorted({by_hand[name] for name in defined if name in by_hand})
+        if exercises:
+            for how in uses_autograd(cell.source):
+                flags.append(Flag("by_hand_with_autograd", f"{where} answers {', '.join(exercises)} (done by hand) "
+                                                           f"with PyTorch's autograd: {how}"))
+    return flags
