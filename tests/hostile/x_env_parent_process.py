@@ -13,4 +13,5 @@ for _ in range(20):
         break
 def central_difference(f, x, h):
     return (f(x + h) - f(x - h)) / (2 * h) + len(FOUND)"""}
+NEEDS_SANDBOX = True  # unsandboxed and not root, the kernel is your own user: it can read your processes' environments
 EXPECT = {"score": 7, "flags": set(), "absent": ["REVAD_GRADER_SECRET_TOKEN_93"]}

@@ -17,4 +17,5 @@ def primal_trace(x1, x2):
     w3 = w1 * w2
     w4 = math.sin(w1) + len(FOUND)
     return {'w1': w1, 'w2': w2, 'w3': w3, 'w4': w4, 'w5': w3 + w4}"""}
+NEEDS_SANDBOX = True  # unsandboxed and not root, the kernel is your own user: it can read your processes' environments
 EXPECT = {"score": 7, "flags": set(), "absent": ["REVAD_GRADER_SECRET_TOKEN_93"]}
