@@ -51,6 +51,10 @@ def test_killed_run_resumes_without_grading_twice(tmp_path):
     interrupted, reference = tmp_path / "interrupted", tmp_path / "reference"
     _course(interrupted)
     _course(reference)
+    db = lambda root: f"sqlite:///{root / 'gradebook.db'}"  # noqa: E731
+    # one course secret for both, so that both draw the same hidden cases (their messages name them)
+    with record.engine(db(reference)).begin() as conn:
+        conn.execute(record.SECRET.insert().values(name="hidden_cases", value=record.course_secret(db(interrupted))))
 
     run = _grade(interrupted, start_new_session=True)
     deadline = time.monotonic() + 240
@@ -68,7 +72,6 @@ def test_killed_run_resumes_without_grading_twice(tmp_path):
 
     ref_out, _ = _grade(reference).communicate(timeout=600)
     assert f"Grading {N} submission(s)" in ref_out
-    db = lambda root: f"sqlite:///{root / 'gradebook.db'}"  # noqa: E731
     assert record.dump(db(interrupted), hostile.ASSIGNMENT) == record.dump(db(reference), hostile.ASSIGNMENT)
     for student in (f"s{i:02d}" for i in range(N)):
         assert list((interrupted / "feedback" / student / hostile.ASSIGNMENT).glob("*.html"))
