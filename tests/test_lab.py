@@ -90,6 +90,7 @@ def test_lab_is_the_learners_interface_with_a_local_exchange(lab_server):
     status, body = _get(f"{base}/assignments?course_id=revad&token={TOKEN}")
     listed = json.loads(body)
     assert listed["success"], listed
-    assert {a["assignment_id"]: a["status"] for a in listed["value"]} == {
-        name: "fetched" for name in ("01-reverse-accumulation", "02-scalar-engine", "03-custom-functions")}
+    released = sorted(p.name for p in (Path(__file__).resolve().parent.parent / "course").iterdir() if p.is_dir())
+    assert len(released) >= 5, released
+    assert {a["assignment_id"]: a["status"] for a in listed["value"]} == {name: "fetched" for name in released}
     assert (tmp / "exchange" / "revad" / "outbound" / "01-reverse-accumulation" / "reverse_accumulation.ipynb").is_file()
