@@ -219,3 +219,34 @@ def test_a_crash_during_a_test_scores_it_zero_with_the_checks_crash_hint(tmp_pat
     grade = result.grades["test_k"]
     assert grade.score == 0 and "crashed the Python kernel" in grade.messages[0]
     assert "Hint: likely an unmasked tl.load/tl.store." in grade.messages[0]
+
+
+# ------------------------------------------------------------------ one score, hidden reports not repeated
+
+def _verdict(title, score, failing, message="entries [0] and [2] are off by 0.5"):
+    from autograder.judges.verdict import Part, Verdict
+    parts = [Part("forward", 1.0), Part("gradcheck", 2.0), Part("interface", 1.0)]
+    for p in parts:
+        if p.name in failing:
+            p.fail(message, "a hint")
+    return Verdict(score, points=4, parts=parts, title=title)
+
+
+def test_a_hidden_report_failing_the_shown_parts_is_one_line_under_one_score():
+    from autograder.grading.judge import partial_reports
+    shown, hidden = _verdict("Exp", 3.0, {"interface"}), _verdict("Exp", 3.0, {"interface"}, "entry [5] is off")
+    text = "\n".join(partial_reports([(False, shown), (True, hidden)], 3.0, 4))
+    assert text.startswith("Score of this test: 3 of 4 points")
+    assert text.count("[FAIL]") == 1 and text.count("a hint") == 1, text
+    assert "Hidden tests (cases your notebook does not show): Exp fails the same parts" in text
+
+
+def test_a_hidden_report_failing_other_parts_is_shown_whole_and_labelled():
+    from autograder.grading.judge import partial_reports
+    shown, hidden = _verdict("Exp", 3.0, {"interface"}), _verdict("Exp", 1.0, {"interface", "gradcheck"})
+    lines = partial_reports([(False, shown), (True, hidden)], 1.0, 4)
+    assert lines[0] == "Score of this test: 1 of 4 points (the lowest of its checks)."
+    assert lines[2].startswith("Hidden tests (cases your notebook does not show) — Exp: 1 of 4 points")
+    assert lines[2].count("[FAIL]") == 2
+    # a single partial verdict needs no extra score line: its report starts with its score
+    assert partial_reports([(True, hidden)], 1.0, 4)[0].startswith("Hidden tests (cases your notebook does not show) — Exp: 1 of 4")

@@ -48,7 +48,7 @@ def read_channel(channel: Path, gid: str, count: int) -> tuple[list, list[str]]:
 def judge_cell(calls: list, results: list, points: float, visible: int | None = None) -> tuple[float, list[str], bool]:
     """(score, messages, failed) for one test cell, decided here from its probes' data. `visible`: how many of
     the calls the learner's copy shows; the reports of the others are labelled as the hidden tests'."""
-    messages, failed, partial = [], False, []
+    messages, failed, partial, reports = [], False, [], []
     for i, call in enumerate(calls):
         check, expr, params = call.check, call.expr, call.params
         if i >= len(results):
@@ -70,12 +70,35 @@ def judge_cell(calls: list, results: list, points: float, visible: int | None = 
             if isinstance(verdict, (int, float)) and not isinstance(verdict, bool) and math.isfinite(verdict):
                 partial.append(float(verdict))
                 # A partial verdict (nb03's Verdict) explains itself: keep its report for the feedback.
-                report = getattr(verdict, "report", None)
-                if callable(report) and not getattr(verdict, "passed", True):
-                    hidden = visible is not None and i >= visible
-                    messages.append(("Hidden tests (cases your notebook does not show) — " if hidden else "") + str(report()))
+                if callable(getattr(verdict, "report", None)) and not getattr(verdict, "passed", True):
+                    reports.append((visible is not None and i >= visible, verdict))
     if failed:
         return 0.0, list(dict.fromkeys(messages)), True
     if partial:
-        return max(0.0, min(points, min(partial))), messages, False
+        score = max(0.0, min(points, min(partial)))
+        return score, messages + partial_reports(reports, score, points), False
     return float(points), messages, False
+
+
+HIDDEN_LABEL = "Hidden tests (cases your notebook does not show)"
+
+
+def partial_reports(reports: list, score: float, points: float) -> list[str]:
+    """The reports of a partly right cell's verdicts: the cell's one score first when it has several (the
+    lowest), the hidden tests' reports labelled, and a hidden report that fails exactly the parts a shown one
+    fails said in one line rather than repeated."""
+    out = [f"Score of this test: {score:g} of {points:g} points (the lowest of its checks)."] if len(reports) > 1 else []
+    shown_failures = {_failing(v) for hidden, v in reports if not hidden}
+    for hidden, verdict in reports:
+        if not hidden:
+            out.append(verdict.report())
+        elif _failing(verdict) in shown_failures:
+            out.append(f"{HIDDEN_LABEL}: {verdict.title} fails the same parts on them as on the cases above "
+                       f"({float(verdict):g} of {verdict.points:g} points).")
+        else:
+            out.append(f"{HIDDEN_LABEL} — {verdict.report()}")
+    return out
+
+
+def _failing(verdict) -> tuple:
+    return tuple(sorted(p.name for p in verdict.parts if p.passed is False))
