@@ -250,6 +250,9 @@ def _judge_float32(got, part):
                   "the gradient has its input's dtype.")
 
 
+RECOMPUTED = {"silu": "σ(x)", "gelu_tanh": "tanh(√(2/π)(x + 0.044715x³))"}
+
+
 def _judge_memory(got, activation, x, part, fused):
     saved = got.get("saved_tensors")
     storages = got.get("saved_storages") or []
@@ -263,8 +266,8 @@ def _judge_memory(got, activation, x, part, fused):
     elif len(saved) != 1 or saved[0] != shape:
         part.fail(f"forward saved {len(saved)} tensor(s) of shape(s) {', '.join(str(tuple(s)) for s in saved)}; "
                   f"a fused {NAMES[activation]} saves one, x itself (shape {tuple(shape)}).",
-                  "save only x: everything else backward needs (σ(x), tanh(…)) is cheap to recompute from x, and "
-                  "every saved tensor stays in memory until backward.")
+                  f"save only x: everything else backward needs ({RECOMPUTED[activation]}) is cheap to recompute from x, "
+                  "and every saved tensor stays in memory until backward.")
     elif got.get("saved_is_input") != [True]:
         part.fail("forward saved one tensor of x's shape, but not x: backward needs x, so x is what to save.",
                   "a tensor kept as an attribute of ctx (ctx.x = x) is memory too, only invisible: save x itself "
@@ -274,9 +277,10 @@ def _judge_memory(got, activation, x, part, fused):
         composed = composed_saved_bytes(activation, tuple(shape))
         limit = {"silu": 0.5, "gelu_tanh": 0.25}[activation]
         if mine > limit * composed:
+            hinted = bool(part.hints)  # the shape message above already says what to save
             part.fail(f"forward keeps {mine} bytes for backward (measured with saved-tensor hooks); the composed PyTorch "
                       f"expression keeps {composed}, and the fused one should keep at most {limit:g} of that.",
-                      "save x only and recompute the rest in backward.")
+                      None if hinted else "save x only and recompute the rest in backward.")
 
 
 def _judge_meta(got, part):
