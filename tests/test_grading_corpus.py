@@ -16,7 +16,7 @@ from nbgrader.api import Gradebook
 
 from autograder.grading import record, sandbox
 from autograder.coursedir import REPO
-from autograder.grading import export_csv, format_table, grade_assignment, read_scores
+from autograder.grading import export_csv, format_table, grade_assignment
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402  (tests/hostile/: the tiny assignment and the corpus)
 from hostile.pages import active_parts  # noqa: E402

@@ -199,7 +199,7 @@ def kernel_command(info: SandboxInfo, limits: Limits, scratch_dir: Path, slot: i
     """The full command that starts one sandboxed ipykernel; `{connection_file}` is filled by jupyter_client."""
     uid = BASE_UID + slot % UID_RANGE
     cmd = ["prlimit", f"--as={address_space_mb(info, limits) * 2**20}", f"--cpu={limits.cpu_s}",
-           f"--nproc={limits.nproc}", f"--fsize={limits.fsize_mb * 2**20}", f"--core=0", "--"]
+           f"--nproc={limits.nproc}", f"--fsize={limits.fsize_mb * 2**20}", "--core=0", "--"]
     if shutil.which("prlimit") is None:
         cmd = []  # execute.py applies the same limits with resource.setrlimit instead
     if info.active:
