@@ -480,8 +480,12 @@ def judge_functional_linear(data, seed=0, cases=3, points=4):
         if not got["grads_error"] and (got["grads"] is None or len(got["grads"]) != len(want)):
             raise _mismatch(f"FunctionalLinear's case {case + 1} has no gradient for each of its {len(want)} inputs")
         if got["grads_error"]:
-            p["gradients"].fail(f"backward raised {got['grads_error']} {where}.",
-                                "bias may be None: then return None for it." if b is None else None)
+            error = got["grads_error"]
+            p["gradients"].fail(f"backward raised {error} {where}.",
+                                "bias may be None: then return None for it." if b is None and (
+                                    "None" in error or "not a Variable" in error or "index 2" in error) else
+                                "each gradient has its input's shape: grad_weight is (out, in) like the weight, "
+                                "grad_output.T @ x." if "invalid gradient at index 1" in error else None)
         else:
             for k, (gk, wk) in enumerate(zip(got["grads"], want)):
                 problem = _wrong(gk, wk, f"the gradient of {labels[k]} (after autograd) {where}")
