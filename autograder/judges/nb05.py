@@ -277,7 +277,7 @@ def _judge_memory(got, activation, x, part, fused):
         if mine > limit * composed:
             part.fail(f"forward keeps {mine} bytes for backward (measured with saved-tensor hooks); the composed PyTorch "
                       f"expression keeps {composed}, and the fused one should keep at most {limit:g} of that.",
-                      "save x only and recompute the rest in backward.")
+                      None if part.hints else "save x only and recompute the rest in backward.")   # one hint, not two
 
 
 def _judge_meta(got, part):
