@@ -480,15 +480,19 @@ def judge_functional_linear(data, seed=0, cases=3, points=4):
         if not got["grads_error"] and (got["grads"] is None or len(got["grads"]) != len(want)):
             raise _mismatch(f"FunctionalLinear's case {case + 1} has no gradient for each of its {len(want)} inputs")
         if got["grads_error"]:
-            p["gradients"].fail(f"backward raised {got['grads_error']} {where}.",
-                                "bias may be None: then return None for it." if b is None else None)
+            error = got["grads_error"]
+            p["gradients"].fail(f"backward raised {error} {where}.",
+                                "bias may be None: then return None for it." if b is None and (
+                                    "None" in error or "not a Variable" in error or "index 2" in error) else
+                                "each gradient has its input's shape: grad_weight must be (out, in), like the weight; "
+                                "look at the order of the factors in your product." if "invalid gradient at index 1" in error else None)
         else:
             for k, (gk, wk) in enumerate(zip(got["grads"], want)):
                 problem = _wrong(gk, wk, f"the gradient of {labels[k]} (after autograd) {where}")
                 if problem:
                     hint = None
                     if k == 0 and gk is not None and w.shape[0] == w.shape[1] and _same(gk, g @ w.T):
-                        hint = "grad_input = grad_output @ weight (weight is (out, in)); you used its transpose."
+                        hint = "grad_input used the weight's transpose: weight is (out, in) here, as in nn.Linear."
                     p["gradients"].fail(problem, hint)
         returned = got["returned"]
         if returned is None:
@@ -511,8 +515,8 @@ def judge_functional_linear(data, seed=0, cases=3, points=4):
                     f"backward returns a {labels[k]} gradient of shape {tuple(r['shape'])}; the {labels[k]} has shape "
                     f"{tuple(target.shape)} {where}.",
                     ("that is one gradient per sample: autograd quietly sums it over the batch for you, after you have "
-                     "paid for a (batch × out × in) tensor. Sum over the batch inside backward: grad_output.T @ input "
-                     "for the weight, grad_output.sum(0) for the bias.") if per_sample else None)
+                     "paid for a (batch × out × in) tensor. Do that sum over the batch inside backward (for the weight, "
+                     "one matrix product does it).") if per_sample else None)
     return p.verdict(points)
 
 

@@ -189,7 +189,7 @@ def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, po
             parts["reference"].fail(f"the gradient disagrees with the reference backward in {int(bad.sum())} of "
                                     f"{bad.numel()} entries {where}: {_index_list(bad)}; largest error {err:.3g}.", *hints)
 
-    _judge_layouts(data, activation, seed, parts["layout"], triton)
+    _judge_layouts(data, activation, seed, parts["layout"], triton, contiguous_wrong=parts["reference"].passed is False)
     _judge_float32(data.get("float32") or {}, parts["interface"])
     _judge_memory(data["cases"][0] if data["cases"] else {}, activation, elementwise_case(seed, 0)["x"],
                   parts["memory"], fused=not triton)
@@ -198,10 +198,11 @@ def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, po
     return _verdict(parts, points, f"{name} ({act})")
 
 
-def _judge_layouts(data, activation, seed, part, triton):
+def _judge_layouts(data, activation, seed, part, triton, contiguous_wrong=False):
     inputs = elementwise_case(seed, 0)
     strided = inputs["wide"][:, ::2]
-    fix = ("call .contiguous() on x in forward and on grad_output in backward before handing their memory to a kernel: "
+    fix = ("the gradient is wrong for contiguous tensors too (see above): fix the derivative first." if contiguous_wrong else
+           "call .contiguous() on x in forward and on grad_output in backward before handing their memory to a kernel: "
            "a kernel reads n_elements values in memory order and ignores strides." if triton else
            "compute with torch operations on the tensors themselves (no .view() on a tensor whose memory is not in order, "
            "no reading of .data_ptr() / storage()).")
@@ -391,7 +392,8 @@ def judge_gather(data, seed=0, cases=2, points=1, double_backward=False):
     parts["device"] = device
     # A lost contribution of a repeated index is the classic mistake: name it.
     for p in (parts.get("gradcheck"), parts.get("reference")):
-        if p is not None and p.passed is False and data["function"]["cases"]:
+        if (p is not None and p.passed is False and data["function"]["cases"]
+                and not any("raised" in m for m in p.messages)):      # wrong numbers, not an error
             p.hints.append("an index that appears twice must collect both contributions: grad_weight[index] = "
                            "grad_output keeps only one of them; grad_weight.index_add_(0, index, grad_output) adds.")
             break
