@@ -438,6 +438,16 @@ def _mask_b_bool(ctx, g, gm):
     return g * mask
 
 
+def _sincos_b_sign_slip(ctx, gs, gc):
+    (x,) = ctx.saved_tensors
+    out = None
+    if gs is not None:
+        out = gs * torch.cos(x)
+    if gc is not None:
+        out = (0 if out is None else out) + gc * torch.sin(x)     # d cos/dx taken as +sin x
+    return out
+
+
 def _sincos_f_materialized(ctx, x):
     ctx.save_for_backward(x)
     return torch.sin(x), torch.cos(x)
@@ -529,6 +539,8 @@ CATALOGUE = [
     ("mask: not marked non-differentiable", "mask", fn(_mask_f_unmarked, _mask_b), "non_differentiable", "mark_non_differentiable"),
     ("mask: bool mask", "mask", fn(_mask_f_bool, _mask_b_bool), "mask_dtype", "x.dtype"),
     ("sincos: materialising (default)", "sincos", fn(_sincos_f_materialized, _sincos_b), "materialize", "set_materialize_grads(False)"),
+    ("sincos: a sign slip in d cos/dx (None handled right: one part lost, not two)", "sincos",
+     fn(_sincos_f, _sincos_b_sign_slip), "values", "d cos/dx = -sin x"),
     ("sincos: backward does not handle None", "sincos", fn(_sincos_f, _sincos_b_naive), "none_grads", "None"),
     ("tanh: detached recomputation in backward", "tanh", fn(_tanh_f_input, _tanh_b_detached), "second_derivatives", "detached"),
     ("tanh: once_differentiable", "tanh", fn(_tanh_f, _tanh_b_once), "second_derivatives", "once_differentiable"),
