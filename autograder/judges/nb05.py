@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from ..feedback import CheckFailed
-from .answers import entry, number, per_case, tensor
+from .answers import MISMATCH, entry, number, per_case, tensor
 from ..probes.nb05 import (EPS, GUARD_VALUE, composed_gelu, elementwise_case, kernel_case, linear_case,
                            recompute_input, recompute_problem, saved_bytes_problem)
 from .function import FunctionReference, add_reference, judge_function
@@ -138,6 +138,8 @@ def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, po
     parts = {k: Part(k, w) for k, w in weights}
     if len(data["cases"]) != cases:
         raise CheckFailed(f"{name}: the answer covers {len(data['cases'])} cases; {cases} were asked for.")
+    if triton:
+        _require_kernels(data, name)
     for case, got in enumerate(data["cases"]):
         inputs = elementwise_case(seed, case)
         x, u = inputs["x"], inputs["u"]
@@ -196,6 +198,31 @@ def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, po
     if not triton:
         _judge_meta(data.get("meta") or {}, parts["device"])
     return _verdict(parts, points, f"{name} ({act})")
+
+
+def answers_mismatch(why: str) -> str:
+    return MISMATCH.format(why=why)
+
+
+def _require_kernels(data, name):
+    """A Function that is to wrap Triton kernels launches one in forward and one in backward, in every run the
+    probe made: computed with PyTorch operations instead, the exercise is not done (0 points)."""
+    records = list(data["cases"]) + [data[k] for k in ("transposed_grad", "strided_both", "float32")]
+    missing = []
+    for record in records:
+        launches = record.get("launches")
+        if not isinstance(launches, dict) or not all(isinstance(launches.get(k), int) for k in ("forward", "backward")):
+            raise CheckFailed(answers_mismatch(f"{name}'s data has no count of Triton launches"))
+        if record.get("output", {}).get("kind") == "tensor" and launches["forward"] < 1:
+            missing.append("forward")
+        if "returns" in record and launches["backward"] < 1:
+            missing.append("backward")
+    if missing:
+        which = " and ".join(dict.fromkeys(m for m in ("forward", "backward") if m in missing))
+        raise CheckFailed(f"{name}'s {which} launched no Triton kernel: this exercise wraps your kernels in a Function, "
+                          "so the numbers must come from them, not from PyTorch operations.\nHint: in forward, launch "
+                          "silu_forward_kernel[grid](x, y, n, BLOCK_SIZE=...) into y = torch.empty_like(x); in backward, "
+                          "silu_backward_kernel into a new gradient tensor.")
 
 
 def _judge_layouts(data, activation, seed, part, triton):

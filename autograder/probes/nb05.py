@@ -12,6 +12,7 @@ lands in memory the probe owns and is reported, instead of corrupting the proces
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from typing import Any, Callable
 
 import torch
@@ -151,6 +152,11 @@ def count_saved(fn: Callable, *args) -> tuple[Any, list[dict]]:
     return result, list(seen.values())
 
 
+@contextmanager
+def _nothing():
+    yield
+
+
 def _function_apply(obj: Any, name: str) -> Callable:
     if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
         return obj.apply
@@ -198,11 +204,16 @@ def _backward(node, grad_output: torch.Tensor, name: str) -> Any:
         return _call(node.apply, grad_output, name=name)
 
 
-def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name: str) -> dict:
-    """Forward on x (requiring grad), what forward saved, then backward with u: raw returns."""
+def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name: str, triton: bool = False) -> dict:
+    """Forward on x (requiring grad), what forward saved, then backward with u: raw returns. triton: also how many
+    Triton kernels forward and backward launched."""
     x = x.detach().clone().requires_grad_(True)
-    out, saved = count_saved(lambda t: _call(apply, t, name=f"{name}.forward"), x)
+    forward_launches, backward_launches = {"n": 0}, {"n": 0}
+    with counting_launches(forward_launches) if triton else _nothing():
+        out, saved = count_saved(lambda t: _call(apply, t, name=f"{name}.forward"), x)
     result = {"output": _describe(out), "saved_storages": saved}
+    if triton:
+        result["launches"] = {"forward": forward_launches["n"], "backward": 0}
     if not isinstance(out, torch.Tensor):
         return result
     node = out.grad_fn
@@ -219,16 +230,50 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
                                 for s in saved]
     kept = u.clone()
     try:
-        raw = _backward(node, u, name=f"{name}.backward")
+        with counting_launches(backward_launches) if triton else _nothing():
+            raw = _backward(node, u, name=f"{name}.backward")
     except CheckFailed as failure:
         result["backward_error"] = str(failure)
         return result
+    finally:
+        if triton:
+            result["launches"]["backward"] = backward_launches["n"]
     result["returns"] = _returns(raw)
     result["grad_output_modified"] = bool(u.device.type != "meta" and not torch.equal(u, kept))
     return result
 
 
 # --------------------------------------------------------------------------------------------- Triton
+
+try:   # the launch methods as Triton defines them, taken before any learner code runs
+    from triton.runtime.interpreter import InterpretedFunction as _Interpreted
+    from triton.runtime.jit import JITFunction as _Jit
+    _LAUNCHERS = ((_Interpreted, _Interpreted.run), (_Jit, _Jit.run))
+except ImportError:  # pragma: no cover - triton is pinned in requirements.txt
+    _LAUNCHERS = ()
+
+
+@contextmanager
+def counting_launches(counter: dict):
+    """Count in counter["n"] the Triton kernels the body launches (interpreted or compiled): a Function that is to
+    wrap kernels must launch some. Launches go through Triton's own run methods, whatever the learner's code did
+    to them (a replaced run is flagged by the kernel's watch)."""
+    def counted(run):
+        def launch(self, *args, **kwargs):
+            if not kwargs.get("warmup"):
+                counter["n"] += 1
+            return run(self, *args, **kwargs)
+        return launch
+
+    before = [(cls, cls.__dict__.get("run")) for cls, _ in _LAUNCHERS]
+    for cls, run in _LAUNCHERS:
+        cls.run = counted(run)
+    try:
+        yield counter
+    finally:
+        for cls, old in before:
+            cls.run = old
+
 
 def kernel_device() -> str:
     """Where tensors handed to the learner's Triton Function must live."""
@@ -304,7 +349,7 @@ def probe_elementwise(obj, activation="silu", seed=0, cases=2, triton=False, poi
     for case in range(cases):
         inputs = {k: v.to(device) for k, v in elementwise_case(seed, case).items()}
         x, u = inputs["x"], inputs["u"]
-        record = _apply_and_backward(apply, x, u, name)
+        record = _apply_and_backward(apply, x, u, name, triton)
         with torch.no_grad():
             record["plus"] = _describe(_call(apply, x + EPS, name=f"{name}.forward"))
             record["minus"] = _describe(_call(apply, x - EPS, name=f"{name}.forward"))
@@ -313,11 +358,11 @@ def probe_elementwise(obj, activation="silu", seed=0, cases=2, triton=False, poi
     inputs = {k: v.to(device) for k, v in elementwise_case(seed, 0).items()}
     strided = inputs["wide"][:, ::2]
     data["strided_forward"] = _describe(_call(apply, strided, name=f"{name}.forward"))
-    data["transposed_grad"] = _apply_and_backward(apply, inputs["x2"], inputs["u_transposed"].t(), name)
-    data["strided_both"] = _apply_and_backward(apply, strided, inputs["u_transposed"].t(), name)
+    data["transposed_grad"] = _apply_and_backward(apply, inputs["x2"], inputs["u_transposed"].t(), name, triton)
+    data["strided_both"] = _apply_and_backward(apply, strided, inputs["u_transposed"].t(), name, triton)
     # float32 in, float32 out.
     x32 = inputs["x"].to(torch.float32)
-    data["float32"] = _apply_and_backward(apply, x32, inputs["u"].to(torch.float32), name)
+    data["float32"] = _apply_and_backward(apply, x32, inputs["u"].to(torch.float32), name, triton)
     # A device no real data lives on: a Function that creates tensors on the default device fails here.
     if not triton:
         meta = torch.empty(5, 3, device="meta")

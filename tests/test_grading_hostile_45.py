@@ -1,0 +1,112 @@
+"""Hostile answers to notebooks 05 (and 04): routes a learner might take to marks without the work, each with
+what the grader must do, and honest answers written differently that must keep full marks.
+
+Unit tests call the checks as a notebook does (probe, then judge); the slow ones grade real submissions with
+the grading command, so that the kernel's watch and the screening take part too."""
+from __future__ import annotations
+
+import math
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")   # before triton is imported: kernels defined here are interpreted
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from test_nb05_checks import fn, run  # noqa: E402  (the notebook's own test helpers: Function from two functions)
+
+from autograder import nb05  # noqa: E402
+
+pytestmark = pytest.mark.nb05
+
+
+# =========================================================================== TritonSiLU must launch Triton kernels
+
+@triton.jit
+def _silu_forward(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    xc = x.to(tl.float64)                        # written differently from the solution: always in float64
+    tl.store(y_ptr + offsets, (xc / (1 + tl.exp(-xc))).to(x.dtype), mask=mask)
+
+
+@triton.jit
+def _silu_backward(x_ptr, grad_out_ptr, grad_in_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float64)
+    g = tl.load(grad_out_ptr + offsets, mask=mask).to(tl.float64)
+    s = 1 / (1 + tl.exp(-x))
+    tl.store(grad_in_ptr + offsets, (g * (s + x * s * (1 - s))).to(grad_in_ptr.dtype.element_ty), mask=mask)
+
+
+def _torch_forward(ctx, x):                     # PyTorch operations where the kernels should be
+    ctx.save_for_backward(x)
+    return torch.nn.functional.silu(x)
+
+
+def _torch_backward(ctx, g):
+    (x,) = ctx.saved_tensors
+    return g * torch.special.expit(x) * (1 + x * torch.special.expit(-x))
+
+
+def _kernel_forward(ctx, x):
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    _silu_forward[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK_SIZE=64)
+    ctx.save_for_backward(x)
+    return y.view(x.shape)
+
+
+def _kernel_backward(ctx, g):
+    (x,) = ctx.saved_tensors
+    g = g.contiguous()
+    out = torch.empty_like(x)
+    _silu_backward[(triton.cdiv(x.numel(), 64),)](x, g, out, x.numel(), BLOCK_SIZE=64)
+    return out
+
+
+TRITON_PARAMS = dict(activation="silu", triton=True, points=4, seed=0, cases=2)
+
+
+def test_a_triton_function_made_of_torch_operations_scores_nothing():
+    """The Triton exercise answered with PyTorch operations computes the right numbers, but launches no kernel:
+    it scored full marks before (4/4); now 0 with a message that says why."""
+    verdict, message = run(nb05.check_triton_function, fn("TritonSiLU", _torch_forward, _torch_backward), **TRITON_PARAMS)
+    assert verdict is None and "forward and backward launched no Triton kernel" in message, message
+
+
+@pytest.mark.parametrize("forward, backward, which", [
+    (_kernel_forward, _torch_backward, "backward launched"),
+    (_torch_forward, _kernel_backward, "forward launched"),
+])
+def test_half_a_triton_function_scores_nothing(forward, backward, which):
+    verdict, message = run(nb05.check_triton_function, fn("TritonSiLU", forward, backward), **TRITON_PARAMS)
+    assert verdict is None and f"TritonSiLU's {which} no Triton kernel" in message, message
+
+
+def test_a_triton_function_written_differently_keeps_full_marks():
+    """Honest control: other kernels (float64 inside, another block size), a view returned: full marks."""
+    verdict, message = run(nb05.check_triton_function, fn("TritonSiLU", _kernel_forward, _kernel_backward), **TRITON_PARAMS)
+    assert verdict is not None and float(verdict) == 4, message
+
+
+def test_counting_launches_uses_tritons_own_launch_even_when_replaced():
+    """A learner's replacement of Triton's run method (to fake a launch) is not what the probe counts through."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from autograder.probes.nb05 import counting_launches
+
+    original = InterpretedFunction.run
+    calls = []
+    InterpretedFunction.run = lambda self, *a, **k: calls.append(1)
+    try:
+        x, y = torch.randn(10, dtype=torch.float64), torch.zeros(10, dtype=torch.float64)
+        with counting_launches({"n": 0}) as counter:
+            _silu_forward[(1,)](x, y, 10, BLOCK_SIZE=16)
+        assert counter["n"] == 1 and not calls and torch.allclose(y, x * torch.sigmoid(x))
+        assert InterpretedFunction.run is not original      # the learner's replacement is put back as it was
+    finally:
+        InterpretedFunction.run = original
