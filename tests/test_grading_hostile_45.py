@@ -110,3 +110,91 @@ def test_counting_launches_uses_tritons_own_launch_even_when_replaced():
         assert InterpretedFunction.run is not original      # the learner's replacement is put back as it was
     finally:
         InterpretedFunction.run = original
+
+
+# =========================================================================== memory kept out of sight of saved-tensor hooks
+
+def _silu_forward_keeps_sigmoid(ctx, x):       # saves x, and keeps σ(x) as an attribute: two tensors, one visible
+    ctx.save_for_backward(x)
+    ctx.s = torch.sigmoid(x)
+    return x * ctx.s
+
+
+def _silu_backward_from_sigmoid(ctx, g):
+    (x,) = ctx.saved_tensors
+    return g * ctx.s * (1 + x * (1 - ctx.s))
+
+
+def _silu_forward_tidy(ctx, x):                # honest: a non-tensor attribute, and x both saved and named
+    ctx.save_for_backward(x)
+    ctx.x, ctx.shape = x, x.shape
+    return torch.nn.functional.silu(x)
+
+
+def _silu_backward_tidy(ctx, g):
+    (x,) = ctx.saved_tensors
+    s = torch.special.expit(x)
+    return g * (s + x * s * (1 - s))
+
+
+FUSED_PARAMS = dict(activation="silu", points=3, seed=0, cases=2)
+
+
+def test_a_tensor_kept_as_an_attribute_of_ctx_costs_the_memory_part():
+    """Before: full marks (3/3), the memory part blind to ctx.s. Now the memory part fails and says where."""
+    verdict, report = run(nb05.check_fused_activation, fn("FusedSiLU", _silu_forward_keeps_sigmoid,
+                                                          _silu_backward_from_sigmoid), **FUSED_PARAMS)
+    memory = next(p for p in verdict.parts if p.name == "memory")
+    assert memory.passed is False and "attributes of ctx (ctx.s)" in report, report
+    assert [p.name for p in verdict.parts if p.passed is False] == ["memory"]
+
+
+def test_non_tensor_attributes_and_a_saved_tensor_named_twice_keep_full_marks():
+    verdict, report = run(nb05.check_fused_activation, fn("FusedSiLU", _silu_forward_tidy, _silu_backward_tidy),
+                          **FUSED_PARAMS)
+    assert verdict is not None and float(verdict) == 3, report
+
+
+def _ckpt_forward_keeps_graph(ctx, f, x):      # keeps the whole graph, under hooks of its own, and calls f again in
+    ctx.f = f                                  # backward only to look like a recomputation
+    ctx.save_for_backward(x)
+    with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        xr = x.detach().requires_grad_(True)
+        ctx.keep = (xr, f(xr))
+    return ctx.keep[1].detach()
+
+
+def _ckpt_backward_uses_graph(ctx, g):
+    ctx.f(ctx.saved_tensors[0])
+    xr, y = ctx.keep
+    return None, torch.autograd.grad(y, xr, g)[0]
+
+
+def test_a_checkpoint_that_keeps_its_graph_behind_its_own_hooks_loses_the_memory_part():
+    """Before: full marks (3/3): its own saved-tensor hooks hid the graph from the probe's. Now ctx.keep is seen."""
+    verdict, report = run(nb05.check_recompute, fn("Checkpoint", _ckpt_forward_keeps_graph, _ckpt_backward_uses_graph),
+                          problems=["gelu_chain", "sin_exp"], seed=0, points=3)
+    assert [p.name for p in verdict.parts if p.passed is False] == ["memory"] and "ctx.keep" in report, report
+
+
+_HIDDEN: dict = {}
+
+
+def _silu_forward_global(ctx, x):               # σ(x) kept in a global dict: out of the probe's sight
+    ctx.save_for_backward(x)
+    _HIDDEN[x.data_ptr()] = torch.sigmoid(x)
+    return x * _HIDDEN[x.data_ptr()]
+
+
+def _silu_backward_global(ctx, g):
+    (x,) = ctx.saved_tensors
+    s = _HIDDEN.pop(x.data_ptr())
+    return g * s * (1 + x * (1 - s))
+
+
+def test_not_protected_a_tensor_kept_in_a_global_is_not_seen():
+    """Documents a limit (README, "what is not protected"): memory kept in a global, a closure or a module is out of
+    reach of saved-tensor hooks and of ctx, so the memory part passes."""
+    verdict, report = run(nb05.check_fused_activation, fn("FusedSiLU", _silu_forward_global, _silu_backward_global),
+                          **FUSED_PARAMS)
+    assert verdict is not None and float(verdict) == 3, report

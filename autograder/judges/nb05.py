@@ -283,6 +283,7 @@ def _judge_memory(got, activation, x, part, fused):
     shape = list(x.shape)
     if saved is None:
         return
+    _judge_attributes(got, part)
     if len(saved) == 0:
         part.fail("forward saved no tensor with ctx.save_for_backward.",
                   "keep x with ctx.save_for_backward(x): a tensor kept as an attribute of ctx (ctx.x = x) escapes "
@@ -304,6 +305,17 @@ def _judge_memory(got, activation, x, part, fused):
             part.fail(f"forward keeps {mine} bytes for backward (measured with saved-tensor hooks); the composed PyTorch "
                       f"expression keeps {composed}, and the fused one should keep at most {limit:g} of that.",
                       "save x only and recompute the rest in backward.")
+
+
+def _judge_attributes(got, part) -> int:
+    """Fails `part` when forward kept tensors as attributes of ctx; returns their bytes."""
+    kept = got.get("attribute_tensors") or []
+    if kept:
+        names = ", ".join(dict.fromkeys(f"ctx.{k['attribute']}" for k in kept))
+        part.fail(f"forward keeps {sum(k['bytes'] for k in kept)} bytes for backward as attributes of ctx ({names}): "
+                  "memory all the same, only invisible to autograd's saved-tensor hooks and version checks.",
+                  "save tensors with ctx.save_for_backward(...) only, and recompute the rest in backward.")
+    return sum(k["bytes"] for k in kept)
 
 
 def _judge_meta(got, part):
@@ -486,6 +498,7 @@ def judge_recompute(data, problems=("gelu_chain", "sin_exp", "mlp"), seed=0, poi
         elif not storages:
             parts["memory"].fail(f"forward saved nothing with ctx.save_for_backward {where}.",
                                  "save x with ctx.save_for_backward(x) (keep fn as an attribute: ctx.fn = fn).")
+        _judge_attributes(got, parts["memory"])
         if got["forward_calls"] != 1 or got.get("backward_calls") != 1:
             parts["calls"].fail(f"fn ran {got['forward_calls']} time(s) in forward and {got.get('backward_calls', 0)} "
                                 f"in backward {where}; recomputing means once each.")

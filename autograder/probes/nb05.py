@@ -26,6 +26,7 @@ from .function_cases import FunctionInputs, add_inputs
 
 EPS = 1e-6                       # the central-difference step (gradcheck's)
 GUARD_VALUE = -12345.0           # what the guard zones around a kernel's output hold
+_saved_tensors_hooks = torch.autograd.graph.saved_tensors_hooks    # as imported, before any learner code runs
 
 # --------------------------------------------------------------------------------------------- inputs
 
@@ -144,17 +145,50 @@ def count_saved(fn: Callable, *args) -> tuple[Any, list[dict]]:
 
     def pack(t):
         storage = t.untyped_storage()
-        seen.setdefault(storage.data_ptr(), {"bytes": storage.nbytes(), "shape": list(t.shape)})
+        seen.setdefault(storage.data_ptr(), {"bytes": storage.nbytes(), "shape": list(t.shape), "ptr": storage.data_ptr()})
         return t
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with _saved_tensors_hooks(pack, lambda t: t):
         result = fn(*args)
     return result, list(seen.values())
+
+
+def _plain(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "ptr"} for r in records]     # addresses stay in the kernel
 
 
 @contextmanager
 def _nothing():
     yield
+
+
+def attribute_tensors(node: Any, saved: list[dict]) -> list[dict]:
+    """Tensors forward kept as attributes of ctx (ctx.s = ..., also inside a list, tuple or dict), other than the
+    storages it saved: memory kept for backward that saved-tensor hooks never see. One record per storage."""
+    seen = {s.get("ptr") for s in saved}
+    out: dict[int, dict] = {}
+
+    def visit(name: str, value: Any, depth: int = 0) -> None:
+        if isinstance(value, torch.Tensor):
+            if value.device.type == "meta":
+                return
+            storage = value.untyped_storage()
+            if storage.data_ptr() not in seen:
+                out.setdefault(storage.data_ptr(), {"attribute": name, "bytes": storage.nbytes()})
+        elif depth < 3 and isinstance(value, (list, tuple)):
+            for v in value:
+                visit(name, v, depth + 1)
+        elif depth < 3 and isinstance(value, dict):
+            for v in value.values():
+                visit(name, v, depth + 1)
+
+    try:
+        attributes = dict(vars(node))
+    except TypeError:
+        return []
+    for name, value in attributes.items():
+        visit(name, value)
+    return list(out.values())
 
 
 def _function_apply(obj: Any, name: str) -> Callable:
@@ -211,12 +245,13 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
     forward_launches, backward_launches = {"n": 0}, {"n": 0}
     with counting_launches(forward_launches) if triton else _nothing():
         out, saved = count_saved(lambda t: _call(apply, t, name=f"{name}.forward"), x)
-    result = {"output": _describe(out), "saved_storages": saved}
+    result = {"output": _describe(out), "saved_storages": _plain(saved)}
     if triton:
         result["launches"] = {"forward": forward_launches["n"], "backward": 0}
     if not isinstance(out, torch.Tensor):
         return result
     node = out.grad_fn
+    result["attribute_tensors"] = attribute_tensors(node, saved) if node is not None else []
     if node is None:
         result["backward_error"] = (f"the output of `{name}.apply` is not connected to the graph (no grad_fn): "
                                     "return the tensor forward computed, not a detached copy.")
@@ -420,8 +455,9 @@ def probe_recompute(obj, problems=RECOMPUTE_PROBLEMS, seed=0, points=1, name="Ch
         x = recompute_input(problem, seed).requires_grad_(True)
         out, saved = count_saved(lambda t: _call(apply, counted, t, name=f"{name}.forward"), x)
         forward_calls = calls["n"]
-        entry = {"problem": problem, "saved_storages": saved, "forward_calls": forward_calls,
-                 "output": _describe(out), "requires_grad": bool(isinstance(out, torch.Tensor) and out.requires_grad)}
+        entry = {"problem": problem, "saved_storages": _plain(saved), "forward_calls": forward_calls,
+                 "output": _describe(out), "requires_grad": bool(isinstance(out, torch.Tensor) and out.requires_grad),
+                 "attribute_tensors": attribute_tensors(out.grad_fn, saved) if isinstance(out, torch.Tensor) else []}
         if isinstance(out, torch.Tensor) and out.grad_fn is not None:
             u = torch.randn(out.shape, generator=generator(seed, len(problem), salt=17), dtype=out.dtype)
             try:
