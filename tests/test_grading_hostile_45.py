@@ -198,3 +198,56 @@ def test_not_protected_a_tensor_kept_in_a_global_is_not_seen():
     verdict, report = run(nb05.check_fused_activation, fn("FusedSiLU", _silu_forward_global, _silu_backward_global),
                           **FUSED_PARAMS)
     assert verdict is not None and float(verdict) == 3, report
+
+
+# =========================================================================== screening: a by-hand exercise handed to autograd
+
+def screened(assignment: str, replace: dict[str, str] | None = None, add: list[tuple[str, str]] = ()) -> list:
+    """The screen's flags for the solution notebook with some answer cells replaced and cells added after others."""
+    import nbformat
+
+    from autograder.coursedir import SOLUTIONS
+    from autograder.grading.read import normalized
+    from autograder.grading.screen import screen
+    from autograder.registry import CHECKS, import_notebook_modules
+
+    import_notebook_modules("autograder")
+    (path,) = (SOLUTIONS / assignment).glob("*.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    meta = lambda c: c.metadata.get("nbgrader", {})  # noqa: E731
+    spec = {"cells": [{"grade_id": meta(c)["grade_id"], "cell_type": c.cell_type, "solution": bool(meta(c).get("solution")),
+                       "grade": bool(meta(c).get("grade")), "source": c.source} for c in nb.cells if meta(c).get("grade_id")],
+            "plain": [normalized(c.source) for c in nb.cells if c.cell_type == "code" and not meta(c)]}
+    for cell in nb.cells:
+        if meta(cell).get("grade_id") in (replace or {}):
+            cell.source = replace[meta(cell)["grade_id"]]
+    for after, source in add:
+        index = next(i for i, c in enumerate(nb.cells) if meta(c).get("grade_id") == after)
+        nb.cells.insert(index + 1, nbformat.v4.new_code_cell(source))
+    return screen(nb, spec, CHECKS)
+
+
+FUSED_SILU_BY_AUTOGRAD = '''class FusedSiLU(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            return torch.autograd.grad(x * torch.sigmoid(x), x, grad_output)
+'''
+
+
+def test_notebook_05s_functions_are_by_hand_and_its_checkpoint_is_not():
+    """Before, no nb05 check was registered by_hand: a FusedSiLU whose backward is torch.autograd.grad got full marks
+    and no flag. The solution (whose Checkpoint uses autograd, as it should) is not flagged."""
+    assert screened("05-gpu-functions") == []
+    flags = screened("05-gpu-functions", {"fused_silu": FUSED_SILU_BY_AUTOGRAD})
+    assert [(f.code, "test_fused_silu" in f.detail) for f in flags] == [("by_hand_with_autograd", True)], flags
+    from autograder.registry import CHECKS
+    by_hand = sorted(name for name in nb05.__all__ if name.startswith("check_") and CHECKS[name].by_hand)
+    assert by_hand == ["check_autocast_linear", "check_fused_activation", "check_gather_rows", "check_triton_function"]
