@@ -251,3 +251,84 @@ def test_notebook_05s_functions_are_by_hand_and_its_checkpoint_is_not():
     from autograder.registry import CHECKS
     by_hand = sorted(name for name in nb05.__all__ if name.startswith("check_") and CHECKS[name].by_hand)
     assert by_hand == ["check_autocast_linear", "check_fused_activation", "check_gather_rows", "check_triton_function"]
+
+
+TANH_BY = {
+    "an alias of torch.autograd": ("from torch import autograd as ag", "ag.grad(torch.tanh(x), x, g, create_graph=True)"),
+    "an aliased import": ("import torch.autograd as ag", "ag.grad(torch.tanh(x), x, g, create_graph=True)"),
+    "getattr": ("", "getattr(torch.autograd, 'gr' + 'ad')(torch.tanh(x), x, g, create_graph=True)"),
+    "a graph node called directly": ("", "(torch.tanh(x).grad_fn(g),)"),
+    "PyTorch's own derivative": ("", "(torch.ops.aten.tanh_backward(g, torch.tanh(x)),)"),
+}
+
+
+def _tanh_answer(imports: str, expression: str) -> str:
+    """notebook 04's test of the by-hand flag (a Tanh whose backward is torch.autograd.grad), written another way."""
+    from test_nb04_checks import _TANH_BY_AUTOGRAD
+
+    handed = "torch.autograd.grad(torch.tanh(x), x, g, create_graph=True)"
+    assert handed in _TANH_BY_AUTOGRAD
+    return imports + "\n" + _TANH_BY_AUTOGRAD.replace(handed, expression)
+
+
+@pytest.mark.nb04
+@pytest.mark.parametrize("how", list(TANH_BY))
+def test_autograd_under_another_name_is_flagged(how):
+    """Before: no flag for any of these (graded with the real command: full marks, no flag)."""
+    flags = screened("04-ctx-toolbox", {"tanh": _tanh_answer(*TANH_BY[how])})
+    assert flags and {f.code for f in flags} == {"by_hand_with_autograd"} and all("test_tanh" in f.detail for f in flags), flags
+
+
+CUBE_BY_HELPER = '''class Cube(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return cube_gradient(x, grad_output)
+'''
+HELPER_WITH_AUTOGRAD = '''def cube_gradient(x, g):
+    with torch.enable_grad():
+        x = x.detach().requires_grad_()
+        return torch.autograd.grad(x ** 3, x, g)[0]
+'''
+HELPER_BY_HAND = '''def cube_gradient(x, g):
+    return g * 3 * x ** 2
+'''
+CHECK_YOURSELF = '''x = torch.randn(4, dtype=torch.float64, requires_grad=True)
+Cube.apply(x).sum().backward()
+print(torch.allclose(x.grad, 3 * x.detach() ** 2), [m for m in torch.nn.Sequential(torch.nn.Tanh()).modules()])
+'''
+
+
+@pytest.mark.nb04
+def test_autograd_in_a_helper_cell_of_a_by_hand_answer_is_flagged():
+    """Before: the helper's cell defines no exercise name, so it was not screened for autograd (full marks, no flag)."""
+    flags = screened("04-ctx-toolbox", {"cube": CUBE_BY_HELPER}, [("cube", HELPER_WITH_AUTOGRAD)])
+    assert [f.code for f in flags] == ["by_hand_with_autograd"] and "a cell you added" in flags[0].detail \
+        and "test_cube" in flags[0].detail, flags
+
+
+@pytest.mark.nb04
+def test_honest_helpers_and_check_yourself_cells_are_not_flagged():
+    """Controls: a by-hand helper in a cell of its own, a cell that runs .backward() to check the answer, nn's
+    .modules(), the hvp (autograd's own job) and the solution's own once_differentiable-free Functions: no flag."""
+    assert screened("04-ctx-toolbox", {"cube": CUBE_BY_HELPER}, [("cube", HELPER_BY_HAND), ("test_cube", CHECK_YOURSELF)]) == []
+    imports = "from torch.autograd import Function\nfrom torch.autograd.function import once_differentiable, FunctionCtx"
+    assert screened("04-ctx-toolbox", add=[("cube", imports)]) == []
+
+
+@pytest.mark.nb04
+@pytest.mark.parametrize("source, reason", [
+    ("import sys\nsys.modules['autograder.probes.nb04'].probe_hvp = print", "sys.modules"),
+    ("from sys import modules", "modules from sys"),
+    ("__revad_probe__.replaying = True", "__revad_probe__"),
+])
+def test_reaching_for_the_probes_module_or_runner_is_flagged(source, reason):
+    """Before: no flag (sys.modules is how a cell reaches the probes without an import; the runner's replaying switch
+    silences every later probe)."""
+    flags = screened("04-ctx-toolbox", add=[("cube", source)])
+    assert [f.code for f in flags] == ["reaches_for_grader"] and reason in flags[0].detail, flags
