@@ -332,3 +332,172 @@ def test_reaching_for_the_probes_module_or_runner_is_flagged(source, reason):
     silences every later probe)."""
     flags = screened("04-ctx-toolbox", add=[("cube", source)])
     assert [f.code for f in flags] == ["reaches_for_grader"] and reason in flags[0].detail, flags
+
+
+# =========================================================================== graded with the grading command
+
+def grade_routes(tmp_path, assignment: str, routes: dict[str, dict]) -> dict:
+    """Grade one submission per route (the solution with some answers replaced and cells added after others) with
+    the grading command; student -> its SubmissionScore."""
+    import shutil
+
+    import nbformat
+
+    from autograder.coursedir import SOLUTIONS
+    from autograder.grading import grade_assignment, sandbox
+    from autograder.release import generate_in_course
+    from autograder.submissions import fill_answers, solution_sources
+
+    root, db_url = tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}"
+    shutil.copytree(SOLUTIONS / assignment, root / "source" / assignment)
+    generate_in_course(root, [assignment], db_url)
+    (released,) = (root / "release" / assignment).glob("*.ipynb")
+    answers = solution_sources(SOLUTIONS / assignment / released.name)
+    for student, route in routes.items():
+        nb = fill_answers(released, {**answers, **route.get("answers", {})})
+        for after, source in route.get("add", []):
+            index = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == after)
+            nb.cells.insert(index + 1, nbformat.v4.new_code_cell(source))
+        folder = root / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / released.name)
+        (folder / "timestamp.txt").write_text("2026-11-01 12:00:00.000000 UTC")
+    rows = grade_assignment(root, assignment, db_url=db_url, workers=2, progress=False, log=lambda *a: None,
+                            limits=sandbox.Limits(cell_timeout_s=120, timeout_s=900))
+    return {row.student: row for row in rows}
+
+
+FAKE_KERNEL_PROBE = '''import sys
+import torch.nn.functional as _F
+_probes = sys.modules["autograder.probes.nb05"]
+
+def _made_up(kernel, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float64", "float32")):
+    out = []
+    for n, block in sizes:
+        for dtype in dtypes:
+            case = _probes.kernel_case(seed, n, dtype)
+            x = case["x"].double().requires_grad_()
+            (g,) = torch.autograd.grad(_F.silu(x), x, case["g"].double())
+            v = (_F.silu(x) if kind == "forward" else g).detach().to(getattr(torch, dtype)).double()
+            out.append({"n": n, "block": block, "dtype": dtype, "values": v, "written_before": 0,
+                        "written_after": 0, "inputs_changed": False})
+    return out
+
+_probes.probe_kernel = _made_up
+'''
+NOT_WRITTEN = {"silu_forward_kernel": "silu_forward_kernel = None", "silu_backward_kernel": "silu_backward_kernel = None"}
+
+
+@pytest.mark.slow
+def test_notebook_05_graded_a_probe_swapped_through_sys_modules_runs_as_installed(tmp_path):
+    """Before: two blank Triton kernels scored 6/6, with no flag, thanks to a cell that swapped the kernel probe through
+    sys.modules for one returning PyTorch's numbers. Now the probe runs as installed (the kernels score 0),
+    and the submission is flagged twice: reaching for sys.modules, and what it replaced. The honest solution: full
+    marks and no flag."""
+    rows = grade_routes(tmp_path, "05-gpu-functions", {
+        "made_up": {"answers": NOT_WRITTEN, "add": [("silu_forward_kernel", FAKE_KERNEL_PROBE)]},
+        "honest": {}})
+    made_up, honest = rows["made_up"], rows["honest"]
+    assert made_up.by_cell["test_silu_forward_kernel"][0] == 0 and made_up.by_cell["test_silu_backward_kernel"][0] == 0
+    assert {f.split(":")[0] for f in made_up.flags} == {"reaches_for_grader", "patched"}, made_up.flags
+    assert any("autograder.probes.nb05.probe_kernel" in f for f in made_up.flags), made_up.flags
+    assert honest.score == honest.max_score and honest.flags == [], (honest.flags, honest.messages)
+
+
+SOFTPLUS_WITHOUT_VMAP_RULE = '''class Softplus(Function):
+    @staticmethod
+    def forward(x):
+        return F.softplus(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        (x,) = inputs
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * torch.sigmoid(x)
+
+    @staticmethod
+    def jvp(ctx, x_tangent):
+        (x,) = ctx.saved_tensors
+        return x_tangent * torch.sigmoid(x)
+'''
+OP_WITHOUT_FAKE = '''@torch.library.custom_op("course04::softplus", mutates_args=())
+def softplus_op(x: torch.Tensor) -> torch.Tensor:
+    return F.softplus(x)
+
+
+def softplus_setup_context(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0])
+
+
+def softplus_backward(ctx, grad_output):
+    (x,) = ctx.saved_tensors
+    return grad_output * torch.sigmoid(x)
+
+
+softplus_op.register_autograd(softplus_backward, setup_context=softplus_setup_context)
+'''
+PATCHES_UNDER_OTHER_NAMES = '''import torch as T
+import torch.library as L
+T.vmap = lambda f, in_dims=0, out_dims=0, **kw: (lambda t: F.softplus(t))
+L.opcheck = lambda op, args, test_utils=(), raise_exception=True, **kw: {t: "SUCCESS" for t in test_utils}
+T.compile = lambda f, **kw: f
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.nb04
+def test_notebook_04_graded_torch_tools_replaced_under_other_names_are_flagged_and_answer_nothing(tmp_path):
+    """Before: a Softplus with no vmap rule and a custom op with no fake implementation, plus torch.vmap, opcheck and
+    torch.compile replaced through `import torch as T`, scored full marks (3/3, 4/4) with no flag. Now the probes use
+    their own references (the vmap, opcheck and compile parts fail as they should) and the replacements are flagged,
+    statically and in the kernel."""
+    rows = grade_routes(tmp_path, "04-ctx-toolbox", {
+        "patcher": {"answers": {"softplus": SOFTPLUS_WITHOUT_VMAP_RULE, "softplus_op": OP_WITHOUT_FAKE},
+                    "add": [("softplus_op", PATCHES_UNDER_OTHER_NAMES)]}})
+    row = rows["patcher"]
+    assert row.by_cell["test_softplus"][0] < 3 and row.by_cell["test_softplus_op"][0] < 2, row.by_cell
+    assert {f.split(":")[0] for f in row.flags} == {"patched"}, row.flags
+    for name in ("torch.vmap", "torch.library.opcheck", "torch.compile"):
+        assert any(f"assigns to {name}" in f for f in row.flags) and any(f"kernel: {name}" in f for f in row.flags), row.flags
+
+
+@pytest.mark.nb04
+def test_the_probes_keep_their_own_torch_vmap(monkeypatch):
+    """In-process: torch.vmap replaced after the probes were imported (the kernel's setup imports them before the
+    first cell) does not answer for them."""
+    import torch.nn.functional as F
+    from torch.autograd import Function
+
+    import autograder.probes.nb04  # noqa: F401
+    from autograder import nb04
+
+    namespace = {"Function": Function, "F": F, "torch": torch}
+    exec(SOFTPLUS_WITHOUT_VMAP_RULE, namespace)
+    monkeypatch.setattr(torch, "vmap", lambda f, in_dims=0, out_dims=0, **kw: (lambda t: F.softplus(t)))
+    verdict, report = run(nb04.check_modern, namespace["Softplus"], seed=0, points=3)
+    assert [p.name for p in verdict.parts if p.passed is False] == ["vmap"], report
+
+
+def _forward_with_a_dummy_launch(ctx, x):      # a kernel launched into a scratch buffer, the answer from PyTorch
+    x = x.contiguous()
+    _silu_forward[(triton.cdiv(x.numel(), 64),)](x, torch.empty_like(x), x.numel(), BLOCK_SIZE=64)
+    return _torch_forward(ctx, x)
+
+
+def _backward_with_a_dummy_launch(ctx, g):
+    (x,) = ctx.saved_tensors
+    _silu_backward[(triton.cdiv(x.numel(), 64),)](x, g.contiguous(), torch.empty_like(x), x.numel(), BLOCK_SIZE=64)
+    return _torch_backward(ctx, g)
+
+
+def test_not_protected_a_dummy_launch_is_counted():
+    """Documents a limit (README, "what is not protected"): the probe counts launches, it does not trace where the
+    result came from, so a kernel launched for show beside PyTorch's answer keeps full marks."""
+    verdict, message = run(nb05.check_triton_function, fn("TritonSiLU", _forward_with_a_dummy_launch,
+                                                          _backward_with_a_dummy_launch), **TRITON_PARAMS)
+    assert verdict is not None and float(verdict) == 4, message

@@ -12,6 +12,7 @@ lands in memory the probe owns and is reported, instead of corrupting the proces
 from __future__ import annotations
 
 import math
+import os
 from contextlib import contextmanager
 from typing import Any, Callable
 
@@ -280,7 +281,12 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
 
 # --------------------------------------------------------------------------------------------- Triton
 
-try:   # the launch methods as Triton defines them, taken before any learner code runs
+# The launch methods as Triton defines them, taken before any learner code runs (the grader's kernel setup imports
+# this module before the notebook's first cell). Importing triton decides how its own library functions (tl.sigmoid)
+# run, so the mode is set first, by the notebook's own rule: the interpreter when there is no GPU.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+try:
     from triton.runtime.interpreter import InterpretedFunction as _Interpreted
     from triton.runtime.jit import JITFunction as _Jit
     _LAUNCHERS = ((_Interpreted, _Interpreted.run), (_Jit, _Jit.run))
