@@ -177,6 +177,24 @@ def test_a_checkpoint_that_keeps_its_graph_behind_its_own_hooks_loses_the_memory
     assert [p.name for p in verdict.parts if p.passed is False] == ["memory"] and "ctx.keep" in report, report
 
 
+def _forward_saving_a_view_of_a_buffer(ctx, x):     # "saves x": a view into a buffer that also holds σ(x)
+    x = x.contiguous()
+    n = x.numel()
+    buffer = torch.cat([x.flatten(), torch.sigmoid(x).flatten()])
+    y = torch.empty_like(x)
+    _silu_forward[(triton.cdiv(n, 64),)](x, y, n, BLOCK_SIZE=64)
+    ctx.save_for_backward(buffer[:n].view(x.shape))
+    return y
+
+
+def test_a_triton_function_saving_a_view_into_a_bigger_buffer_loses_the_memory_part():
+    """Before: the Triton Function's memory part counted saved tensors only (one, of x's shape, equal to x: full marks,
+    4/4) while the view kept a buffer twice x's size. Now bytes are measured there too, as for the fused Functions."""
+    verdict, report = run(nb05.check_triton_function, fn("TritonSiLU", _forward_saving_a_view_of_a_buffer,
+                                                         _kernel_backward), **TRITON_PARAMS)
+    assert [p.name for p in verdict.parts if p.passed is False] == ["memory"] and "bytes" in report, report
+
+
 _HIDDEN: dict = {}
 
 

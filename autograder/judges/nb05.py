@@ -194,7 +194,7 @@ def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, po
     _judge_layouts(data, activation, seed, parts["layout"], triton)
     _judge_float32(data.get("float32") or {}, parts["interface"])
     _judge_memory(data["cases"][0] if data["cases"] else {}, activation, elementwise_case(seed, 0)["x"],
-                  parts["memory"], fused=not triton)
+                  parts["memory"])
     if not triton:
         _judge_meta(data.get("meta") or {}, parts["device"])
     return _verdict(parts, points, f"{name} ({act})")
@@ -277,7 +277,7 @@ def _judge_float32(got, part):
                   "the gradient has its input's dtype.")
 
 
-def _judge_memory(got, activation, x, part, fused):
+def _judge_memory(got, activation, x, part):
     saved = got.get("saved_tensors")
     storages = got.get("saved_storages") or []
     shape = list(x.shape)
@@ -297,14 +297,15 @@ def _judge_memory(got, activation, x, part, fused):
         part.fail("forward saved one tensor of x's shape, but not x: backward needs x, so x is what to save.",
                   "a tensor kept as an attribute of ctx (ctx.x = x) is memory too, only invisible: save x itself "
                   "with ctx.save_for_backward(x).")
-    if fused:
-        mine = sum(s["bytes"] for s in storages)
-        composed = composed_saved_bytes(activation, tuple(shape))
-        limit = {"silu": 0.5, "gelu_tanh": 0.25}[activation]
-        if mine > limit * composed:
-            part.fail(f"forward keeps {mine} bytes for backward (measured with saved-tensor hooks); the composed PyTorch "
-                      f"expression keeps {composed}, and the fused one should keep at most {limit:g} of that.",
-                      "save x only and recompute the rest in backward.")
+    # Bytes, not only tensors: a saved "x" that is a view into a larger buffer (x and σ(x) side by side) keeps the
+    # whole buffer. Triton Functions too: they save x (its contiguous copy), nothing more.
+    mine = sum(s["bytes"] for s in storages)
+    composed = composed_saved_bytes(activation, tuple(shape))
+    limit = {"silu": 0.5, "gelu_tanh": 0.25}[activation]
+    if mine > limit * composed:
+        part.fail(f"forward keeps {mine} bytes for backward (measured with saved-tensor hooks); the composed PyTorch "
+                  f"expression keeps {composed}, and the fused one should keep at most {limit:g} of that.",
+                  "save x only and recompute the rest in backward.")
 
 
 def _judge_attributes(got, part) -> int:
