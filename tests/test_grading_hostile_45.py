@@ -519,3 +519,32 @@ def test_not_protected_a_dummy_launch_is_counted():
     verdict, message = run(nb05.check_triton_function, fn("TritonSiLU", _forward_with_a_dummy_launch,
                                                           _backward_with_a_dummy_launch), **TRITON_PARAMS)
     assert verdict is not None and float(verdict) == 4, message
+
+
+# =========================================================================== notebook 04's LinearLayer must use FunctionalLinear
+
+@pytest.mark.nb04
+def test_a_linear_layer_that_wraps_f_linear_in_a_pass_through_function_loses_the_training_part():
+    """Before: LinearLayer.forward = Passthrough.apply(F.linear(x, W, b)) -- a custom node, so 'not from your
+    Function' did not fire -- scored 3/3 without FunctionalLinear. Now the node must take the weight and bias
+    themselves. (Honest layers written differently keep full marks: test_nb04_checks' alternatives.)"""
+    import torch.nn.functional as F
+    from torch.autograd import Function
+    from test_nb04_checks import make_layer
+
+    from autograder import nb04
+
+    class Passthrough(Function):
+        @staticmethod
+        def forward(ctx, y):
+            return y.view_as(y)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class NotFunctionalLinear:
+        apply = staticmethod(lambda x, weight, bias: Passthrough.apply(F.linear(x, weight, bias)))
+
+    verdict, report = run(nb04.check_linear_layer, make_layer(NotFunctionalLinear), seed=0, points=3)
+    assert [p.name for p in verdict.parts if p.passed is False] == ["training"] and "applied to an operation" in report, report

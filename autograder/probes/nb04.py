@@ -426,8 +426,22 @@ def probe_linear_layer(obj, seed=0, steps=20, lr=0.05, features=(3, 2), points=N
                     t -= lr * t.grad
         losses.append(float(loss.detach()))
     data["losses"], data["grad_shapes"] = losses, grad_shapes
-    data["node"] = type(call_learner(layer, X, name="LinearLayer.forward").grad_fn).__name__
+    node = call_learner(layer, X, name="LinearLayer.forward").grad_fn
+    data["node"] = type(node).__name__
+    data["node_inputs"] = _node_inputs(node, {"weight": layer.weight, "bias": layer.bias})
     return data
+
+
+def _node_inputs(node, parameters: dict) -> list[str]:
+    """What the node that made the layer's output takes as inputs: the layer's own parameters ("weight", "bias"), an
+    input that needs no gradient ("none"), or another operation's output ("an operation": the Function was applied
+    to something already computed, such as F.linear's output)."""
+    out = []
+    for fn, _ in getattr(node, "next_functions", ()) or ():
+        variable = getattr(fn, "variable", None) if fn is not None else None
+        name = next((k for k, p in parameters.items() if variable is not None and variable is p), None)
+        out.append("none" if fn is None else name or "an operation")
+    return out
 
 
 # ------------------------------------------------------------------------------------------ setup_context + jvp + vmap
