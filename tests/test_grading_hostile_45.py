@@ -548,3 +548,26 @@ def test_a_linear_layer_that_wraps_f_linear_in_a_pass_through_function_loses_the
 
     verdict, report = run(nb04.check_linear_layer, make_layer(NotFunctionalLinear), seed=0, points=3)
     assert [p.name for p in verdict.parts if p.passed is False] == ["training"] and "applied to an operation" in report, report
+
+
+def _silu_forward_saving_sigmoid(ctx, x):      # saves σ(x) instead of x (x is recomputed as its logit)
+    s = torch.sigmoid(x)
+    ctx.save_for_backward(s)
+    return x * s
+
+
+def _silu_backward_from_logit(ctx, g):
+    (s,) = ctx.saved_tensors
+    x = torch.log(s / (1 - s))
+    return g * s * (1 + x * (1 - s))
+
+
+def test_the_probes_keep_their_own_torch_equal(monkeypatch):
+    """torch.equal made always-true (flagged `patched` when graded) would tell the memory part that σ(x) is x; the
+    probes compare with their own torch.equal."""
+    import autograder.probes.nb05  # noqa: F401  (imported before the learner's code, as the kernel's setup does)
+
+    monkeypatch.setattr(torch, "equal", lambda a, b: True)
+    verdict, report = run(nb05.check_fused_activation, fn("FusedSiLU", _silu_forward_saving_sigmoid,
+                                                          _silu_backward_from_logit), **FUSED_PARAMS)
+    assert "memory" in {p.name for p in verdict.parts if p.passed is False} and "but not x" in report, report

@@ -19,7 +19,7 @@ DT = torch.float64
 # PyTorch's own tools the probes lean on, taken when this module is imported (before any learner code runs): one the
 # learner's code replaces later (torch.vmap = ...) does not answer for them; the kernel's watch flags the replacement.
 _vmap, _gradcheck, _gradgradcheck = torch.vmap, torch.autograd.gradcheck, torch.autograd.gradgradcheck
-_opcheck, _compile = torch.library.opcheck, torch.compile
+_opcheck, _compile, _equal = torch.library.opcheck, torch.compile, torch.equal
 
 
 # ------------------------------------------------------------------------------------------ inputs
@@ -337,7 +337,7 @@ def probe_hvp(hessian_vector_product, problems, seed=0, size=4, points=None):
         if not isinstance(result, torch.Tensor):
             raise CheckFailed(f"`hessian_vector_product(f, x, v)` should return a tensor; it returned a {type(result).__name__}.")
         data.append({"hvp": _cpu(result).to(DT), "requires_grad": bool(result.requires_grad),
-                     "inputs_changed": not (torch.equal(given_x.detach(), x) and torch.equal(given_v.detach(), v))})
+                     "inputs_changed": not (_equal(given_x.detach(), x) and _equal(given_v.detach(), v))})
     return data
 
 

@@ -27,7 +27,8 @@ from .function_cases import FunctionInputs, add_inputs
 
 EPS = 1e-6                       # the central-difference step (gradcheck's)
 GUARD_VALUE = -12345.0           # what the guard zones around a kernel's output hold
-_saved_tensors_hooks = torch.autograd.graph.saved_tensors_hooks    # as imported, before any learner code runs
+# as imported, before any learner code runs (replaced later, they are flagged, and do not answer for the probes)
+_saved_tensors_hooks, _equal = torch.autograd.graph.saved_tensors_hooks, torch.equal
 
 # --------------------------------------------------------------------------------------------- inputs
 
@@ -262,7 +263,7 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
     except RuntimeError:
         saved = []
     result["saved_tensors"] = [list(s.shape) for s in saved]
-    result["saved_is_input"] = [bool(s.device.type != "meta" and s.shape == x.shape and torch.equal(s.detach(), x.detach()))
+    result["saved_is_input"] = [bool(s.device.type != "meta" and s.shape == x.shape and _equal(s.detach(), x.detach()))
                                 for s in saved]
     kept = u.clone()
     try:
@@ -275,7 +276,7 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
         if triton:
             result["launches"]["backward"] = backward_launches["n"]
     result["returns"] = _returns(raw)
-    result["grad_output_modified"] = bool(u.device.type != "meta" and not torch.equal(u, kept))
+    result["grad_output_modified"] = bool(u.device.type != "meta" and not _equal(u, kept))
     return result
 
 
@@ -371,8 +372,8 @@ def probe_kernel(kernel, kind="forward", sizes=((10, 16),), seed=0, dtypes=("flo
                 "values": out.to(torch.float64).clone(),
                 "written_before": int((out_buf[:guard] != GUARD_VALUE).sum()),
                 "written_after": int((out_buf[guard + n:] != GUARD_VALUE).sum()),
-                "inputs_changed": not (torch.equal(x_buf.nan_to_num(7.0), x_before.nan_to_num(7.0))
-                                       and torch.equal(g_buf.nan_to_num(7.0), g_before.nan_to_num(7.0))),
+                "inputs_changed": not (_equal(x_buf.nan_to_num(7.0), x_before.nan_to_num(7.0))
+                                       and _equal(g_buf.nan_to_num(7.0), g_before.nan_to_num(7.0))),
             })
     return data
 
