@@ -8,6 +8,7 @@ import ast
 
 from .jobs import Flag
 from .read import nbgrader_meta, normalized
+from .screen import import_aliases
 
 
 SUSPICIOUS_TARGETS = ("torch", "builtins", "__builtins__", "math", "autograder", "sys", "IPython", "get_ipython",
@@ -25,12 +26,42 @@ def _root_name(node) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _module_aliases(tree) -> dict[str, str]:
+    """Local names that stand for a suspicious module or object: `import torch as T`, `from torch import library as L`,
+    `lib = torch.library` -> {"T": "torch", "L": "torch.library", "lib": "torch.library"}."""
+    aliases = {k: v for k, v in import_aliases(tree).items() if v.startswith(SUSPICIOUS_TARGETS) and k != v}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)):
+            root = _root_name(node.value)
+            if root and (root in aliases or root.startswith(SUSPICIOUS_TARGETS)):
+                value = ast.unparse(node.value)
+                value = aliases.get(root, root) + value[len(root):]
+                for target in node.targets:
+                    if isinstance(target, ast.Name) and target.id != root:
+                        aliases[target.id] = value
+    return aliases
+
+
 def static_patches(source: str) -> list[str]:
-    """Assignments in a learner's code that replace parts of torch, builtins, the checks or the kernel."""
+    """Assignments in a learner's code that replace parts of torch, builtins, the checks or the kernel (also
+    through another name for them: `import torch as T; T.vmap = ...`)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
+    aliases = _module_aliases(tree)
+
+    def suspicious(target) -> str | None:
+        """The target's text with its root spelled out, when it is a suspicious one and no harmless setting."""
+        root = _root_name(target)
+        if not root:
+            return None
+        text = ast.unparse(target)
+        if root in aliases:
+            text = aliases[root] + text[len(root):]
+            root = aliases[root].split(".")[0]
+        return text if root.startswith(SUSPICIOUS_TARGETS) and not text.startswith(HARMLESS_SETTINGS) else None
+
     found = []
     for node in ast.walk(tree):
         targets = []
@@ -40,7 +71,7 @@ def static_patches(source: str) -> list[str]:
             targets = node.targets
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") and node.args:
             root = _root_name(node.args[0])
-            if root and root.startswith(SUSPICIOUS_TARGETS):
+            if root and (root in aliases or root.startswith(SUSPICIOUS_TARGETS)):
                 found.append(f"{node.func.id}({ast.unparse(node.args[0])}, ...)")
             continue
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
@@ -54,9 +85,8 @@ def static_patches(source: str) -> list[str]:
             continue
         for target in targets:
             if isinstance(target, (ast.Attribute, ast.Subscript)):
-                root = _root_name(target)
-                text = ast.unparse(target)
-                if root and root.startswith(SUSPICIOUS_TARGETS) and not text.startswith(HARMLESS_SETTINGS):
+                text = suspicious(target)
+                if text:
                     found.append(text)
             elif isinstance(target, ast.Name) and target.id in ("__builtins__", "CHECKS", "__revad_probe__") or (
                     isinstance(target, ast.Name) and target.id.startswith("check_")):

@@ -41,7 +41,9 @@ REACHING_ATTRIBUTES = {
 REACHING_NAMES = {"get_ipython": "IPython internals", "exec": "dynamic code (exec)", "eval": "dynamic code (eval)",
                   "compile": "dynamic code (compile)", "__import__": "dynamic imports (__import__)",
                   "globals": "the notebook's globals()", "vars": "the notebook's namespace (vars)",
+                  "__revad_probe__": "the grader's probe (__revad_probe__)",
                   "TorchFunctionMode": "a torch function mode", "TorchDispatchMode": "a torch dispatch mode"}
+HONEST_AUTOGRAD_NAMES = ("Function", "FunctionCtx", "once_differentiable")   # what a by-hand Function itself imports
 AUTOGRAD_CALLS = ("torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional", "torch.autograd.gradcheck",
                   "torch.autograd.gradgradcheck", "torch.func", "functorch", "autograd.grad", "autograd.functional")
 
@@ -88,8 +90,12 @@ def reaches(source: str) -> list[str]:
                     found.append(f"torch function/dispatch modes: imports {name}")
             if isinstance(node, ast.ImportFrom):
                 for alias in node.names:
-                    if alias.name in REACHING_NAMES or alias.name in ("_getframe", "builtins"):
+                    if node.module == "sys" and alias.name == "modules":
+                        found.append("the module table: imports modules from sys (where the grader's own modules are)")
+                    elif alias.name in REACHING_NAMES or alias.name in ("_getframe", "builtins"):
                         found.append(f"{REACHING_NAMES.get(alias.name, 'internals')}: imports {alias.name}")
+        elif isinstance(node, ast.Attribute) and _dotted(node) == "sys.modules":
+            found.append("the module table: uses sys.modules (where the grader's own modules are)")
         elif isinstance(node, ast.Attribute) and node.attr in REACHING_ATTRIBUTES:
             found.append(f"{REACHING_ATTRIBUTES[node.attr]}: uses .{node.attr}")
         elif isinstance(node, ast.Name) and node.id in REACHING_NAMES and isinstance(node.ctx, ast.Load):
@@ -99,24 +105,56 @@ def reaches(source: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def import_aliases(tree) -> dict[str, str]:
+    """Local name -> the module path it stands for, from the imports of a cell (`import torch.autograd as ag`,
+    `from torch import autograd as ag`, `import torch as T`)."""
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    aliases[a.asname] = a.name
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+    return aliases
+
+
+def _resolved(dotted: str, aliases: dict[str, str]) -> str:
+    root, _, rest = dotted.partition(".")
+    return ".".join(p for p in (aliases.get(root, root), rest) if p)
+
+
 def uses_autograd(source: str) -> list[str]:
     """How this code hands work to PyTorch's autograd (empty: it does not)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
+    aliases = import_aliases(tree)
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}   # not the end of a dotted name
     found, backward, requires_grad = [], False, False
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
-            dotted = _dotted(node)
+            dotted = _resolved(_dotted(node), aliases)
             if any(dotted == c or dotted.startswith(c + ".") for c in AUTOGRAD_CALLS):
                 found.append(dotted)
+            elif id(node) not in inner and dotted in ("torch.autograd", "torch.func"):
+                found.append(f"{dotted} itself (getattr, or a name for it)")
+            if node.attr in ("grad_fn", "next_functions"):
+                found.append(f"autograd's own graph nodes (.{node.attr})")
+            if dotted.startswith("torch.") and node.attr.endswith("_backward"):
+                found.append(f"PyTorch's own derivative ({dotted})")
             if node.attr in ("requires_grad", "requires_grad_"):
                 requires_grad = True
             if node.attr == "backward" and isinstance(getattr(node, "ctx", None), ast.Load):
                 backward = True
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("torch.func", "functorch", "torch.autograd")):
-            found += [f"{node.module}.{a.name}" for a in node.names if a.name != "Function"]
+            found += [f"{node.module}.{a.name}" for a in node.names if a.name not in HONEST_AUTOGRAD_NAMES]
+        elif isinstance(node, ast.ImportFrom) and node.module == "torch":
+            found += [f"torch.{a.name}" for a in node.names if a.name in ("autograd", "func")]
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith(("torch.autograd", "torch.func", "functorch"))]
         elif isinstance(node, ast.keyword) and node.arg == "requires_grad":
             requires_grad = True
     if backward and requires_grad:
@@ -155,12 +193,54 @@ def by_hand_names(spec_nb: dict, checks: dict) -> dict[str, str]:
     return out
 
 
+def _free_names(tree) -> set[str]:
+    """Names a cell uses but does not bind anywhere in it (not its locals, arguments or imports): what it takes
+    from other cells."""
+    bound = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            bound.add(n.id)
+        elif isinstance(n, ast.arg):
+            bound.add(n.arg)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in n.names}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+
+
+def by_hand_cells(cells: list[tuple[str, str]], by_hand: dict[str, str]) -> dict[str, set[str]]:
+    """(where, source) of the learner's cells -> {where: the by-hand exercises (test grade_ids) the cell takes part in}:
+    a cell that defines an exercise's name, and, transitively, a cell that defines a helper such a cell uses
+    (backward = staticmethod(my_grad) with my_grad in a cell of its own is still the exercise's backward)."""
+    trees = {}
+    for where, source in cells:
+        try:
+            trees[where] = ast.parse(source)
+        except SyntaxError:
+            continue
+    defined = {where: _defined_names(tree) for where, tree in trees.items()}
+    used = {where: _free_names(tree) for where, tree in trees.items()}
+    names = {name: {gid} for name, gid in by_hand.items()}       # name -> exercises it serves
+    changed = True
+    while changed:
+        changed = False
+        for where in trees:
+            serves = set().union(*(names.get(n, set()) for n in defined[where]))
+            if not serves:
+                continue
+            for name in used[where]:
+                if any(name in defined[other] for other in trees if other != where) and not serves <= names.get(name, set()):
+                    names[name] = names.get(name, set()) | serves
+                    changed = True
+    return {where: set().union(*(names.get(n, set()) for n in defined[where])) for where in trees}
+
+
 def screen(nb, spec_nb: dict, checks: dict) -> list[Flag]:
     """Flags for the learner's code cells (answer cells and cells the learner added)."""
     locked = {c["grade_id"] for c in spec_nb["cells"] if c.get("grade_id") and not c["solution"]}
     released = set(spec_nb.get("plain", []))
-    by_hand = by_hand_names(spec_nb, checks)
-    flags = []
+    flags, learners = [], []
     for index, cell in enumerate(nb.cells):
         gid = nbgrader_meta(cell).get("grade_id")
         if cell.cell_type != "code" or gid in locked or not gid and normalized(cell.source) in released:
@@ -168,13 +248,11 @@ def screen(nb, spec_nb: dict, checks: dict) -> list[Flag]:
         where = f"exercise {gid}" if gid else f"a cell you added (cell {index})"
         for reason in reaches(cell.source):
             flags.append(Flag("reaches_for_grader", f"{where}: {reason}"))
-        try:
-            defined = _defined_names(ast.parse(cell.source))
-        except SyntaxError:
-            continue
-        exercises = sorted({by_hand[name] for name in defined if name in by_hand})
+        learners.append((where, cell.source))
+    sources = dict(learners)
+    for where, exercises in by_hand_cells(learners, by_hand_names(spec_nb, checks)).items():
         if exercises:
-            for how in uses_autograd(cell.source):
-                flags.append(Flag("by_hand_with_autograd", f"{where} answers {', '.join(exercises)} (done by hand) "
+            for how in uses_autograd(sources[where]):
+                flags.append(Flag("by_hand_with_autograd", f"{where} answers {', '.join(sorted(exercises))} (done by hand) "
                                                            f"with PyTorch's autograd: {how}"))
     return flags

@@ -202,7 +202,7 @@ _SHAPE_OR_NONE = OneOf(None, ListOf("int"))
 LAYER_DATA = {"parameters": DictOf({"shape": ListOf("int"), "is_parameter": "flag"}), "weight": MAYBE_TENSOR,
               "bias": MAYBE_TENSOR, "repr": "text", "repr_no_bias": "text", "parameters_no_bias": ListOf("text"),
               "bias_no_bias": "text", "losses": ListOf("number"), "grad_shapes": OneOf(None, [_SHAPE_OR_NONE] * 2),
-              "node": "text"}
+              "node": "text", "node_inputs": ListOf("text")}
 _VMAP_RESULT = OneOf({"error": "text"}, {"value": TENSOR})
 _VMAP = {"in_dims=0": _VMAP_RESULT, "in_dims=-1": _VMAP_RESULT}
 MODERN_ENTRY = {"output": TENSOR, "grad": MAYBE_TENSOR, "backward_error": MAYBE_TEXT, "jvp": MAYBE_TENSOR,
@@ -604,6 +604,11 @@ def judge_linear_layer(data, seed=0, steps=20, lr=0.05, features=(3, 2), points=
     if not data["node"].endswith("Backward") or data["node"] in ("AddmmBackward0", "AddBackward0", "MmBackward0"):
         p["training"].fail(f"LinearLayer.forward's output comes from {data['node']}, not from your Function.",
                            "call FunctionalLinear.apply(x, self.weight, self.bias) in forward.")
+    elif "weight" not in data["node_inputs"] or "an operation" in data["node_inputs"]:
+        p["training"].fail(f"LinearLayer.forward's output comes from {data['node']}, applied to "
+                           f"{', '.join(data['node_inputs']) or 'nothing'}: the Function that makes the output should take "
+                           "the layer's weight and bias themselves, not the result of another operation.",
+                           "call FunctionalLinear.apply(x, self.weight, self.bias) in forward, and return its output.")
     return p.verdict(points)
 
 

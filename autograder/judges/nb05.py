@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from ..feedback import CheckFailed
-from .answers import entry, number, per_case, tensor
+from .answers import MISMATCH, entry, number, per_case, tensor
 from ..probes.nb05 import (EPS, GUARD_VALUE, composed_gelu, elementwise_case, kernel_case, linear_case,
                            recompute_input, recompute_problem, saved_bytes_problem)
 from .function import FunctionReference, add_reference, judge_function
@@ -138,6 +138,8 @@ def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, po
     parts = {k: Part(k, w) for k, w in weights}
     if len(data["cases"]) != cases:
         raise CheckFailed(f"{name}: the answer covers {len(data['cases'])} cases; {cases} were asked for.")
+    if triton:
+        _require_kernels(data, name)
     for case, got in enumerate(data["cases"]):
         inputs = elementwise_case(seed, case)
         x, u = inputs["x"], inputs["u"]
@@ -197,10 +199,35 @@ def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, po
                    contiguous_wrong=parts["reference"].passed is False)
     _judge_float32(data.get("float32") or {}, parts["interface"])
     _judge_memory(data["cases"][0] if data["cases"] else {}, activation, elementwise_case(seed, 0)["x"],
-                  parts["memory"], fused=not triton)
+                  parts["memory"])
     if not triton:
         _judge_meta(data.get("meta") or {}, parts["device"])
     return _verdict(parts, points, f"{name} ({act})")
+
+
+def answers_mismatch(why: str) -> str:
+    return MISMATCH.format(why=why)
+
+
+def _require_kernels(data, name):
+    """A Function that is to wrap Triton kernels launches one in forward and one in backward, in every run the
+    probe made: computed with PyTorch operations instead, the exercise is not done (0 points)."""
+    records = list(data["cases"]) + [data[k] for k in ("transposed_grad", "strided_both", "float32")]
+    missing = []
+    for record in records:
+        launches = record.get("launches")
+        if not isinstance(launches, dict) or not all(isinstance(launches.get(k), int) for k in ("forward", "backward")):
+            raise CheckFailed(answers_mismatch(f"{name}'s data has no count of Triton launches"))
+        if record.get("output", {}).get("kind") == "tensor" and launches["forward"] < 1:
+            missing.append("forward")
+        if "returns" in record and launches["backward"] < 1:
+            missing.append("backward")
+    if missing:
+        which = " and ".join(dict.fromkeys(m for m in ("forward", "backward") if m in missing))
+        raise CheckFailed(f"{name}'s {which} launched no Triton kernel: this exercise wraps your kernels in a Function, "
+                          "so the numbers must come from them, not from PyTorch operations.\nHint: in forward, launch "
+                          "silu_forward_kernel[grid](x, y, n, BLOCK_SIZE=...) into y = torch.empty_like(x); in backward, "
+                          "silu_backward_kernel into a new gradient tensor.")
 
 
 def _judge_layouts(data, activation, seed, part, triton, forward_wrong=False, contiguous_wrong=False):
@@ -258,12 +285,13 @@ def _judge_float32(got, part):
 RECOMPUTED = {"silu": "σ(x)", "gelu_tanh": "tanh(√(2/π)(x + 0.044715x³))"}
 
 
-def _judge_memory(got, activation, x, part, fused):
+def _judge_memory(got, activation, x, part):
     saved = got.get("saved_tensors")
     storages = got.get("saved_storages") or []
     shape = list(x.shape)
     if saved is None:
         return
+    _judge_attributes(got, part)
     if len(saved) == 0:
         part.fail("forward saved no tensor with ctx.save_for_backward.",
                   "keep x with ctx.save_for_backward(x): a tensor kept as an attribute of ctx (ctx.x = x) escapes "
@@ -277,15 +305,27 @@ def _judge_memory(got, activation, x, part, fused):
         part.fail("forward saved one tensor of x's shape, but not x: backward needs x, so x is what to save.",
                   "a tensor kept as an attribute of ctx (ctx.x = x) is memory too, only invisible: save x itself "
                   "with ctx.save_for_backward(x).")
-    if fused:
-        mine = sum(s["bytes"] for s in storages)
-        composed = composed_saved_bytes(activation, tuple(shape))
-        limit = {"silu": 0.5, "gelu_tanh": 0.25}[activation]
-        if mine > limit * composed:
-            hinted = bool(part.hints)  # the shape message above already says what to save
-            part.fail(f"forward keeps {mine} bytes for backward (measured with saved-tensor hooks); the composed PyTorch "
-                      f"expression keeps {composed}, and the fused one should keep at most {limit:g} of that.",
-                      None if hinted else "save x only and recompute the rest in backward.")
+    # Bytes, not only tensors: a saved "x" that is a view into a larger buffer (x and σ(x) side by side) keeps the
+    # whole buffer. Triton Functions too: they save x (its contiguous copy), nothing more.
+    mine = sum(s["bytes"] for s in storages)
+    composed = composed_saved_bytes(activation, tuple(shape))
+    limit = {"silu": 0.5, "gelu_tanh": 0.25}[activation]
+    if mine > limit * composed:
+        hinted = bool(part.hints)  # the shape message above already says what to save
+        part.fail(f"forward keeps {mine} bytes for backward (measured with saved-tensor hooks); the composed PyTorch "
+                  f"expression keeps {composed}, and the fused one should keep at most {limit:g} of that.",
+                  None if hinted else "save x only and recompute the rest in backward.")
+
+
+def _judge_attributes(got, part) -> int:
+    """Fails `part` when forward kept tensors as attributes of ctx; returns their bytes."""
+    kept = got.get("attribute_tensors") or []
+    if kept:
+        names = ", ".join(dict.fromkeys(f"ctx.{k['attribute']}" for k in kept))
+        part.fail(f"forward keeps {sum(k['bytes'] for k in kept)} bytes for backward as attributes of ctx ({names}): "
+                  "memory all the same, only invisible to autograd's saved-tensor hooks and version checks.",
+                  "save tensors with ctx.save_for_backward(...) only, and recompute the rest in backward.")
+    return sum(k["bytes"] for k in kept)
 
 
 def _judge_meta(got, part):
@@ -470,6 +510,7 @@ def judge_recompute(data, problems=("gelu_chain", "sin_exp", "mlp"), seed=0, poi
         elif not storages:
             parts["memory"].fail(f"forward saved nothing with ctx.save_for_backward {where}.",
                                  "save x with ctx.save_for_backward(x) (keep fn as an attribute: ctx.fn = fn).")
+        _judge_attributes(got, parts["memory"])
         # A forward that recorded fn's graph needs no recomputation: that is the memory part's mistake, not another.
         backward_calls_wrong = got.get("backward_calls") != 1 and not (stored_graph and got.get("backward_calls") == 0)
         if got["forward_calls"] != 1 or backward_calls_wrong:

@@ -19,6 +19,7 @@ import importlib
 import io
 import os
 import sys
+import types
 from typing import Any, Callable
 
 # What the setup watches for replacement (flags only: this runs in the learner's kernel).
@@ -33,8 +34,31 @@ WATCHED = [
     "autograder.feedback.close", "autograder.probes.call.call_learner", "autograder.feedback.as_float",
     "autograder.feedback.mismatch", "autograder.feedback.CheckFailed",
     "IPython.display.display",
+    # what the probes of notebooks 04 and 05 lean on (they keep their own references; replacing one is still a flag)
+    "torch.vmap", "torch.compile", "torch.library.opcheck", "torch.autograd.graph.saved_tensors_hooks",
+    "torch.autograd.forward_ad.make_dual", "torch.autograd.forward_ad.unpack_dual", "torch.autograd.forward_ad.dual_level",
+    "torch.Tensor.untyped_storage", "torch.Tensor.data_ptr", "torch.Tensor.requires_grad_",
+    "triton.runtime.interpreter.InterpretedFunction.run", "triton.runtime.jit.JITFunction.run",
 ]
 _KNOWN_HOOK_MODULES = ("IPython", "ipykernel", "matplotlib", "matplotlib_inline", "ipywidgets")
+_OWN_PACKAGES = ("autograder", "coursetools")   # the probes' code: every name in it is looked up when a probe runs
+
+
+def _own_attributes() -> dict[tuple[str, str], Any]:
+    """(module, name) -> value for every attribute of the probes' own modules loaded here: a probe calls its
+    helpers (and Check.probe resolves the probe itself) by name at run time, so replacing one through
+    sys.modules would hand the judge data the learner's code made up."""
+    out = {}
+    for name, module in list(sys.modules.items()):
+        if isinstance(module, types.ModuleType) and name.split(".")[0] in _OWN_PACKAGES:
+            for attr, value in list(vars(module).items()):
+                if not (attr.startswith("__") and attr.endswith("__")) and not isinstance(value, bool):
+                    out[(name, attr)] = value   # (flags such as learner_traceback._INSTALLED change by design)
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or type(a) in (int, float, str) and type(a) is type(b) and a == b
 
 
 def _resolve(path: str) -> Any:
@@ -46,6 +70,9 @@ def _resolve(path: str) -> Any:
                 obj = getattr(obj, attr)
             return getattr(obj, "__func__", obj)
     raise LookupError(path)
+
+
+_MISSING = object()
 
 
 class _Watch:
@@ -60,12 +87,30 @@ class _Watch:
             except Exception:  # noqa: BLE001 -- not importable here: nothing to watch
                 pass
         self.parts = {name: (c, c.probe_target, c.judge_target) for name, c in checks.items()}
+        self.own = _own_attributes()
         self.modules = {m: sys.modules.get(m) for m in ("torch", "torch.autograd", "builtins", "math",
                                                          "autograder.registry", "autograder.feedback", *modules)}
         self.events = {k: list(v) for k, v in ip.events.callbacks.items()}
         self.transformers = self._transformers()
         self.trace = (sys.gettrace(), sys.getprofile())
         self.custom_exc = tuple(getattr(ip, "custom_exceptions", ()))
+
+    def replaced_own(self) -> list[str]:
+        out = []
+        for (m, attr), value in self.own.items():
+            module = sys.modules.get(m)
+            if module is not None and not _same(vars(module).get(attr, _MISSING), value):
+                out.append(f"{m}.{attr}")
+        return out
+
+    def restore_own(self) -> list[str]:
+        """Put back what the learner's code replaced in the probes' own modules (before a probe runs: the probe then
+        runs as installed); returns what was replaced."""
+        replaced = self.replaced_own()
+        for path in replaced:
+            m, _, attr = path.rpartition(".")
+            setattr(sys.modules[m], attr, self.own[(m, attr)])
+        return replaced
 
     def _transformers(self):
         ip = self.ip
@@ -85,6 +130,7 @@ class _Watch:
         for name, (c, probe, judge) in self.parts.items():
             if CHECKS.get(name) is not c or c.probe_target != probe or c.judge_target != judge:
                 out.append("autograder check " + name)
+        out += self.replaced_own()
         for m, mod in self.modules.items():
             if sys.modules.get(m) is not mod:
                 out.append("sys.modules[%r]" % m)
@@ -133,6 +179,8 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
     for name in modules:
         importlib.import_module(name)
     from autograder.registry import CHECKS, FAILED
+    for c in list(CHECKS.values()):   # the probes' modules too (resolved lazily otherwise): the watch sees them as installed
+        importlib.import_module(c.probe_target.partition(":")[0])
 
     ip = get_ipython()
     checks = dict(CHECKS)
@@ -143,6 +191,7 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
         if probe.replaying:  # the kernel was restarted after a crash: earlier cells run again, unprobed
             return
         modes = _active_torch_modes(torch)
+        replaced = watch.restore_own()   # a probe or helper swapped through sys.modules runs as installed
         try:
             try:
                 obj = eval(expr, ip.user_ns)
@@ -157,7 +206,8 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
                             "infinite loop, or work that grows much faster than the input."}
         except BaseException as exc:  # noqa: BLE001 -- whatever the learner's code raised is data
             data = {FAILED: "Your code raised %s while it was being tested: %s" % (type(exc).__name__, exc)}
-        payload = {"cell": cell, "call": k, "results": [data], "patched": watch.changed() + modes}
+        patched = list(dict.fromkeys(replaced + watch.changed() + modes))
+        payload = {"cell": cell, "call": k, "results": [data], "patched": patched}
         buf = io.BytesIO()
         try:
             save(payload, buf)

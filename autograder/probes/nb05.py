@@ -12,6 +12,8 @@ lands in memory the probe owns and is reported, instead of corrupting the proces
 from __future__ import annotations
 
 import math
+import os
+from contextlib import contextmanager
 from typing import Any, Callable
 
 import torch
@@ -25,6 +27,8 @@ from .function_cases import FunctionInputs, add_inputs
 
 EPS = 1e-6                       # the central-difference step (gradcheck's)
 GUARD_VALUE = -12345.0           # what the guard zones around a kernel's output hold
+# as imported, before any learner code runs (replaced later, they are flagged, and do not answer for the probes)
+_saved_tensors_hooks, _equal = torch.autograd.graph.saved_tensors_hooks, torch.equal
 
 # --------------------------------------------------------------------------------------------- inputs
 
@@ -143,12 +147,50 @@ def count_saved(fn: Callable, *args) -> tuple[Any, list[dict]]:
 
     def pack(t):
         storage = t.untyped_storage()
-        seen.setdefault(storage.data_ptr(), {"bytes": storage.nbytes(), "shape": list(t.shape)})
+        seen.setdefault(storage.data_ptr(), {"bytes": storage.nbytes(), "shape": list(t.shape), "ptr": storage.data_ptr()})
         return t
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with _saved_tensors_hooks(pack, lambda t: t):
         result = fn(*args)
     return result, list(seen.values())
+
+
+def _plain(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "ptr"} for r in records]     # addresses stay in the kernel
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
+def attribute_tensors(node: Any, saved: list[dict]) -> list[dict]:
+    """Tensors forward kept as attributes of ctx (ctx.s = ..., also inside a list, tuple or dict), other than the
+    storages it saved: memory kept for backward that saved-tensor hooks never see. One record per storage."""
+    seen = {s.get("ptr") for s in saved}
+    out: dict[int, dict] = {}
+
+    def visit(name: str, value: Any, depth: int = 0) -> None:
+        if isinstance(value, torch.Tensor):
+            if value.device.type == "meta":
+                return
+            storage = value.untyped_storage()
+            if storage.data_ptr() not in seen:
+                out.setdefault(storage.data_ptr(), {"attribute": name, "bytes": storage.nbytes()})
+        elif depth < 3 and isinstance(value, (list, tuple)):
+            for v in value:
+                visit(name, v, depth + 1)
+        elif depth < 3 and isinstance(value, dict):
+            for v in value.values():
+                visit(name, v, depth + 1)
+
+    try:
+        attributes = dict(vars(node))
+    except TypeError:
+        return []
+    for name, value in attributes.items():
+        visit(name, value)
+    return list(out.values())
 
 
 def _function_apply(obj: Any, name: str) -> Callable:
@@ -198,14 +240,20 @@ def _backward(node, grad_output: torch.Tensor, name: str) -> Any:
         return _call(node.apply, grad_output, name=name)
 
 
-def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name: str) -> dict:
-    """Forward on x (requiring grad), what forward saved, then backward with u: raw returns."""
+def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name: str, triton: bool = False) -> dict:
+    """Forward on x (requiring grad), what forward saved, then backward with u: raw returns. triton: also how many
+    Triton kernels forward and backward launched."""
     x = x.detach().clone().requires_grad_(True)
-    out, saved = count_saved(lambda t: _call(apply, t, name=f"{name}.forward"), x)
-    result = {"output": _describe(out), "saved_storages": saved}
+    forward_launches, backward_launches = {"n": 0}, {"n": 0}
+    with counting_launches(forward_launches) if triton else _nothing():
+        out, saved = count_saved(lambda t: _call(apply, t, name=f"{name}.forward"), x)
+    result = {"output": _describe(out), "saved_storages": _plain(saved)}
+    if triton:
+        result["launches"] = {"forward": forward_launches["n"], "backward": 0}
     if not isinstance(out, torch.Tensor):
         return result
     node = out.grad_fn
+    result["attribute_tensors"] = attribute_tensors(node, saved) if node is not None else []
     if node is None:
         result["backward_error"] = (f"the output of `{name}.apply` is not connected to the graph (no grad_fn): "
                                     "return the tensor forward computed, not a detached copy.")
@@ -215,20 +263,59 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
     except RuntimeError:
         saved = []
     result["saved_tensors"] = [list(s.shape) for s in saved]
-    result["saved_is_input"] = [bool(s.device.type != "meta" and s.shape == x.shape and torch.equal(s.detach(), x.detach()))
+    result["saved_is_input"] = [bool(s.device.type != "meta" and s.shape == x.shape and _equal(s.detach(), x.detach()))
                                 for s in saved]
     kept = u.clone()
     try:
-        raw = _backward(node, u, name=f"{name}.backward")
+        with counting_launches(backward_launches) if triton else _nothing():
+            raw = _backward(node, u, name=f"{name}.backward")
     except CheckFailed as failure:
         result["backward_error"] = str(failure)
         return result
+    finally:
+        if triton:
+            result["launches"]["backward"] = backward_launches["n"]
     result["returns"] = _returns(raw)
-    result["grad_output_modified"] = bool(u.device.type != "meta" and not torch.equal(u, kept))
+    result["grad_output_modified"] = bool(u.device.type != "meta" and not _equal(u, kept))
     return result
 
 
 # --------------------------------------------------------------------------------------------- Triton
+
+# The launch methods as Triton defines them, taken before any learner code runs (the grader's kernel setup imports
+# this module before the notebook's first cell). Importing triton decides how its own library functions (tl.sigmoid)
+# run, so the mode is set first, by the notebook's own rule: the interpreter when there is no GPU.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+try:
+    from triton.runtime.interpreter import InterpretedFunction as _Interpreted
+    from triton.runtime.jit import JITFunction as _Jit
+    _LAUNCHERS = ((_Interpreted, _Interpreted.run), (_Jit, _Jit.run))
+except ImportError:  # pragma: no cover - triton is pinned in requirements.txt
+    _LAUNCHERS = ()
+
+
+@contextmanager
+def counting_launches(counter: dict):
+    """Count in counter["n"] the Triton kernels the body launches (interpreted or compiled): a Function that is to
+    wrap kernels must launch some. Launches go through Triton's own run methods, whatever the learner's code did
+    to them (a replaced run is flagged by the kernel's watch)."""
+    def counted(run):
+        def launch(self, *args, **kwargs):
+            if not kwargs.get("warmup"):
+                counter["n"] += 1
+            return run(self, *args, **kwargs)
+        return launch
+
+    before = [(cls, cls.__dict__.get("run")) for cls, _ in _LAUNCHERS]
+    for cls, run in _LAUNCHERS:
+        cls.run = counted(run)
+    try:
+        yield counter
+    finally:
+        for cls, old in before:
+            cls.run = old
+
 
 def kernel_device() -> str:
     """Where tensors handed to the learner's Triton Function must live."""
@@ -285,8 +372,8 @@ def probe_kernel(kernel, kind="forward", sizes=((10, 16),), seed=0, dtypes=("flo
                 "values": out.to(torch.float64).clone(),
                 "written_before": int((out_buf[:guard] != GUARD_VALUE).sum()),
                 "written_after": int((out_buf[guard + n:] != GUARD_VALUE).sum()),
-                "inputs_changed": not (torch.equal(x_buf.nan_to_num(7.0), x_before.nan_to_num(7.0))
-                                       and torch.equal(g_buf.nan_to_num(7.0), g_before.nan_to_num(7.0))),
+                "inputs_changed": not (_equal(x_buf.nan_to_num(7.0), x_before.nan_to_num(7.0))
+                                       and _equal(g_buf.nan_to_num(7.0), g_before.nan_to_num(7.0))),
             })
     return data
 
@@ -304,7 +391,7 @@ def probe_elementwise(obj, activation="silu", seed=0, cases=2, triton=False, poi
     for case in range(cases):
         inputs = {k: v.to(device) for k, v in elementwise_case(seed, case).items()}
         x, u = inputs["x"], inputs["u"]
-        record = _apply_and_backward(apply, x, u, name)
+        record = _apply_and_backward(apply, x, u, name, triton)
         with torch.no_grad():
             record["plus"] = _describe(_call(apply, x + EPS, name=f"{name}.forward"))
             record["minus"] = _describe(_call(apply, x - EPS, name=f"{name}.forward"))
@@ -313,11 +400,11 @@ def probe_elementwise(obj, activation="silu", seed=0, cases=2, triton=False, poi
     inputs = {k: v.to(device) for k, v in elementwise_case(seed, 0).items()}
     strided = inputs["wide"][:, ::2]
     data["strided_forward"] = _describe(_call(apply, strided, name=f"{name}.forward"))
-    data["transposed_grad"] = _apply_and_backward(apply, inputs["x2"], inputs["u_transposed"].t(), name)
-    data["strided_both"] = _apply_and_backward(apply, strided, inputs["u_transposed"].t(), name)
+    data["transposed_grad"] = _apply_and_backward(apply, inputs["x2"], inputs["u_transposed"].t(), name, triton)
+    data["strided_both"] = _apply_and_backward(apply, strided, inputs["u_transposed"].t(), name, triton)
     # float32 in, float32 out.
     x32 = inputs["x"].to(torch.float32)
-    data["float32"] = _apply_and_backward(apply, x32, inputs["u"].to(torch.float32), name)
+    data["float32"] = _apply_and_backward(apply, x32, inputs["u"].to(torch.float32), name, triton)
     # A device no real data lives on: a Function that creates tensors on the default device fails here.
     if not triton:
         meta = torch.empty(5, 3, device="meta")
@@ -375,8 +462,9 @@ def probe_recompute(obj, problems=RECOMPUTE_PROBLEMS, seed=0, points=1, name="Ch
         x = recompute_input(problem, seed).requires_grad_(True)
         out, saved = count_saved(lambda t: _call(apply, counted, t, name=f"{name}.forward"), x)
         forward_calls = calls["n"]
-        entry = {"problem": problem, "saved_storages": saved, "forward_calls": forward_calls,
-                 "output": _describe(out), "requires_grad": bool(isinstance(out, torch.Tensor) and out.requires_grad)}
+        entry = {"problem": problem, "saved_storages": _plain(saved), "forward_calls": forward_calls,
+                 "output": _describe(out), "requires_grad": bool(isinstance(out, torch.Tensor) and out.requires_grad),
+                 "attribute_tensors": attribute_tensors(out.grad_fn, saved) if isinstance(out, torch.Tensor) else []}
         if isinstance(out, torch.Tensor) and out.grad_fn is not None:
             u = torch.randn(out.shape, generator=generator(seed, len(problem), salt=17), dtype=out.dtype)
             try:

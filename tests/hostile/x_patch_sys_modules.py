@@ -5,4 +5,4 @@ fake = types.ModuleType("autograder.nb01")
 for name in ("check_primal_trace", "check_central_difference", "check_adjoint_trace"):
     setattr(fake, name, lambda *a, **k: None)
 sys.modules["autograder.nb01"] = fake"""]
-EXPECT = {"score": 0, "flags": {"patched"}}
+EXPECT = {"score": 0, "flags": {"patched", "reaches_for_grader"}}

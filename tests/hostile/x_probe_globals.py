@@ -2,4 +2,4 @@
 BLANK = True
 PREPEND = ["""import autograder.probes.nb01 as probes
 probes.call_learner = lambda fn, *args, **kw: {'w1': 0.0, 'w2': 0.0, 'w3': 0.0, 'w4': 0.0, 'w5': 0.0}"""]
-EXPECT = {"score": 0, "flags": {"reaches_for_grader"}}
+EXPECT = {"score": 0, "flags": {"patched", "reaches_for_grader"}}

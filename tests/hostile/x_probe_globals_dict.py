@@ -2,4 +2,4 @@
 BLANK = True
 PREPEND = ["""from autograder.probes import nb01
 nb01.probe_adjoint_trace.__globals__['_probe_traces'] = lambda fn, name, calls: [dict(w1=1.0, w2=1.0, w3=1.0, w4=1.0, w5=1.0)] * len(calls)"""]
-EXPECT = {"score": 0, "flags": {"reaches_for_grader"}}
+EXPECT = {"score": 0, "flags": {"patched", "reaches_for_grader"}}
