@@ -776,3 +776,11 @@ def test_in_a_notebook_a_passing_cell_shows_no_score_and_a_partial_one_shows_one
     text = "".join(o.get("text", "") for o in partial.outputs if o.output_type == "stream")
     assert text.count("Hidden tests (cases your notebook does not show)") == 1
     assert "Score of this test cell: 1.6 of 2 points" in text
+
+
+def test_a_torch_equal_made_always_true_does_not_hide_a_changed_grad_output(monkeypatch):
+    """The probe compares with its own torch.equal, taken at import: replacing torch's in the kernel hides nothing."""
+    monkeypatch.setattr(torch, "equal", lambda *args: True)
+    verdict, message = run(fn("Exp", _exp_f, lambda ctx, g: g.mul_(ctx.saved_tensors[0])), "exp")
+    assert verdict is not None and part(verdict, "interface").passed is False, message
+    assert "changed grad_output in place" in verdict.report()

@@ -19,6 +19,10 @@ from .function_cases import (EPS, as_outputs, case_args, fresh_args, inputs_for,
                              random_directions, random_grad_outputs, tensor_slots, use_full_jacobian)
 from .torch_errors import translate
 
+# The probe's own reference, taken at import (before any learner code): a torch.equal replaced in the kernel
+# (always True) cannot hide a grad_output changed in place or change what forward is seen to save.
+_equal = torch.equal
+
 
 def _learner_call(fn: Callable, *args: Any, name: str) -> Any:
     """feedback.call_learner, with PyTorch's errors translated."""
@@ -85,7 +89,7 @@ def _backward_once(fn, is_function, args, grad_outputs, name, retain=False):
             raise CheckFailed(f"The backward of `{name}` raised an error: {translate(exc)}") from exc
         it = iter(grads)
         returns = tuple(next(it) if is_float_tensor(a) and a.requires_grad else None for a in args)
-    modified = any(not torch.equal(g, k) for g, k in zip(grad_outputs, kept))
+    modified = any(not _equal(g, k) for g, k in zip(grad_outputs, kept))
     return outputs, returns, modified
 
 
@@ -111,8 +115,8 @@ def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) 
         try:
             saved = outputs[0].grad_fn.saved_tensors
             data["saved"] = [{"shape": list(s.shape),
-                              "equals_output": bool(s.shape == outputs[0].shape and torch.equal(s.detach(), outputs[0].detach())),
-                              "equals_input": [i for i in slots if s.shape == args[i].shape and torch.equal(s.detach(), args[i])]}
+                              "equals_output": bool(s.shape == outputs[0].shape and _equal(s.detach(), outputs[0].detach())),
+                              "equals_input": [i for i in slots if s.shape == args[i].shape and _equal(s.detach(), args[i])]}
                              for s in saved if isinstance(s, torch.Tensor)]
         except Exception:  # saved tensors already freed or unreadable: nothing to report
             data["saved"] = []
