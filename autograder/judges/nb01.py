@@ -160,15 +160,21 @@ def judge_central_difference(data, cases):
 
 def judge_numerical_gradient(data, cases):
     for i, ((n, seed), got) in enumerate(zip(cases, answers.per_case(data, cases))):
-        answers.entry(got, f"answer {i}", ("gradient", "evaluations", "x_changed"))
+        answers.entry(got, f"answer {i}", ("gradient", "evaluations", "x_changed", "sweeps", "forward_sweeps"))
         answers.tensor(got["gradient"], "gradient"), answers.integer(got["evaluations"], "evaluations")
         answers.flag(got["x_changed"], "x_changed")
+        answers.integer(got["sweeps"], "sweeps"), answers.integer(got["forward_sweeps"], "forward_sweeps")
         a, x = gradient_problem(n, seed)
         g, call = got["gradient"], f"numerical_gradient(f, x, h=1e-6) with x of shape ({n},)"
         if got["x_changed"]:
             raise CheckFailed(f"`{call}` changed x. Perturb a copy (x.clone()) so the caller's tensor is left as it was.")
         if tuple(g.shape) != (n,):
             raise CheckFailed(f"`{call}` returned shape {tuple(g.shape)}; the gradient has x's shape ({n},).")
+        if got["sweeps"] or got["forward_sweeps"]:
+            mode = "reverse" if got["sweeps"] else "forward"
+            raise CheckFailed(f"`{call}` differentiated f with autograd ({mode} mode through f: torch.autograd.grad, "
+                              ".backward(), torch.func, ...), which gives the exact gradient. This exercise is the "
+                              "numerical gradient: central differences, two evaluations of f per input, no autograd.")
         expected = a * torch.cos(x) + x
         err = (g - expected).abs()
         bad = torch.nonzero(err > 1e-6 * (1 + expected.abs())).flatten().tolist()

@@ -46,7 +46,7 @@ def probe_tangent_trace(tangent_trace, cases):
     return _probe_traces(tangent_trace, "tangent_trace", cases)
 
 
-def _sweep_counter(counter: dict):
+def sweep_counter(counter: dict):
     """An identity Function that counts the sweeps through it into `counter`: reverse (backward) and
     forward (jvp). It has setup_context, jvp and a generated vmap rule, so that torch.func's jvp, jacrev
     and jacfwd work through it too (a vectorised sweep over all rows at once counts once). The counter
@@ -88,7 +88,7 @@ def probe_jacobian_reverse(jacobian_reverse, cases):
     for n, m, seed in cases:
         A, x = jacobian_problem(n, m, seed)
         counter = {"sweeps": 0, "forward_sweeps": 0}
-        count_sweeps = _sweep_counter(counter)
+        count_sweeps = sweep_counter(counter)
 
         def F(v, A=A, count_sweeps=count_sweeps):
             return count_sweeps(A @ torch.tanh(v))
@@ -131,16 +131,18 @@ def probe_numerical_gradient(numerical_gradient, cases):
     data = []
     for n, seed in cases:
         a, x = gradient_problem(n, seed)
-        evaluations = []
+        evaluations, counter = [], {"sweeps": 0, "forward_sweeps": 0}
+        count_sweeps = sweep_counter(counter)   # autograd through f, however it is reached, is counted
 
-        def f(v, a=a, evaluations=evaluations):
+        def f(v, a=a, evaluations=evaluations, count_sweeps=count_sweeps):
             evaluations.append(1)
-            return torch.sum(a * torch.sin(v)) + 0.5 * torch.sum(v ** 2)
+            return count_sweeps(torch.sum(a * torch.sin(v)) + 0.5 * torch.sum(v ** 2))
 
         x_before = x.clone()
         g = call_learner(numerical_gradient, f, x, 1e-6, name="numerical_gradient")
         if not isinstance(g, torch.Tensor):
             raise CheckFailed(f"`numerical_gradient(f, x, h=1e-6)` should return a torch.Tensor; it returned a {type(g).__name__}.")
         data.append({"gradient": g.detach().to("cpu", torch.float64).clone(), "evaluations": len(evaluations),
-                     "x_changed": not torch.equal(x, x_before)})
+                     "x_changed": not torch.equal(x, x_before),
+                     "sweeps": int(counter["sweeps"]), "forward_sweeps": int(counter["forward_sweeps"])})
     return data
