@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograder import nb01
+from autograder import nb01, nb03
 from autograder.feedback import CheckFailed
 
 
@@ -78,3 +78,60 @@ def test_a_numerical_gradient_from_autograd_scores_nothing(answer):
 @pytest.mark.nb01
 def test_a_numerical_gradient_written_differently_keeps_full_marks():
     assert _verdict(nb01.check_numerical_gradient, _gradient_honest_differently, cases=GRADIENT_CASES) == (True, "")
+
+
+JACOBIAN_PROBLEMS = ["product_sine", "matrix_vector", "sum_of_squares", "softmax"]
+
+
+def _jacobian_by_jacfwd(f, inputs, eps=1e-6):
+    jac = _FUNC.jacfwd(f, argnums=tuple(range(len(inputs))))(*inputs)
+    with torch.no_grad():                        # f evaluated just often enough (jacfwd called it once)
+        for _ in range(2 * sum(x.numel() for x in inputs) - 1):
+            f(*inputs)
+    out = f(*inputs).numel()
+    return [J.reshape(out, x.numel()) for J, x in zip(jac, inputs)]
+
+
+def _jacobian_by_dual_numbers(f, inputs, eps=1e-6):
+    forward_ad = getattr(_AUTOGRAD, "forward_ad")
+    columns, calls = [[] for _ in inputs], 0
+    for i, x in enumerate(inputs):
+        for k in range(x.numel()):
+            tangent = torch.zeros_like(x).view(-1)
+            tangent[k] = 1.0
+            with forward_ad.dual_level():
+                args = [forward_ad.make_dual(a, tangent.view_as(a)) if j == i else a for j, a in enumerate(inputs)]
+                columns[i].append(forward_ad.unpack_dual(f(*args)).tangent.reshape(-1))
+            calls += 1
+    for _ in range(2 * sum(x.numel() for x in inputs) - calls):
+        f(*inputs)
+    return [torch.stack(c, dim=1) for c in columns]
+
+
+def _jacobian_honest_differently(f, inputs, eps=1e-6):   # row by row of the perturbed entries, then transposed
+    out = []
+    for i, x in enumerate(inputs):
+        rows = []
+        for k in range(x.numel()):
+            step = torch.zeros(x.numel(), dtype=x.dtype)
+            step[k] = eps
+            plus = [a + step.view_as(a) if j == i else a for j, a in enumerate(inputs)]
+            minus = [a - step.view_as(a) if j == i else a for j, a in enumerate(inputs)]
+            rows.append(((f(*plus) - f(*minus)) / (2 * eps)).reshape(-1))
+        out.append(torch.stack(rows).T.contiguous())
+    return out
+
+
+@pytest.mark.nb03
+@pytest.mark.parametrize("answer", [_jacobian_by_jacfwd, _jacobian_by_dual_numbers])
+def test_a_numerical_jacobian_from_forward_mode_scores_nothing(answer):
+    """Before: full marks. Forward mode calls f on inputs that do not require grad, so the probe's
+    calls-with-grad count missed it; with the calls padded to 2n and getattr(torch, "func"), no flag either.
+    Now forward sweeps through f are counted and the judge refuses."""
+    passed, message = _verdict(nb03.check_numerical_jacobian, answer, problems=JACOBIAN_PROBLEMS)
+    assert not passed and "forward mode" in message and "central differences" in message, message
+
+
+@pytest.mark.nb03
+def test_a_numerical_jacobian_written_differently_keeps_full_marks():
+    assert _verdict(nb03.check_numerical_jacobian, _jacobian_honest_differently, problems=JACOBIAN_PROBLEMS) == (True, "")

@@ -88,9 +88,10 @@ add_reference(FunctionReference(name="numerical_logsumexp", reference=lambda x: 
 
 def judge_numerical_jacobian(data, problems, eps=1e-6, seed=0):
     for name, got in zip(problems, answers.per_case(data, problems)):
-        answers.entry(got, name, ("jacobians", "calls", "calls_with_grad", "inputs_changed"))
+        answers.entry(got, name, ("jacobians", "calls", "calls_with_grad", "inputs_changed", "sweeps", "forward_sweeps"))
         answers.integer(got["calls"], "calls"), answers.flag(got["inputs_changed"], "inputs_changed")
         answers.integer(got["calls_with_grad"], "calls_with_grad")
+        answers.integer(got["sweeps"], "sweeps"), answers.integer(got["forward_sweeps"], "forward_sweeps")
         if not isinstance(got["jacobians"], list):
             raise CheckFailed(answers.MISMATCH.format(why="a list of Jacobians was expected"))
         for J in got["jacobians"]:
@@ -106,7 +107,10 @@ def judge_numerical_jacobian(data, problems, eps=1e-6, seed=0):
         expected_calls = 2 * sum(x.numel() for x in inputs)
         refusal = (f"This exercise is the numerical Jacobian that gradcheck compares autograd with: central differences, "
                    f"two evaluations of f per input entry ({expected_calls} here), and no autograd.")
-        if got.get("calls_with_grad", 0):
+        if got["forward_sweeps"] and not got["calls_with_grad"]:
+            raise CheckFailed(f"`{call}` differentiated f in forward mode (torch.func.jacfwd, torch.func.jvp, dual numbers "
+                              f"of torch.autograd.forward_ad, ...), which gives the Jacobian exactly. {refusal}")
+        if got["calls_with_grad"] or got["sweeps"]:
             raise CheckFailed(f"`{call}` called f on inputs that require grad: that is autograd "
                               f"(torch.autograd.functional.jacobian, backward, ...), which differentiates f exactly. {refusal}")
         for i, (J, want, x) in enumerate(zip(got["jacobians"], jac, inputs)):

@@ -11,6 +11,7 @@ import torch
 from ..feedback import CheckFailed, as_float
 from .call import call_learner
 from .function_cases import FunctionInputs, add_inputs
+from .nb01 import sweep_counter
 
 
 def _randn(gen, *shape):
@@ -105,13 +106,14 @@ def probe_numerical_jacobian(numerical_jacobian, problems, eps=1e-6, seed=0):
     for name in problems:
         f, inputs = jacobian_problem(name, seed)
         given = tuple(x.clone() for x in inputs)
-        count = {"calls": 0, "with_grad": 0}
+        count = {"calls": 0, "with_grad": 0, "sweeps": 0, "forward_sweeps": 0}
+        count_sweeps = sweep_counter(count)   # autograd through f, reverse or forward mode, however reached, is counted
 
-        def counted(*xs, f=f, count=count):
+        def counted(*xs, f=f, count=count, count_sweeps=count_sweeps):
             count["calls"] += 1
             count["with_grad"] += torch.is_grad_enabled() and any(
                 isinstance(x, torch.Tensor) and x.requires_grad for x in xs)
-            return f(*xs)
+            return count_sweeps(f(*xs))
 
 
         result = call_learner(numerical_jacobian, counted, given, eps, name="numerical_jacobian")
@@ -122,6 +124,7 @@ def probe_numerical_jacobian(numerical_jacobian, problems, eps=1e-6, seed=0):
                               f"it returned a {type(result).__name__}.")
         data.append({"jacobians": [r.detach().to("cpu", torch.float64).clone() for r in result], "calls": count["calls"],
                      "calls_with_grad": count["with_grad"],
+                     "sweeps": int(count["sweeps"]), "forward_sweeps": int(count["forward_sweeps"]),
                      "inputs_changed": any(not torch.equal(a, b) for a, b in zip(inputs, given))})
     return data
 
