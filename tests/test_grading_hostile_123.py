@@ -135,3 +135,111 @@ def test_a_numerical_jacobian_from_forward_mode_scores_nothing(answer):
 @pytest.mark.nb03
 def test_a_numerical_jacobian_written_differently_keeps_full_marks():
     assert _verdict(nb03.check_numerical_jacobian, _jacobian_honest_differently, problems=JACOBIAN_PROBLEMS) == (True, "")
+
+
+# =========================================================================== by-hand exercises handed to autograd where the
+# screen did not look: forward-mode dual numbers, an nn.Parameter, getattr with a constant name, a module of one's own
+
+TANGENT_BY_DUAL_NUMBERS = '''def tangent_trace(x1, x2, dx1, dx2):
+    dual = torch.autograd.forward_ad
+    t = lambda v: torch.tensor(v, dtype=torch.float64)
+    with dual.dual_level():
+        w1, w2 = dual.make_dual(t(x1), t(dx1)), dual.make_dual(t(x2), t(dx2))
+        ws = (w1, w2, w1 * w2, torch.sin(w1))
+        ws = ws + (ws[2] + ws[3],)
+        return {f"w{i + 1}": float(dual.unpack_dual(w).tangent) for i, w in enumerate(ws)}
+'''
+ADJOINT_BY_PARAMETERS = '''def adjoint_trace(x1, x2):
+    w1 = torch.nn.Parameter(torch.tensor(x1, dtype=torch.float64))
+    w2 = torch.nn.Parameter(torch.tensor(x2, dtype=torch.float64))
+    w3, w4 = w1 * w2, torch.sin(w1)
+    w5 = w3 + w4
+    for w in (w3, w4, w5):
+        w.retain_grad()
+    w5.backward()
+    return {f"w{i + 1}": float(w.grad) for i, w in enumerate((w1, w2, w3, w4, w5))}
+'''
+ADJOINT_BY_GETATTR = '''def adjoint_trace(x1, x2):
+    w1 = torch.tensor(x1, dtype=torch.float64).requires_grad_()
+    w2 = torch.tensor(x2, dtype=torch.float64).requires_grad_()
+    ws = (w1, w2, w1 * w2, torch.sin(w1))
+    ws = ws + (ws[2] + ws[3],)
+    return {f"w{i + 1}": float(g) for i, g in enumerate(getattr(torch, "autograd").grad(ws[4], ws))}
+'''
+ADJOINT_FROM_A_MODULE_WRITTEN_TO_DISK = '''open("my_sweeps.py", "w").write(
+    "import torch\\n"
+    "def adjoint_trace(x1, x2):\\n"
+    "    w1 = torch.tensor(x1, dtype=torch.float64, requires_grad=True)\\n"
+    "    w2 = torch.tensor(x2, dtype=torch.float64, requires_grad=True)\\n"
+    "    ws = (w1, w2, w1 * w2, torch.sin(w1))\\n"
+    "    ws = ws + (ws[2] + ws[3],)\\n"
+    "    return {f'w{i + 1}': float(g) for i, g in enumerate(torch.autograd.grad(ws[4], ws))}\\n")
+from my_sweeps import adjoint_trace
+'''
+NUMERICAL_GRADIENT_BY_GETATTR = '''def numerical_gradient(f, x, h=1e-6):
+    for _ in range(2 * x.numel() - 1):
+        f(x.clone())
+    v = x.clone().detach().requires_grad_()
+    return getattr(torch, "autograd").grad(f(v), v)[0].detach()
+'''
+ADJOINT_HONEST_DIFFERENTLY = '''def adjoint_trace(x1, x2):
+    adjoint = {"w5": 1.0}
+    adjoint["w3"] = adjoint["w4"] = adjoint["w5"]           # w5 = w3 + w4
+    adjoint["w2"] = adjoint["w3"] * x1                      # w3 = w1 * w2
+    adjoint["w1"] = adjoint["w3"] * x2 + adjoint["w4"] * math.cos(x1)
+    return adjoint
+'''
+SCREENED_ROUTES = {   # name: (answer cell, its code, the flag code, words of its reason)
+    "dual numbers": ("tangent_trace", TANGENT_BY_DUAL_NUMBERS, "by_hand_with_autograd", "forward_ad"),
+    "nn.Parameter": ("adjoint_trace", ADJOINT_BY_PARAMETERS, "by_hand_with_autograd", ".backward()"),
+    "getattr": ("adjoint_trace", ADJOINT_BY_GETATTR, "by_hand_with_autograd", "torch.autograd"),
+    "a module written to disk": ("adjoint_trace", ADJOINT_FROM_A_MODULE_WRITTEN_TO_DISK, "reaches_for_grader", "not installed"),
+}
+
+
+def _screened(assignment, replace):
+    from test_grading_hostile_45 import screened
+
+    return screened(assignment, replace)
+
+
+@pytest.mark.nb01
+@pytest.mark.parametrize("route", list(SCREENED_ROUTES))
+def test_a_by_hand_trace_handed_to_autograd_out_of_the_screens_sight_is_flagged(route):
+    """Before: full marks and no flag (the screen knew torch.autograd.grad/functional and requires_grad by those words
+    only, and read nothing of an imported module). Now each is flagged, naming the exercise and the reason."""
+    gid, source, code, reason = SCREENED_ROUTES[route]
+    flags = _screened("01-reverse-accumulation", {gid: source})
+    assert [f.code for f in flags] == [code] and f"exercise {gid}" in flags[0].detail and reason in flags[0].detail, flags
+
+
+@pytest.mark.nb01
+def test_by_hand_traces_written_differently_and_installed_imports_are_not_flagged():
+    assert _screened("01-reverse-accumulation", {"adjoint_trace": ADJOINT_HONEST_DIFFERENTLY}) == []
+    assert _screened("01-reverse-accumulation", {"adjoint_trace": "import numpy as np\nimport coursetools\n"
+                                                 "from matplotlib import pyplot\n" + ADJOINT_HONEST_DIFFERENTLY}) == []
+
+
+# =========================================================================== graded with the grading command
+
+@pytest.mark.nb01
+@pytest.mark.slow
+def test_notebook_01_graded_routes_to_marks_without_the_work(tmp_path):
+    """Each route with the real grading command. Before: every one of them 16/16 with no flag. Now: the numerical
+    gradient from autograd loses its exercise's points; the traces keep theirs (a flag never changes a score) and are
+    flagged for the instructor; an honest trace written differently keeps full marks and no flag."""
+    from test_grading_hostile_45 import grade_routes
+
+    routes = {name.replace(" ", "_").replace(".", "_"): {"answers": {gid: source}}
+              for name, (gid, source, _, _) in SCREENED_ROUTES.items()}
+    routes["numerical_gradient_by_getattr"] = {"answers": {"numerical_gradient": NUMERICAL_GRADIENT_BY_GETATTR}}
+    routes["honest"] = {"answers": {"adjoint_trace": ADJOINT_HONEST_DIFFERENTLY}}
+    rows = grade_routes(tmp_path, "01-reverse-accumulation", routes)
+    full = rows["honest"].max_score
+    assert rows["honest"].score == full and rows["honest"].flags == [], (rows["honest"].flags, rows["honest"].messages)
+    for name, (gid, _, code, _) in SCREENED_ROUTES.items():
+        row = rows[name.replace(" ", "_").replace(".", "_")]
+        assert row.score == full and any(f.startswith(code) and gid in f for f in row.flags), (name, row.score, row.flags)
+    row = rows["numerical_gradient_by_getattr"]
+    assert row.by_cell["test_numerical_gradient"][0] == 0 and row.score < full, (row.score, row.by_cell)
+    assert any(f.startswith("by_hand_with_autograd") and "numerical_gradient" in f for f in row.flags), row.flags

@@ -4,10 +4,12 @@ Two kinds, each naming the exercise (the answer cell's grade_id, or "a cell you 
 - ``reaches_for_grader``: code that looks at or changes the machinery around it instead of computing:
   stack or frame inspection, ``gc``, ``ctypes``, code objects and closures, threads, IPython internals,
   ``autograder`` imports (other than ``from autograder.nbNN import name``, as the notebooks themselves
-  import checks and helpers), torch function/dispatch modes, dynamic code (exec/eval/compile/importlib);
+  import checks and helpers), torch function/dispatch modes, dynamic code (exec/eval/compile/importlib),
+  imports of modules that are not installed (one the notebook writes itself is out of the screen's sight);
 - ``by_hand_with_autograd``: a cell that answers a by-hand exercise (a check registered with
   ``by_hand=True``) and hands it to PyTorch's autograd (torch.autograd.grad/backward/functional/
-  gradcheck, torch.func, or ``.backward()`` on tensors that require grad).
+  gradcheck, forward_ad, torch.func, or ``.backward()`` on tensors that require grad or on nn.Parameters).
+``getattr(x, "name")`` with a constant name is read as ``x.name``.
 
 Patches of torch, builtins or the checks are the ``patched`` flags of :mod:`autograder.grading.flags`.
 """
@@ -15,7 +17,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import re
+import sys
 
 from .jobs import Flag
 from .read import nbgrader_meta, normalized
@@ -45,7 +49,8 @@ REACHING_NAMES = {"get_ipython": "IPython internals", "exec": "dynamic code (exe
                   "TorchFunctionMode": "a torch function mode", "TorchDispatchMode": "a torch dispatch mode"}
 HONEST_AUTOGRAD_NAMES = ("Function", "FunctionCtx", "once_differentiable")   # what a by-hand Function itself imports
 AUTOGRAD_CALLS = ("torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional", "torch.autograd.gradcheck",
-                  "torch.autograd.gradgradcheck", "torch.func", "functorch", "autograd.grad", "autograd.functional")
+                  "torch.autograd.gradgradcheck", "torch.autograd.forward_ad", "torch.func", "functorch", "autograd.grad",
+                  "autograd.functional", "autograd.forward_ad")
 
 
 def _public_names(module: str) -> set[str]:
@@ -65,11 +70,41 @@ def _dotted(node) -> str:
     return ".".join(reversed(parts))
 
 
+class _ConstantGetattr(ast.NodeTransformer):
+    """getattr(x, "name") read as x.name: a constant name hides nothing (names built from strings are not followed)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) in (2, 3) and \
+                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) and \
+                node.args[1].value.isidentifier():
+            return ast.copy_location(ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load()), node)
+        return node
+
+
+def _parsed(source: str):
+    """The code's tree with constant getattrs as attributes; None when it does not parse."""
+    try:
+        return _ConstantGetattr().visit(ast.parse(source))
+    except SyntaxError:
+        return None
+
+
+def _not_installed(name: str) -> bool:
+    """A module that is neither in the standard library nor installed: one the notebook wrote itself, most likely."""
+    root = name.split(".")[0]
+    if not root or root in sys.stdlib_module_names:
+        return False
+    try:
+        return importlib.util.find_spec(root) is None
+    except (ImportError, ValueError):
+        return True
+
+
 def reaches(source: str) -> list[str]:
     """Why this code reaches for the grader (empty: it does not)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = _parsed(source)
+    if tree is None:
         return []
     found = []
     for node in ast.walk(tree):
@@ -84,6 +119,9 @@ def reaches(source: str) -> list[str]:
                     continue
                 if root in REACHING_MODULES:
                     found.append(f"{REACHING_MODULES[root]}: imports {name}")
+                elif _not_installed(name):
+                    found.append(f"code out of the screen's sight: imports {name}, which is not installed "
+                                 "(a module the notebook writes itself is not screened)")
                 elif root == "IPython" and name != "IPython.display":
                     found.append(f"IPython internals: imports {name}")
                 elif name in ("torch.overrides", "torch.utils._python_dispatch"):
@@ -127,9 +165,8 @@ def _resolved(dotted: str, aliases: dict[str, str]) -> str:
 
 def uses_autograd(source: str) -> list[str]:
     """How this code hands work to PyTorch's autograd (empty: it does not)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = _parsed(source)
+    if tree is None:
         return []
     aliases = import_aliases(tree)
     inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}   # not the end of a dotted name
@@ -145,7 +182,7 @@ def uses_autograd(source: str) -> list[str]:
                 found.append(f"autograd's own graph nodes (.{node.attr})")
             if dotted.startswith("torch.") and node.attr.endswith("_backward"):
                 found.append(f"PyTorch's own derivative ({dotted})")
-            if node.attr in ("requires_grad", "requires_grad_"):
+            if node.attr in ("requires_grad", "requires_grad_", "Parameter"):   # a Parameter requires grad
                 requires_grad = True
             if node.attr == "backward" and isinstance(getattr(node, "ctx", None), ast.Load):
                 backward = True
@@ -155,7 +192,7 @@ def uses_autograd(source: str) -> list[str]:
             found += [f"torch.{a.name}" for a in node.names if a.name in ("autograd", "func")]
         elif isinstance(node, ast.Import):
             found += [a.name for a in node.names if a.name.startswith(("torch.autograd", "torch.func", "functorch"))]
-        elif isinstance(node, ast.keyword) and node.arg == "requires_grad":
+        elif isinstance(node, ast.keyword) and node.arg == "requires_grad" or isinstance(node, ast.Name) and node.id == "Parameter":
             requires_grad = True
     if backward and requires_grad:
         found.append(".backward() on tensors that require grad")
