@@ -243,3 +243,91 @@ def test_notebook_01_graded_routes_to_marks_without_the_work(tmp_path):
     row = rows["numerical_gradient_by_getattr"]
     assert row.by_cell["test_numerical_gradient"][0] == 0 and row.score < full, (row.score, row.by_cell)
     assert any(f.startswith("by_hand_with_autograd") and "numerical_gradient" in f for f in row.flags), row.flags
+
+
+NUMERICAL_JACOBIAN_BY_JACFWD = '''def numerical_jacobian(f, inputs, eps=1e-6):
+    jac = getattr(torch, "func").jacfwd(f, argnums=tuple(range(len(inputs))))(*inputs)
+    with torch.no_grad():
+        for _ in range(2 * sum(x.numel() for x in inputs) - 1):
+            f(*inputs)
+        out = f(*inputs).numel()
+    return [J.reshape(out, x.numel()) for J, x in zip(jac, inputs)]
+'''
+MY_GRADCHECK_BY_GETATTR = '''def my_gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
+    return getattr(torch, "autograd").gradcheck(fn, inputs, eps=eps, atol=atol, rtol=rtol, raise_exception=False)
+'''
+
+
+@pytest.mark.nb03
+@pytest.mark.slow
+def test_notebook_03_graded_autograd_where_differences_or_a_gradcheck_of_ones_own_are_asked(tmp_path):
+    """Before: torch's gradcheck 25/25 and the forward-mode Jacobian full marks on its exercise (22/25: my_gradcheck,
+    which uses it, fails on Functions without jvp), neither flagged. Now the forward-mode Jacobian loses its exercise's
+    points and is flagged; torch's gradcheck keeps its points (a flag never changes a score) and is flagged."""
+    from test_grading_hostile_45 import grade_routes
+
+    rows = grade_routes(tmp_path, "03-custom-functions", {
+        "jacfwd": {"answers": {"numerical_jacobian": NUMERICAL_JACOBIAN_BY_JACFWD}},
+        "gradcheck": {"answers": {"my_gradcheck": MY_GRADCHECK_BY_GETATTR}},
+        "honest": {}})
+    honest, jacfwd, gradcheck = rows["honest"], rows["jacfwd"], rows["gradcheck"]
+    assert honest.score == honest.max_score and honest.flags == [], (honest.flags, honest.messages)
+    assert jacfwd.by_cell["test_numerical_jacobian"][0] == 0 and "forward mode" in " ".join(jacfwd.messages), jacfwd.by_cell
+    assert any(f.startswith("by_hand_with_autograd") and "numerical_jacobian" in f for f in jacfwd.flags), jacfwd.flags
+    assert gradcheck.score == honest.max_score, (gradcheck.score, gradcheck.messages)
+    assert any(f.startswith("by_hand_with_autograd") and "my_gradcheck" in f for f in gradcheck.flags), gradcheck.flags
+
+
+# =========================================================================== not protected (README, security section)
+
+ADJOINT_BY_A_NAME_BUILT_FROM_STRINGS = ADJOINT_BY_GETATTR.replace('getattr(torch, "autograd")', 'getattr(torch, "auto" + "grad")')
+ADJOINT_FROM_A_MODULE_UNDER_AN_INSTALLED_NAME = ADJOINT_FROM_A_MODULE_WRITTEN_TO_DISK.replace("my_sweeps", "six")
+
+
+@pytest.mark.nb01
+@pytest.mark.parametrize("source", [ADJOINT_BY_A_NAME_BUILT_FROM_STRINGS, ADJOINT_FROM_A_MODULE_UNDER_AN_INSTALLED_NAME],
+                         ids=["a name built from strings", "a module under an installed name"])
+def test_not_protected_autograd_hidden_from_the_screen_in_a_trace(source):
+    """The traces build their own tensors from plain numbers, so no probe can see autograd at work; the screen reads
+    the code as written. Hidden this way, a by-hand trace from autograd keeps full marks and gets no flag."""
+    assert "six" not in source or __import__("importlib").util.find_spec("six") is not None
+    assert _screened("01-reverse-accumulation", {"adjoint_trace": source}) == []
+    namespace = {"torch": torch}
+    if "six" in source:
+        return   # the module is written to disk by the cell itself; its code is the getattr route's
+    exec(source, namespace)
+    assert _verdict(nb01.check_adjoint_trace, namespace["adjoint_trace"], points=[(0.5, -1.25), (2.0, 3.0)]) == (True, "")
+
+
+POW_BY_GETATTR = '''def variable_pow(self, other):
+    y = as_variable(other)
+    a = torch.tensor(self.value, dtype=torch.float64, requires_grad=True)
+    b = torch.tensor(y.value, dtype=torch.float64, requires_grad=True)
+    da, db = getattr(torch, "autograd").grad(a ** b, (a, b))
+    return Variable(self.value ** y.value, (self, y), (float(da), float(db)), "**")
+
+
+Variable.__pow__ = variable_pow
+'''
+MUL_FUNCTION_BY_GETATTR = '''class MulFunction(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        a, b = (t.detach().requires_grad_() for t in ctx.saved_tensors)
+        with torch.enable_grad():
+            return getattr(torch, "autograd").grad(a * b, (a, b), grad_output)
+'''
+
+
+@pytest.mark.parametrize("assignment, gid, source, test", [
+    pytest.param("02-scalar-engine", "variable_pow", POW_BY_GETATTR, "test_variable_pow", marks=pytest.mark.nb02),
+    pytest.param("03-custom-functions", "mul_function", MUL_FUNCTION_BY_GETATTR, "test_mul_function", marks=pytest.mark.nb03),
+], ids=["nb02 Variable.__pow__", "nb03 MulFunction.backward"])
+def test_an_operation_or_backward_from_autograd_by_getattr_is_flagged(assignment, gid, source, test):
+    """Before: no flag (getattr(torch, "autograd") hid torch.autograd.grad from the screen). Now flagged."""
+    flags = _screened(assignment, {gid: source})
+    assert [f.code for f in flags] == ["by_hand_with_autograd"] and f"exercise {gid}" in flags[0].detail, flags
