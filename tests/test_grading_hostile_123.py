@@ -80,6 +80,42 @@ def test_a_numerical_gradient_written_differently_keeps_full_marks():
     assert _verdict(nb01.check_numerical_gradient, _gradient_honest_differently, cases=GRADIENT_CASES) == (True, "")
 
 
+def _rows_by_jacfwd_beside_reverse_sweeps(F, x):          # the sweeps the check counts, thrown away
+    m = F(x).numel()
+    for i in range(m):
+        v = x.clone().requires_grad_()
+        _AUTOGRAD.grad(F(v), v, torch.eye(m, dtype=x.dtype)[i])
+    return _FUNC.jacfwd(F)(x)
+
+
+def _rows_by_backward_honestly(F, x):                     # written differently: .backward() into x.grad, row by row
+    v = x.clone().requires_grad_()
+    y = F(v)
+    rows = []
+    for i in range(y.numel()):
+        v.grad = None
+        y.backward(torch.eye(y.numel(), dtype=y.dtype)[i], retain_graph=True)
+        rows.append(v.grad.clone())
+    return torch.stack(rows)
+
+
+JACOBIAN_REVERSE_CASES = [(2, 3, 0), (5, 4, 1), (1, 6, 2)]
+
+
+@pytest.mark.nb01
+@pytest.mark.parametrize("answer, words", [(_rows_by_jacfwd_beside_reverse_sweeps, "forward mode")])
+def test_a_reverse_jacobian_whose_rows_a_library_computes_scores_nothing(answer, words):
+    """Before: full marks and no flag (jacobian_reverse may use autograd, so it is not screened): m reverse sweeps run
+    beside a forward-mode Jacobian were enough. Now forward sweeps beside reverse ones are refused too."""
+    passed, message = _verdict(nb01.check_jacobian_reverse, answer, cases=JACOBIAN_REVERSE_CASES)
+    assert not passed and words in message, message
+
+
+@pytest.mark.nb01
+def test_a_reverse_jacobian_written_differently_keeps_full_marks():
+    assert _verdict(nb01.check_jacobian_reverse, _rows_by_backward_honestly, cases=JACOBIAN_REVERSE_CASES) == (True, "")
+
+
 JACOBIAN_PROBLEMS = ["product_sine", "matrix_vector", "sum_of_squares", "softmax"]
 
 

@@ -122,6 +122,11 @@ def judge_jacobian_reverse(data, cases):
                               "torch.func.jacfwd and torch.func.jvp compute them) and no reverse sweep. "
                               "This exercise is about reverse mode: one torch.autograd.grad call per output, seeded "
                               "with a unit vector.")
+        if got["forward_sweeps"]:
+            raise CheckFailed(f"`{call}` gave the right numbers with forward mode (Jacobian-vector products, as "
+                              "torch.func.jacfwd and torch.func.jvp compute them), whatever reverse sweeps it ran beside. "
+                              "This exercise is about reverse mode: one torch.autograd.grad call per output, seeded "
+                              "with a unit vector, and its rows are the Jacobian.")
         if got["sweeps"] == 0:
             raise CheckFailed(f"`{call}` gave the right numbers without any sweep through F. This exercise "
                               "is about reverse mode: one torch.autograd.grad call per output, seeded with a unit vector.")
