@@ -80,6 +80,10 @@ def test_a_numerical_gradient_written_differently_keeps_full_marks():
     assert _verdict(nb01.check_numerical_gradient, _gradient_honest_differently, cases=GRADIENT_CASES) == (True, "")
 
 
+def _rows_by_functional_jacobian(F, x):
+    return torch.autograd.functional.jacobian(F, x)       # m reverse sweeps, run by the library
+
+
 def _rows_by_jacfwd_beside_reverse_sweeps(F, x):          # the sweeps the check counts, thrown away
     m = F(x).numel()
     for i in range(m):
@@ -103,10 +107,12 @@ JACOBIAN_REVERSE_CASES = [(2, 3, 0), (5, 4, 1), (1, 6, 2)]
 
 
 @pytest.mark.nb01
-@pytest.mark.parametrize("answer, words", [(_rows_by_jacfwd_beside_reverse_sweeps, "forward mode")])
+@pytest.mark.parametrize("answer, words", [(_rows_by_functional_jacobian, "torch.autograd.functional.jacobian"),
+                                           (_rows_by_jacfwd_beside_reverse_sweeps, "forward mode")])
 def test_a_reverse_jacobian_whose_rows_a_library_computes_scores_nothing(answer, words):
-    """Before: full marks and no flag (jacobian_reverse may use autograd, so it is not screened): m reverse sweeps run
-    beside a forward-mode Jacobian were enough. Now forward sweeps beside reverse ones are refused too."""
+    """Before: full marks and no flag (jacobian_reverse may use autograd, so it is not screened): the library's m
+    reverse sweeps counted as the learner's, and m sweeps run beside a forward-mode Jacobian were enough. Now the probe
+    sees whose sweeps they are (torch.autograd.functional's frames on the stack) and counts forward sweeps too."""
     passed, message = _verdict(nb01.check_jacobian_reverse, answer, cases=JACOBIAN_REVERSE_CASES)
     assert not passed and words in message, message
 

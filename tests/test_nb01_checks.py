@@ -118,8 +118,8 @@ def _jacobian_reverse(F, x):
 
 def test_jacobian_reverse_accepts_correct_and_other_correct_ways():
     nb01.check_jacobian_reverse(_jacobian_reverse, cases=[(3, 2, 0), (1, 1, 1), (6, 4, 2)])
-    # torch's own reverse-mode jacobian is also reverse mode, one sweep per output
-    nb01.check_jacobian_reverse(lambda F, x: torch.autograd.functional.jacobian(F, x), cases=[(3, 2, 0)])
+    # torch's own reverse-mode jacobian runs the sweeps for the learner: refused, as jacrev is
+    # (tests/test_grading_hostile_123.py::test_a_reverse_jacobian_whose_rows_a_library_computes_scores_nothing)
 
 
 def test_jacobian_reverse_catches_transposed_and_forward_mode():

@@ -102,9 +102,9 @@ def judge_tangent_trace(data, cases):
 def judge_jacobian_reverse(data, cases):
     for i, ((n, m, seed), got) in enumerate(zip(cases, answers.per_case(data, cases))):
         A, x = jacobian_problem(n, m, seed)
-        answers.entry(got, f"answer {i}", ("J", "sweeps", "forward_sweeps"))
+        answers.entry(got, f"answer {i}", ("J", "sweeps", "forward_sweeps", "library_sweeps"))
         J, _ = answers.tensor(got["J"], "J"), answers.integer(got["sweeps"], "sweeps")
-        answers.integer(got["forward_sweeps"], "forward_sweeps")
+        answers.integer(got["forward_sweeps"], "forward_sweeps"), answers.integer(got["library_sweeps"], "library_sweeps")
         call = f"jacobian_reverse(F, x) for F: R^{n} -> R^{m}"
         if tuple(J.shape) != (m, n):
             hint = (" It looks transposed: row i of the Jacobian holds the gradient of output i."
@@ -127,6 +127,10 @@ def judge_jacobian_reverse(data, cases):
                               "torch.func.jacfwd and torch.func.jvp compute them), whatever reverse sweeps it ran beside. "
                               "This exercise is about reverse mode: one torch.autograd.grad call per output, seeded "
                               "with a unit vector, and its rows are the Jacobian.")
+        if got["library_sweeps"]:
+            raise CheckFailed(f"`{call}` gave the right numbers with torch.autograd.functional.jacobian, which runs the "
+                              "reverse sweeps for you. This exercise asks you to write them: one torch.autograd.grad "
+                              "call per output, seeded with a unit vector.")
         if got["sweeps"] == 0:
             raise CheckFailed(f"`{call}` gave the right numbers without any sweep through F. This exercise "
                               "is about reverse mode: one torch.autograd.grad call per output, seeded with a unit vector.")

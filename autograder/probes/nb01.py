@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 
 import torch
@@ -46,6 +47,16 @@ def probe_tangent_trace(tangent_trace, cases):
     return _probe_traces(tangent_trace, "tangent_trace", cases)
 
 
+def _inside(module: str) -> bool:
+    """Whether code of `module` is on the stack (a CPU backward runs on the thread that asked for it)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__") == module:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def sweep_counter(counter: dict):
     """An identity Function that counts the sweeps through it into `counter`: reverse (backward) and
     forward (jvp). It has setup_context, jvp and a generated vmap rule, so that torch.func's jvp, jacrev
@@ -66,6 +77,8 @@ def sweep_counter(counter: dict):
         @staticmethod
         def backward(ctx, grad):
             counter["sweeps"] += 1
+            if "library_sweeps" in counter:   # sweeps that torch.autograd.functional ran for the caller
+                counter["library_sweeps"] += _inside("torch.autograd.functional")
             return grad
 
         @staticmethod
@@ -87,7 +100,7 @@ def probe_jacobian_reverse(jacobian_reverse, cases):
     data = []
     for n, m, seed in cases:
         A, x = jacobian_problem(n, m, seed)
-        counter = {"sweeps": 0, "forward_sweeps": 0}
+        counter = {"sweeps": 0, "forward_sweeps": 0, "library_sweeps": 0}
         count_sweeps = sweep_counter(counter)
 
         def F(v, A=A, count_sweeps=count_sweeps):
@@ -97,7 +110,7 @@ def probe_jacobian_reverse(jacobian_reverse, cases):
         if not isinstance(J, torch.Tensor):
             raise CheckFailed(f"`jacobian_reverse(F, x)` should return a torch.Tensor; it returned a {type(J).__name__}.")
         data.append({"J": J.detach().to("cpu", torch.float64).clone(), "sweeps": int(counter["sweeps"]),
-                     "forward_sweeps": int(counter["forward_sweeps"])})
+                     "forward_sweeps": int(counter["forward_sweeps"]), "library_sweeps": int(counter["library_sweeps"])})
     return data
 
 
