@@ -373,3 +373,55 @@ def test_an_operation_or_backward_from_autograd_by_getattr_is_flagged(assignment
     """Before: no flag (getattr(torch, "autograd") hid torch.autograd.grad from the screen). Now flagged."""
     flags = _screened(assignment, {gid: source})
     assert [f.code for f in flags] == ["by_hand_with_autograd"] and f"exercise {gid}" in flags[0].detail, flags
+
+
+# =========================================================================== my_gradcheck told the answer by the test Functions' type
+
+def _gradcheck_by_type(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
+    return not hasattr(fn, "__self__")        # before: correct test functions were lambdas, wrong ones Function.apply
+
+
+def _gradcheck_by_name(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
+    return "Spoiled" not in repr(fn)          # before: the wrong ones were a class named Spoiled
+
+
+def _gradcheck_honest_differently(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
+    """Column by column: J v by a central difference against the backward's vector-Jacobian products."""
+    inputs = [x.detach().requires_grad_() for x in inputs]
+    out = fn(*inputs)
+    for i, x in enumerate(inputs):
+        for k in range(x.numel()):
+            step = torch.zeros_like(x).view(-1)
+            step[k] = eps
+            with torch.no_grad():
+                plus = fn(*[a + step.view_as(a) if j == i else a for j, a in enumerate(inputs)])
+                minus = fn(*[a - step.view_as(a) if j == i else a for j, a in enumerate(inputs)])
+            numerical = ((plus - minus) / (2 * eps)).reshape(-1)
+            for r in range(out.numel()):
+                seed = torch.zeros(out.numel(), dtype=out.dtype)
+                seed[r] = 1.0
+                (g,) = torch.autograd.grad(out, x, seed.view_as(out), retain_graph=True)
+                if abs(float(g.reshape(-1)[k]) - float(numerical[r])) > atol + rtol * abs(float(numerical[r])):
+                    return False
+    return True
+
+
+@pytest.mark.nb03
+@pytest.mark.parametrize("answer", [_gradcheck_by_type, _gradcheck_by_name])
+def test_a_gradcheck_that_reads_the_test_functions_type_scores_nothing(answer):
+    """Before: full marks and no flag for a my_gradcheck that computes nothing: correct test functions were plain
+    lambdas and wrong ones the apply of a class named Spoiled. Now all are the apply of alike Functions."""
+    from autograder.probes.nb03 import GRADCHECK_PROBLEMS
+
+    for seed in (0, 1):
+        passed, message = _verdict(nb03.check_my_gradcheck, answer, problems=list(GRADCHECK_PROBLEMS), seed=seed)
+        assert not passed and "my_gradcheck disagrees" in message, message
+
+
+@pytest.mark.nb03
+def test_a_gradcheck_written_differently_keeps_full_marks():
+    from autograder.probes.nb03 import GRADCHECK_PROBLEMS
+
+    for seed in (0, 1):
+        assert _verdict(nb03.check_my_gradcheck, _gradcheck_honest_differently, problems=list(GRADCHECK_PROBLEMS),
+                        seed=seed) == (True, "")

@@ -130,11 +130,16 @@ def probe_numerical_jacobian(numerical_jacobian, problems, eps=1e-6, seed=0):
 
 
 # ============================================================================ my_gradcheck(fn, inputs)
-# Test Functions: correct ones are plain torch operations (autograd's own backward); wrong ones reuse
-# autograd's gradient and then spoil it in one known way. Nothing here is an exercise's answer.
+# Test Functions, all built alike (so that only a gradient check tells them apart, not their type or name): a
+# Function whose backward is autograd's gradient of a torch expression, left as it is for the correct ones and
+# spoiled in one known way for the wrong ones. Nothing here is an exercise's answer.
 
-def _spoiled(op, spoil):
-    class Spoiled(torch.autograd.Function):
+def _unchanged(i, g):
+    return g
+
+
+def _spoiled(op, spoil=_unchanged):
+    class TestFunction(torch.autograd.Function):
         @staticmethod
         def forward(ctx, *inputs):
             ctx.save_for_backward(*inputs)
@@ -148,7 +153,7 @@ def _spoiled(op, spoil):
                 grads = torch.autograd.grad(op(*inputs), inputs, grad_output)
             return tuple(spoil(i, g) for i, g in enumerate(grads))
 
-    return Spoiled.apply
+    return TestFunction.apply
 
 
 def gradcheck_problem(name: str, seed: int = 0):
@@ -158,9 +163,9 @@ def gradcheck_problem(name: str, seed: int = 0):
     # d out_i / d b_k is 0 for i != k, but the finite difference there is round-off (~1e-10), not 0: atol matters.
     zeros_with_noise = lambda a, b: a * b + (a + b.sum()) - b.sum() - a  # noqa: E731
     problems = {
-        "correct_product": (lambda a, b: a * b, (a, b)),
-        "correct_matmul": (lambda x, W: x @ W, (x, W)),
-        "correct_with_zeros": (zeros_with_noise, (a, b)),
+        "correct_product": (_spoiled(lambda a, b: a * b), (a, b)),
+        "correct_matmul": (_spoiled(lambda x, W: x @ W), (x, W)),
+        "correct_with_zeros": (_spoiled(zeros_with_noise), (a, b)),
         "wrong_sign": (_spoiled(lambda a, b: a * b, lambda i, g: -g if i == 1 else g), (a, b)),
         "wrong_weight_gradient": (_spoiled(lambda x, W: x @ W, lambda i, g: g.T if i == 1 else g), (x, W)),
         "one_entry_off": (_spoiled(lambda a, b: a * b, lambda i, g: g + (torch.arange(4) == 2) * 0.05 if i == 0 else g), (a, b)),
