@@ -262,6 +262,53 @@ def test_by_hand_traces_written_differently_and_installed_imports_are_not_flagge
                                                  "from matplotlib import pyplot\n" + ADJOINT_HONEST_DIFFERENTLY}) == []
 
 
+# =========================================================================== the learner's own .py files
+
+ADJOINT_MODULE_HONEST = "import math\n\n\n" + ADJOINT_HONEST_DIFFERENTLY
+ADJOINT_MODULE_BY_AUTOGRAD = '''import torch
+
+
+def adjoint_trace(x1, x2):
+    w1 = torch.tensor(x1, dtype=torch.float64, requires_grad=True)
+    w2 = torch.tensor(x2, dtype=torch.float64, requires_grad=True)
+    ws = (w1, w2, w1 * w2, torch.sin(w1))
+    ws = ws + (ws[2] + ws[3],)
+    return {f"w{i + 1}": float(g) for i, g in enumerate(torch.autograd.grad(ws[4], ws))}
+'''
+
+
+@pytest.mark.nb01
+def test_a_helper_file_handed_in_is_screened_like_a_cell_and_importing_it_is_not_out_of_sight():
+    """A .py file handed in next to the notebook travels with it into the sandbox: the screen reads it. An honest
+    one raises no flag (before: "not installed"); one that hands a by-hand exercise to autograd, or reaches for
+    the grader, is flagged naming the file; a module the notebook writes itself is still out of sight."""
+    importing = {"adjoint_trace": "from my_sweeps import adjoint_trace"}
+    assert _screened_with("01-reverse-accumulation", importing, {"my_sweeps": ADJOINT_MODULE_HONEST}) == []
+    flags = _screened_with("01-reverse-accumulation", importing, {"my_sweeps": ADJOINT_MODULE_BY_AUTOGRAD})
+    assert [f.code for f in flags] == ["by_hand_with_autograd"], flags
+    assert "your file my_sweeps.py answers" in flags[0].detail and "torch.autograd" in flags[0].detail, flags
+    flags = _screened_with("01-reverse-accumulation", importing, {"my_sweeps": "import inspect\n" + ADJOINT_MODULE_HONEST})
+    assert [(f.code, f.detail.split(":")[0]) for f in flags] == [("reaches_for_grader", "your file my_sweeps.py")], flags
+    flags = _screened_with("01-reverse-accumulation", importing)
+    assert [f.code for f in flags] == ["reaches_for_grader"] and "not installed" in flags[0].detail, flags
+
+
+def _screened_with(assignment, replace, modules=None):
+    from test_grading_hostile_45 import screened
+
+    return screened(assignment, replace, modules=modules)
+
+
+def test_own_modules_reads_the_python_files_next_to_the_notebook(tmp_path):
+    from autograder.grading.worker import own_modules
+
+    (tmp_path / "helpers.py").write_text("def f():\n    return 1\n")
+    (tmp_path / "not-a-module.py").write_text("x = 1")
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "pkg").mkdir()
+    assert own_modules(tmp_path) == {"helpers": "def f():\n    return 1\n"}
+
+
 # =========================================================================== graded with the grading command
 
 @pytest.mark.nb01
@@ -276,9 +323,12 @@ def test_notebook_01_graded_routes_to_marks_without_the_work(tmp_path):
               for name, (gid, source, _, _) in SCREENED_ROUTES.items()}
     routes["numerical_gradient_by_getattr"] = {"answers": {"numerical_gradient": NUMERICAL_GRADIENT_BY_GETATTR}}
     routes["honest"] = {"answers": {"adjoint_trace": ADJOINT_HONEST_DIFFERENTLY}}
+    routes["honest_helper_file"] = {"answers": {"adjoint_trace": "from my_sweeps import adjoint_trace"},
+                                    "files": {"my_sweeps.py": ADJOINT_MODULE_HONEST}}
     rows = grade_routes(tmp_path, "01-reverse-accumulation", routes)
     full = rows["honest"].max_score
-    assert rows["honest"].score == full and rows["honest"].flags == [], (rows["honest"].flags, rows["honest"].messages)
+    for honest in ("honest", "honest_helper_file"):   # an answer in a .py file handed in with the notebook works too
+        assert rows[honest].score == full and rows[honest].flags == [], (honest, rows[honest].flags, rows[honest].messages)
     for name, (gid, _, code, _) in SCREENED_ROUTES.items():
         row = rows[name.replace(" ", "_").replace(".", "_")]
         assert row.score == full and any(f.startswith(code) and gid in f for f in row.flags), (name, row.score, row.flags)

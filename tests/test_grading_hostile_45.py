@@ -220,8 +220,10 @@ def test_not_protected_a_tensor_kept_in_a_global_is_not_seen():
 
 # =========================================================================== screening: a by-hand exercise handed to autograd
 
-def screened(assignment: str, replace: dict[str, str] | None = None, add: list[tuple[str, str]] = ()) -> list:
-    """The screen's flags for the solution notebook with some answer cells replaced and cells added after others."""
+def screened(assignment: str, replace: dict[str, str] | None = None, add: list[tuple[str, str]] = (),
+             modules: dict[str, str] | None = None) -> list:
+    """The screen's flags for the solution notebook with some answer cells replaced and cells added after others
+    (and the learner's own .py files, `modules`, handed in with it)."""
     import nbformat
 
     from autograder.coursedir import SOLUTIONS
@@ -242,7 +244,7 @@ def screened(assignment: str, replace: dict[str, str] | None = None, add: list[t
     for after, source in add:
         index = next(i for i, c in enumerate(nb.cells) if meta(c).get("grade_id") == after)
         nb.cells.insert(index + 1, nbformat.v4.new_code_cell(source))
-    return screen(nb, spec, CHECKS)
+    return screen(nb, spec, CHECKS, modules)
 
 
 FUSED_SILU_BY_AUTOGRAD = '''class FusedSiLU(Function):
@@ -380,6 +382,8 @@ def grade_routes(tmp_path, assignment: str, routes: dict[str, dict]) -> dict:
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / released.name)
         (folder / "timestamp.txt").write_text("2026-11-01 12:00:00.000000 UTC")
+        for name, text in route.get("files", {}).items():   # the learner's own files, handed in with the notebook
+            (folder / name).write_text(text)
     rows = grade_assignment(root, assignment, db_url=db_url, workers=2, progress=False, log=lambda *a: None,
                             limits=sandbox.Limits(cell_timeout_s=120, timeout_s=900))
     return {row.student: row for row in rows}

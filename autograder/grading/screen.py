@@ -5,7 +5,8 @@ Two kinds, each naming the exercise (the answer cell's grade_id, or "a cell you 
   stack or frame inspection, ``gc``, ``ctypes``, code objects and closures, threads, IPython internals,
   ``autograder`` imports (other than ``from autograder.nbNN import name``, as the notebooks themselves
   import checks and helpers), torch function/dispatch modes, dynamic code (exec/eval/compile/importlib),
-  imports of modules that are not installed (one the notebook writes itself is out of the screen's sight);
+  imports of modules that are not installed (one the notebook writes itself is out of the screen's sight; the
+  learner's own .py files handed in with the notebook are screened like cells, and importing them is not flagged);
 - ``by_hand_with_autograd``: a cell that answers a by-hand exercise (a check registered with
   ``by_hand=True``) and hands it to PyTorch's autograd (torch.autograd.grad/backward/functional/
   gradcheck, forward_ad, torch.func, or ``.backward()`` on tensors that require grad or on nn.Parameters).
@@ -101,8 +102,9 @@ def _not_installed(name: str) -> bool:
         return True
 
 
-def reaches(source: str) -> list[str]:
-    """Why this code reaches for the grader (empty: it does not)."""
+def reaches(source: str, own_modules: frozenset[str] = frozenset()) -> list[str]:
+    """Why this code reaches for the grader (empty: it does not). `own_modules`: the learner's own .py files handed
+    in with the notebook (screened themselves, so importing one hides nothing)."""
     tree = _parsed(source)
     if tree is None:
         return []
@@ -119,7 +121,7 @@ def reaches(source: str) -> list[str]:
                     continue
                 if root in REACHING_MODULES:
                     found.append(f"{REACHING_MODULES[root]}: imports {name}")
-                elif _not_installed(name):
+                elif _not_installed(name) and root not in own_modules:
                     found.append(f"code out of the screen's sight: imports {name}, which is not installed "
                                  "(a module the notebook writes itself is not screened)")
                 elif root == "IPython" and name != "IPython.display":
@@ -273,19 +275,23 @@ def by_hand_cells(cells: list[tuple[str, str]], by_hand: dict[str, str]) -> dict
     return {where: set().union(*(names.get(n, set()) for n in defined[where])) for where in trees}
 
 
-def screen(nb, spec_nb: dict, checks: dict) -> list[Flag]:
-    """Flags for the learner's code cells (answer cells and cells the learner added)."""
+def screen(nb, spec_nb: dict, checks: dict, own_modules: dict[str, str] | None = None) -> list[Flag]:
+    """Flags for the learner's code cells (answer cells and cells the learner added) and for the learner's own .py
+    files handed in with the notebook (`own_modules`: module name -> source), which the kernel can import."""
     locked = {c["grade_id"] for c in spec_nb["cells"] if c.get("grade_id") and not c["solution"]}
     released = set(spec_nb.get("plain", []))
+    own = dict(own_modules or {})
     flags, learners = [], []
+    code = [(f"your file {name}.py", source) for name, source in sorted(own.items())]
     for index, cell in enumerate(nb.cells):
         gid = nbgrader_meta(cell).get("grade_id")
         if cell.cell_type != "code" or gid in locked or not gid and normalized(cell.source) in released:
             continue  # the instructor's copy of a locked cell runs; an unchanged cell of the release is the instructor's
-        where = f"exercise {gid}" if gid else f"a cell you added (cell {index})"
-        for reason in reaches(cell.source):
+        code.append((f"exercise {gid}" if gid else f"a cell you added (cell {index})", cell.source))
+    for where, source in code:
+        for reason in reaches(source, frozenset(own)):
             flags.append(Flag("reaches_for_grader", f"{where}: {reason}"))
-        learners.append((where, cell.source))
+        learners.append((where, source))
     sources = dict(learners)
     for where, exercises in by_hand_cells(learners, by_hand_names(spec_nb, checks)).items():
         if exercises:

@@ -61,7 +61,7 @@ def grade_notebook(name: str, path: Path | None, spec_nb: dict, job: Job, scratc
     nb = read(name, path, result)
     if nb is None:
         return result
-    state = flag(nb, spec_nb, result)
+    state = flag(nb, spec_nb, result, own_modules(path.parent))
     plan = assemble(nb, spec_nb, state, result, job, scratch)
     report = execute(plan.notebook, scratch, job)
     explain_stops(report, job, result)
@@ -94,7 +94,20 @@ def read(name: str, path: Path | None, result: NotebookResult):
         return None
 
 
-def flag(nb, spec_nb: dict, result: NotebookResult) -> dict[str, str]:
+OWN_FILE_LIMIT = 64 * 2**20   # the learner's files larger than this do not travel with the notebook (grade_submission)
+
+
+def own_modules(folder: Path) -> dict[str, str]:
+    """The learner's own .py files next to the notebook (module name -> source): they travel with it into the
+    sandbox, where its cells can import them, so the screen reads them too."""
+    out = {}
+    for item in sorted(folder.iterdir()):
+        if item.suffix == ".py" and item.stem.isidentifier() and item.is_file() and item.stat().st_size <= OWN_FILE_LIMIT:
+            out[item.stem] = item.read_text(errors="replace")
+    return out
+
+
+def flag(nb, spec_nb: dict, result: NotebookResult, modules: dict[str, str] | None = None) -> dict[str, str]:
     """Structural and static flags; answer cells left as released get "No response". Returns how each
     grade_id was found (present, deleted, stripped, missing)."""
     flags, state = structural_flags(nb, spec_nb)
@@ -109,7 +122,7 @@ def flag(nb, spec_nb: dict, result: NotebookResult) -> dict[str, str]:
             cell = answered.get(spec_cell["grade_id"])
             if cell is None or normalized(cell.source) == normalized(spec_cell["release_source"]):
                 result.comments[spec_cell["grade_id"]] = "No response."
-    result.flags += screen(nb, spec_nb, CHECKS)
+    result.flags += screen(nb, spec_nb, CHECKS, modules)
     if not any(c.cell_type == "code" and c.source.strip() for c in nb.cells):
         result.messages.append(f"{result.notebook}.ipynb has no code in it: nothing to grade (0 points).")
     return state
@@ -237,7 +250,7 @@ def grade_submission(job: Job) -> SubmissionResult:
         (scratch / "work").mkdir(parents=True)
         if found[name] is not None:
             for item in folder.iterdir():  # the learner's own files travel with the notebook
-                if item.is_file() and item.stat().st_size <= 64 * 2**20 and item.suffix != ".ipynb":
+                if item.is_file() and item.stat().st_size <= OWN_FILE_LIMIT and item.suffix != ".ipynb":
                     shutil.copy2(item, scratch / "work" / item.name)
         try:
             nb_result = grade_notebook(name, found[name], spec_nb, job, scratch, out_dir)
