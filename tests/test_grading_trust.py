@@ -235,8 +235,8 @@ def _verdict(title, score, failing, message="entries [0] and [2] are off by 0.5"
 def test_a_hidden_report_failing_the_shown_parts_is_one_line_under_one_score():
     from autograder.grading.judge import partial_reports
     shown, hidden = _verdict("Exp", 3.0, {"interface"}), _verdict("Exp", 3.0, {"interface"}, "entry [5] is off")
-    text = "\n".join(partial_reports([(False, shown), (True, hidden)], 3.0, 4))
-    assert text.startswith("Score of this test: 3 of 4 points")
+    text = "\n".join(partial_reports([(False, shown), (True, hidden)]))
+    assert text.startswith("Exp: 3 of 4 points")
     assert text.count("[FAIL]") == 1 and text.count("a hint") == 1, text
     assert "Hidden tests (cases your notebook does not show): Exp fails the same parts" in text
 
@@ -244,9 +244,8 @@ def test_a_hidden_report_failing_the_shown_parts_is_one_line_under_one_score():
 def test_a_hidden_report_failing_other_parts_is_shown_whole_and_labelled():
     from autograder.grading.judge import partial_reports
     shown, hidden = _verdict("Exp", 3.0, {"interface"}), _verdict("Exp", 1.0, {"interface", "gradcheck"})
-    lines = partial_reports([(False, shown), (True, hidden)], 1.0, 4)
-    assert lines[0] == "Score of this test: 1 of 4 points (the lowest of its checks)."
-    assert lines[2].startswith("Hidden tests (cases your notebook does not show) — Exp: 1 of 4 points")
-    assert lines[2].count("[FAIL]") == 2
-    # a single partial verdict needs no extra score line: its report starts with its score
-    assert partial_reports([(True, hidden)], 1.0, 4)[0].startswith("Hidden tests (cases your notebook does not show) — Exp: 1 of 4")
+    lines = partial_reports([(False, shown), (True, hidden)])
+    assert lines[0].startswith("Exp: 3 of 4 points") and lines[0].count("[FAIL]") == 1
+    assert lines[1].startswith("Hidden tests (cases your notebook does not show) — Exp: 1 of 4 points")
+    assert lines[1].count("[FAIL]") == 2
+    assert partial_reports([(True, hidden)])[0].startswith("Hidden tests (cases your notebook does not show) — Exp: 1 of 4")

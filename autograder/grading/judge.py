@@ -76,18 +76,18 @@ def judge_cell(calls: list, results: list, points: float, visible: int | None = 
         return 0.0, list(dict.fromkeys(messages)), True
     if partial:
         score = max(0.0, min(points, min(partial)))
-        return score, messages + partial_reports(reports, score, points), False
+        return score, messages + partial_reports(reports), False
     return float(points), messages, False
 
 
 HIDDEN_LABEL = "Hidden tests (cases your notebook does not show)"
 
 
-def partial_reports(reports: list, score: float, points: float) -> list[str]:
-    """The reports of a partly right cell's verdicts: the cell's one score first when it has several (the
-    lowest), the hidden tests' reports labelled, and a hidden report that fails exactly the parts a shown one
-    fails said in one line rather than repeated."""
-    out = [f"Score of this test: {score:g} of {points:g} points (the lowest of its checks)."] if len(reports) > 1 else []
+def partial_reports(reports: list) -> list[str]:
+    """The reports of a partly right cell's verdicts (the cell's score, the lowest, is said where the feedback
+    shows the cell): the hidden tests' reports labelled, and a hidden report that fails exactly the parts a shown
+    one fails said in one line rather than repeated."""
+    out = []
     shown_failures = {_failing(v) for hidden, v in reports if not hidden}
     for hidden, verdict in reports:
         if not hidden:
