@@ -219,12 +219,17 @@ def _twice_entry(count: int) -> dict:
 
 # ------------------------------------------------------------------------------------------ Cube
 
+def _elementwise_cases(data, seed, cases, title, schema, kinks=False):
+    """(got, x, g, where) for each case of an element-wise Function's data, validated against its probe's form."""
+    shapes = shapes_of(cases)
+    for case, got in enumerate(_case_data(data, shapes, title, schema)):
+        x, g = inputs_elementwise(seed, case, kinks=kinks, shape=shapes[case])
+        yield got, x, g, f"(case {case + 1}, x of shape {tuple(x.shape)})"
+
+
 def judge_saved_tensors(data, seed=0, cases=2, points=2):
     p = Parts("Cube (x³, saving x with ctx.save_for_backward)", values=1.0, version_counter=1.0)
-    shapes = shapes_of(cases)
-    for case, got in enumerate(_case_data(data, shapes, "Cube", SAVED_ENTRY)):
-        x, g = inputs_elementwise(seed, case, shape=shapes[case])
-        where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
+    for got, x, g, where in _elementwise_cases(data, seed, cases, "Cube", SAVED_ENTRY):
         _values(p["values"], got, x, g, lambda t: t ** 3, where, grad_hint=lambda grad: (
             "backward returns the local derivative alone: multiply it by grad_output (the chain rule)."
             if _same(grad, 3 * x ** 2) else "the derivative of x³ is 3x²: a factor 3 is missing."
@@ -252,10 +257,7 @@ def judge_saved_tensors(data, seed=0, cases=2, points=2):
 
 def judge_inplace(data, seed=0, cases=2, points=3):
     p = Parts("InplaceReLU (an in-place forward with ctx.mark_dirty)", values=1.0, in_place=1.0, mark_dirty=1.0)
-    shapes = shapes_of(cases)
-    for case, got in enumerate(_case_data(data, shapes, "InplaceReLU", INPLACE_ENTRY)):
-        x, g = inputs_elementwise(seed, case, kinks=True, shape=shapes[case])
-        where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
+    for got, x, g, where in _elementwise_cases(data, seed, cases, "InplaceReLU", INPLACE_ENTRY, kinks=True):
         want_out = torch.relu(x)
         _values(p["values"], got, x, g, torch.relu, where, grad_hint=lambda grad: (
             "backward lets the gradient through everywhere: it must be 0 where x was negative." if _same(grad, g) else None))
@@ -285,10 +287,7 @@ def judge_inplace(data, seed=0, cases=2, points=3):
 
 def judge_non_differentiable(data, seed=0, cases=2, points=3):
     p = Parts("ReLUWithMask (a non-differentiable mask output)", values=1.0, non_differentiable=1.0, mask_dtype=0.5)
-    shapes = shapes_of(cases)
-    for case, got in enumerate(_case_data(data, shapes, "ReLUWithMask", MASK_ENTRY)):
-        x, g = inputs_elementwise(seed, case, kinks=True, shape=shapes[case])
-        where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
+    for got, x, g, where in _elementwise_cases(data, seed, cases, "ReLUWithMask", MASK_ENTRY, kinks=True):
         for problem in (_wrong(got["output"], torch.relu(x), f"the first output (relu) {where}"),
                         _wrong(got["mask"], (x > 0).to(DT), f"the mask {where}")):
             if problem:
@@ -318,10 +317,7 @@ def judge_non_differentiable(data, seed=0, cases=2, points=3):
 
 def judge_materialize(data, seed=0, cases=2, points=3):
     p = Parts("SinCos (two outputs, set_materialize_grads(False))", values=1.0, none_grads=1.0, materialize=0.5)
-    shapes = shapes_of(cases)
-    for case, got in enumerate(_case_data(data, shapes, "SinCos", SINCOS_ENTRY)):
-        x, g = inputs_elementwise(seed, case, shape=shapes[case])
-        where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
+    for got, x, g, where in _elementwise_cases(data, seed, cases, "SinCos", SINCOS_ENTRY):
         for problem in (_wrong(got["outputs"][0], torch.sin(x), f"the first output (sin) {where}"),
                         _wrong(got["outputs"][1], torch.cos(x), f"the second output (cos) {where}")):
             if problem:
