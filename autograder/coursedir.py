@@ -17,7 +17,7 @@ def assignments(solutions: Path = SOLUTIONS) -> list[str]:
     return sorted(p.name for p in solutions.iterdir() if p.is_dir() and p.name[:2].isdigit())
 
 
-def _put_interpreter_scripts_on_path() -> None:
+def put_interpreter_scripts_on_path() -> None:
     # nbgrader's gradebook shells out to `alembic` (and autograde to `jupyter`): make sure the ones
     # next to this interpreter are found even when the virtual environment is not activated.
     scripts = str(Path(sys.executable).parent)
@@ -28,7 +28,7 @@ def _put_interpreter_scripts_on_path() -> None:
 def nbgrader_api(root: Path, *, source: str = "source", release: str = "release", db_url: str | None = None,
                  extra: dict | None = None):
     """An NbGraderAPI on course directory `root`; the gradebook defaults to root/gradebook.db."""
-    _put_interpreter_scripts_on_path()
+    put_interpreter_scripts_on_path()
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config

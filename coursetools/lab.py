@@ -1,6 +1,7 @@
 """Start JupyterLab for a learner (`make lab`) or formgrader for an instructor (`make formgrader`).
 
-Learners get JupyterLab on course/ (loopback only) with nbgrader's Validate button and its
+Learners get JupyterLab on their own copy of the course, work/ (made from course/ and never overwritten:
+coursetools.workspace; loopback only), with nbgrader's Validate button and its
 Assignments panel; nbgrader's instructor tools (Create Assignment sidebar, Formgrader and Course
 List) are switched off for this server only. The Assignments panel works with a local exchange,
 `.exchange/` in the repository (nbgrader's default, /usr/local/share/nbgrader/exchange, is not
@@ -23,8 +24,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-COURSE = REPO / "course"
+from .workspace import COURSE, REPO, WORK, describe, sync_work
+
 EXCHANGE = REPO / ".exchange"
 COURSE_ID = "revad"
 
@@ -51,29 +52,35 @@ def write_config(config_dir: Path, *, learner: bool, nbgrader_config: str) -> Pa
     return config_dir
 
 
-def learner_nbgrader_config(course: Path, exchange: Path) -> str:
+def learner_nbgrader_config(work: Path, exchange: Path) -> str:
     return ("c = get_config()  # noqa: F821\n"
             f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
             f"c.Exchange.root = {str(exchange)!r}\n"
-            f"c.Exchange.assignment_dir = {str(course)!r}  # fetched assignments are the course's folders\n")
+            f"c.Exchange.assignment_dir = {str(work)!r}  # the learner's own copy: submit and feedback work from it\n")
 
 
 def release_to_exchange(course: Path, exchange: Path) -> list[str]:
-    """Put every assignment of `course` that the exchange lacks into its outbound folder, with nbgrader's
-    own release. One already there is left alone: course/ is also where the learner works, and their
-    answers must not become the released version."""
+    """Put every assignment of `course` into the exchange's outbound folder with nbgrader's own release,
+    unless the same files are there already (a course update is released again; learners' copies, fetched
+    or in work/, are theirs and untouched)."""
     from autograder.coursedir import nbgrader_api, quiet_nbgrader, require_success
 
     released = []
     api = nbgrader_api(course.parent, release=course.name, db_url="sqlite:///:memory:",
-                       extra={"Exchange": {"root": str(exchange)}})
+                       extra={"Exchange": {"root": str(exchange)}, "ExchangeReleaseAssignment": {"force": True}})
     for folder in sorted(p for p in course.iterdir() if p.is_dir() and p.name[:2].isdigit()):
-        if (exchange / COURSE_ID / "outbound" / folder.name).is_dir():
+        if _same_files(folder, exchange / COURSE_ID / "outbound" / folder.name):
             continue
         with quiet_nbgrader():
             require_success(api.release_assignment(folder.name), f"release_assignment {folder.name}")
         released.append(folder.name)
     return released
+
+
+def _same_files(a: Path, b: Path) -> bool:
+    files = lambda root: {p.relative_to(root): p.read_bytes() for p in root.rglob("*")  # noqa: E731
+                          if p.is_file() and ".ipynb_checkpoints" not in p.parts}
+    return b.is_dir() and files(a) == files(b)
 
 
 def ensure_exchange(exchange: Path) -> None:
@@ -92,8 +99,8 @@ def jupyterlab_command(root: Path, extra: list[str], default_url: str | None = N
 
 
 def lab_command(extra: list[str]) -> list[str]:
-    """The learner's JupyterLab command on course/ (kept for callers of the old name)."""
-    return jupyterlab_command(COURSE, extra)
+    """The learner's JupyterLab command on work/ (kept for callers of the old name)."""
+    return jupyterlab_command(WORK, extra)
 
 
 def nbgrader_enabled() -> bool:
@@ -140,8 +147,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--formgrader", action="store_true", help="instructor: formgrader on a graded course directory")
     parser.add_argument("--course-dir", type=Path, default=None,
-                        help="learner: the released notebooks (default course/); instructor: the nbgrader course "
+                        help="learner: the released notebooks to copy from (default course/); instructor: the nbgrader course "
                              "directory (default build/demo, graded by `make demo`)")
+    parser.add_argument("--work-dir", type=Path, default=None,
+                        help="learner: the learner's own copy, made from the course and never overwritten (default work/)")
     parser.add_argument("--exchange", type=Path, default=EXCHANGE, help="learner: the nbgrader exchange (default .exchange/)")
     parser.add_argument("--config-dir", type=Path, default=None, help="where the generated Jupyter config goes (default under build/)")
     args, extra = parser.parse_known_args(argv)
@@ -154,12 +163,16 @@ def main(argv: list[str] | None = None) -> None:
         command = jupyterlab_command(root, extra, default_url="/formgrader")
         print(f"formgrader on {root}: the browser opens at /formgrader (Manage Assignments, Manual Grading).")
     else:
-        root = (args.course_dir or COURSE).resolve()
-        if not root.is_dir():
-            sys.exit(f"There is no course folder at {root}: run `make release` first.")
+        course = (args.course_dir or COURSE).resolve()
+        if not course.is_dir():
+            sys.exit(f"There is no course folder at {course}: the repository is incomplete (course/ is committed).")
+        root = (args.work_dir or WORK).resolve()
+        news = describe(sync_work(course, root), course, root)
+        if news:
+            print(news)
         exchange = args.exchange.resolve()
         ensure_exchange(exchange)
-        released = release_to_exchange(root, exchange)
+        released = release_to_exchange(course, exchange)
         config_dir = write_config(args.config_dir or REPO / "build" / "jupyter-learner", learner=True,
                                   nbgrader_config=learner_nbgrader_config(root, exchange))
         command = jupyterlab_command(root, extra)

@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..coursedir import put_interpreter_scripts_on_path
 from . import intake, reach, record, sandbox
 from .safe_text import terminal_text
 from .jobs import CellGrade, Flag, Job, NotebookResult, SandboxSettings, SubmissionResult
@@ -53,6 +54,20 @@ def zero_result(spec: dict, student: str, message: str, flag: Flag | None = None
 def _read_timestamp(folder: Path) -> str | None:
     return intake.read_timestamp(folder.parent.parent, folder.parent.name, folder.name)
 
+
+def _exchange_receipts(folder: Path) -> dict[str, str]:
+    """timestamp.txt and submission_secret.txt of a submission that came through nbgrader's exchange."""
+    receipts = {}
+    timestamp = _read_timestamp(folder)
+    if timestamp:
+        receipts["timestamp.txt"] = timestamp
+    raw = intake.read_small_file(folder.parent.parent, folder.parent.name, folder.name, "submission_secret.txt",
+                                 limit=1024)
+    secret = raw.decode("ascii", errors="replace").strip() if raw else ""
+    if secret and all(c in "0123456789abcdef" for c in secret):  # nbgrader writes secrets.token_hex(64)
+        receipts["submission_secret.txt"] = secret
+    return receipts
+
 def _install_outputs(course_root: Path, assignment: str, student: str, out: Path, folder: Path) -> None:
     """autograded/<student>/<assignment>/ and feedback/<student>/<assignment>/, as nbgrader lays them out."""
     for kind in ("autograded", "feedback"):
@@ -64,9 +79,10 @@ def _install_outputs(course_root: Path, assignment: str, student: str, out: Path
         if staged.is_dir():
             for item in staged.iterdir():
                 shutil.copy2(item, target / item.name)
-        timestamp = _read_timestamp(folder) if kind == "autograded" else None
-        if timestamp:  # written, not copied: the submitted one may be a link
-            (target / "timestamp.txt").write_text(timestamp)
+        # written, not copied (the submitted ones may be links): nbgrader's release_feedback reads both
+        # beside the feedback HTML, and names the released file after the submission's secret
+        for name, text in _exchange_receipts(folder).items():
+            (target / name).write_text(text)
 
 
 def refuse_unreachable_python(info: sandbox.SandboxInfo) -> None:
@@ -90,6 +106,7 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
                      limits: sandbox.Limits | None = None, progress: bool = True,
                      log=print) -> list[SubmissionScore]:
     """Grade `students` (default: all who submitted), write feedback; return their scores."""
+    put_interpreter_scripts_on_path()   # nbgrader's gradebook runs `alembic`: found without an activated venv
     course_root = Path(course_root).resolve()
     db_url = db_url or f"sqlite:///{course_root / 'gradebook.db'}"
     limits = limits or sandbox.Limits()

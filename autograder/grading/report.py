@@ -115,8 +115,10 @@ def _format_one(rows: list[SubmissionScore]) -> str:
         who = f"{terminal_text(r.student)} / {terminal_text(r.assignment)}"
         for f in r.flags:
             notes.append(f"  {who}  FLAG {terminal_text(f)}")
-        for m in r.messages:
-            notes.append(f"  {who}  {terminal_text(m.splitlines()[0] if m else '')}")
+        for m in r.messages:   # whole: a message's best part (the entries, the hint) is often its last line
+            first, *rest = [terminal_text(line) for line in str(m).split("\n")] or [""]
+            notes.append(f"  {who}  {first}")
+            notes += [f"      {line}" for line in rest if line.strip()]
     if notes:
         out += ["", "Flags and messages:"] + notes
     return "\n".join(out)

@@ -8,6 +8,8 @@ key=<literal>, ...)`` calls of an instructor's test cell: the calls the grader r
 from __future__ import annotations
 
 import ast
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,11 +136,28 @@ def assignment_spec(course_root: Path, assignment: str, db_url: str, source: str
             gb_assignment = None
         if gb_assignment is None or not gb_assignment.notebooks or not release_dir.is_dir():
             gb_assignment = None
-    if gb_assignment is None:  # record the assignment's cells the way nbgrader does: generate_assignment
-        api = nbgrader_api(Path(course_root), source=source, release=release, db_url=db_url)
-        with quiet_nbgrader():
-            require_success(api.generate_assignment(assignment, force=True, create=True),
-                            f"generate_assignment {assignment}")
+    with tempfile.TemporaryDirectory(prefix="revad-spec-") as scratch:
+        if gb_assignment is None:
+            release_dir = record_in_gradebook(Path(course_root), assignment, db_url, source, Path(scratch))
+        return _read_spec(assignment, db_url, release_dir)
+
+
+def record_in_gradebook(course_root: Path, assignment: str, db_url: str, source: str, scratch: Path) -> Path:
+    """Record the assignment's cells in the gradebook the way nbgrader does (generate_assignment), releasing
+    into `scratch`: the course's own release folder may be where a learner works, and is never written."""
+    shutil.copytree(course_root / source / assignment, scratch / "source" / assignment,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    api = nbgrader_api(scratch, source="source", release="release", db_url=db_url)
+    with quiet_nbgrader():
+        require_success(api.generate_assignment(assignment, force=True, create=True),
+                        f"generate_assignment {assignment}")
+    return scratch / "release" / assignment
+
+
+def _read_spec(assignment: str, db_url: str, release_dir: Path) -> dict:
+    import nbformat
+    from nbgrader.api import Gradebook, MissingEntry
+
     notebooks = {}
     with Gradebook(db_url) as gb:
         for nb_row in gb.find_assignment(assignment).notebooks:
