@@ -17,3 +17,10 @@ c.CourseDirectory.course_id = "revad"
 # The local exchange that `make lab` releases into and learners submit to (nbgrader's default,
 # /usr/local/share/nbgrader/exchange, is not writable): `nbgrader collect NN-slug` reads it.
 c.Exchange.root = os.path.join(here, ".exchange")
+# nbgrader's own HTML (generate_feedback, formgrader) with maths rendered here, no MathJax from a CDN
+from autograder.coursedir import put_interpreter_scripts_on_path  # noqa: E402
+from autograder.offline_math import offline_html_config  # noqa: E402
+
+offline_html_config(c)
+# nbgrader's gradebook runs `alembic` from PATH: `.venv/bin/nbgrader collect …` works without an activated venv
+put_interpreter_scripts_on_path()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 from nbconvert.preprocessors import Preprocessor
 
@@ -76,3 +77,20 @@ class WrapLongLines(Preprocessor):
     def preprocess(self, nb, resources):
         resources.setdefault("inlining", {}).setdefault("css", []).append(WRAP_CSS)
         return nb, resources
+
+
+# A Jupyter data directory whose nbconvert/templates/base/mathjax.html.j2 loads no MathJax. As a template base
+# directory it serves our own exporter and `nbgrader generate_feedback`; formgrader resets the base directories,
+# so a server that runs it gets this directory first on JUPYTER_PATH, which nbconvert searches as well.
+JUPYTER_DATA = Path(__file__).parent / "jupyter_data"
+TEMPLATES = JUPYTER_DATA / "nbconvert" / "templates"
+
+
+def offline_html_config(c) -> None:
+    """nbgrader configuration (`c` of an nbgrader_config.py) under which `nbgrader generate_feedback` (and
+    formgrader, with JUPYTER_DATA on JUPYTER_PATH) renders maths as MathML, loads no MathJax and wraps long lines."""
+    import nbgrader
+
+    formgrader_templates = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
+    c.HTMLExporter.extra_template_basedirs = [str(formgrader_templates), str(TEMPLATES)]
+    c.HTMLExporter.preprocessors = ["autograder.offline_math.MathToMathML", "autograder.offline_math.WrapLongLines"]

@@ -56,7 +56,8 @@ def learner_nbgrader_config(work: Path, exchange: Path) -> str:
     return ("c = get_config()  # noqa: F821\n"
             f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
             f"c.Exchange.root = {str(exchange)!r}\n"
-            f"c.Exchange.assignment_dir = {str(work)!r}  # the learner's own copy: submit and feedback work from it\n")
+            f"c.Exchange.assignment_dir = {str(work)!r}  # the learner's own copy: submit and feedback work from it\n"
+            "c.ExchangeFactory.fetch_feedback = 'autograder.exchange.FetchFeedback'  # says when there is none yet\n")
 
 
 def release_to_exchange(course: Path, exchange: Path) -> list[str]:
@@ -113,8 +114,9 @@ def nbgrader_enabled() -> bool:
 # formgrader shows submissions with nbconvert, whose template loads MathJax from a CDN: render the
 # maths on the server instead (MathML), as the feedback does, so the instructor's view works offline.
 INSTRUCTOR_NBGRADER_CONFIG = """\
+from autograder.offline_math import offline_html_config
 c = get_config()  # noqa: F821
-c.HTMLExporter.preprocessors = ["autograder.offline_math.MathToMathML"]
+offline_html_config(c)
 """
 
 SCRATCH_COURSE_CONFIG = """\
@@ -161,6 +163,8 @@ def main(argv: list[str] | None = None) -> None:
         config_dir = write_config(args.config_dir or REPO / "build" / "jupyter-instructor", learner=False,
                                   nbgrader_config=INSTRUCTOR_NBGRADER_CONFIG)
         command = jupyterlab_command(root, extra, default_url="/formgrader")
+        from autograder.offline_math import JUPYTER_DATA   # formgrader's pages load no MathJax from a CDN
+        env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(JUPYTER_DATA), env.get("JUPYTER_PATH")]))
         print(f"formgrader on {root}: the browser opens at /formgrader (Manage Assignments, Manual Grading).")
     else:
         course = (args.course_dir or COURSE).resolve()

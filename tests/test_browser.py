@@ -61,7 +61,9 @@ def test_learner_runs_an_exercise_validates_and_submits(tmp_path):
     require_browser()
     course, exchange = learner_copy(tmp_path), tmp_path / "exchange"
     port = free_port()
-    args = f"--course-dir {course} --exchange {exchange} --config-dir {tmp_path / 'config'} " + server_args(tmp_path, port)
+    work = tmp_path / "work"
+    args = (f"--course-dir {course} --work-dir {work} --exchange {exchange} --config-dir {tmp_path / 'config'} "
+            + server_args(tmp_path, port))
     with jupyter_server(["make", "-s", "lab", f"LAB_ARGS={args}"], tmp_path, port) as base, chromium_page() as page:
         shot = Shots(page, "learner")
         page.goto(f"{base}/lab/tree/{ASSIGNMENT}/{NOTEBOOK}?token={TOKEN}")
@@ -115,13 +117,65 @@ def test_learner_runs_an_exercise_validates_and_submits(tmp_path):
         row.wait_for()
         shot("assignments panel on the local exchange")
         row.get_by_role("button", name="Submit").click()
-        panel.locator("#submitted_assignments_list .list_item").filter(has_text=ASSIGNMENT).first.wait_for()
+        submitted_row = panel.locator("#submitted_assignments_list .list_item").filter(has_text=ASSIGNMENT).first
+        submitted_row.wait_for()
         shot("submitted")
+
+        # the instructor collects, grades with the course's command and releases the feedback (stock nbgrader)
+        grade_and_release_feedback(tmp_path / "instructor", exchange)
+        page.reload()
+        page.get_by_role("menuitem", name="Nbgrader").click()
+        page.locator("#jp-mainmenu-nbgrader").get_by_text("Assignment List").click()
+        panel = page.locator("#nbgrader-assignment-list")
+        fetch = panel.get_by_role("button", name="Fetch Feedback").first
+        fetch.wait_for(timeout=60_000)
+        shot("feedback released: Fetch Feedback")
+        fetch.click()
+        panel.get_by_text("view feedback").first.wait_for(timeout=60_000)
+        shot("feedback fetched")
+
+    (page_file,) = (work / ASSIGNMENT / "feedback").glob("*/reverse_accumulation.html")
+    with chromium_page(width=1000, height=900) as page:
+        shot = Shots(page, "learner-feedback")
+        outside = []
+        page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+        page.goto(page_file.as_uri())
+        page.wait_for_load_state("load")
+        shot("fetched feedback")
+        assert outside == [], f"the fetched feedback requested {outside}: it must work offline"
+        assert "Score: 15" in page.locator("body").inner_text().replace("\n", " ") or \
+            "15.0 / 15.0" in page.locator("body").inner_text()
+        assert page.locator("math").count() > 20
 
     inbound = list((exchange / "revad" / "inbound").glob(f"*+{ASSIGNMENT}+*"))
     assert len(inbound) == 1, "the submission is in the exchange, where `nbgrader collect` finds it"
     submitted = nbformat.read(inbound[0] / NOTEBOOK, as_version=4)
     assert any(RIGHT in c.source for c in submitted.cells), "the submission holds what the learner typed"
+
+
+INSTRUCTOR_CONFIG = """\
+import os
+from autograder.offline_math import offline_html_config
+from autograder.coursedir import put_interpreter_scripts_on_path
+c = get_config()  # noqa: F821
+put_interpreter_scripts_on_path()   # as the course's nbgrader_config.py does
+c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
+c.CourseDirectory.course_id = "revad"
+c.Exchange.root = {exchange!r}
+offline_html_config(c)
+"""
+
+
+def grade_and_release_feedback(instructor: Path, exchange: Path) -> None:
+    """An instructor's side of the cycle, each step one command: collect, grade, release feedback."""
+    shutil.copytree(SOLUTIONS / ASSIGNMENT, instructor / "source" / ASSIGNMENT)
+    (instructor / "nbgrader_config.py").write_text(INSTRUCTOR_CONFIG.format(exchange=str(exchange)))
+    nbgrader = str(Path(sys.executable).parent / "nbgrader")
+    for command in ([nbgrader, "collect", ASSIGNMENT],
+                    [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course-dir", str(instructor), "--quiet"],
+                    [nbgrader, "release_feedback", ASSIGNMENT]):
+        out = subprocess.run(command, cwd=instructor, capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0, f"{command}: {out.stdout[-2000:]}{out.stderr[-2000:]}"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -168,12 +222,16 @@ def test_instructor_sees_graded_submissions_flags_and_reasons_in_formgrader(grad
         assert rows.locator(".needs-manual-grade span").count() == 0, "no submission needs a person: every cell is autograded"
         assert cleo.locator(".flagged .glyphicon-flag").count() == 1, "the tampering learner is flagged"
 
+        outside = []
+        page.on("request", lambda r: outside.append(r.url) if not r.url.startswith((base, "data:", "blob:")) else None)
         cleo.locator("td.name a.name-shown").click()
         page.get_by_text("locked_cell_edited").first.wait_for()
         notes = page.locator(".cell, .nbgrader_cell").filter(has_text="locked_cell_edited").first
         notes.scroll_into_view_if_needed()
         shot("flagged submission with its reason")
         assert "test_primal_trace" in notes.inner_text() and "edited" in notes.inner_text()
+        assert page.locator("math").count() > 20, "the submission's maths is rendered (MathML)"
+        assert outside == [], f"formgrader's submission page requested {outside}: it must work offline"
 
 
 def test_feedback_renders_maths_offline_and_wraps_long_lines(graded_demo):

@@ -82,12 +82,12 @@ def feedback_exporter():
         from nbconvert import HTMLExporter
         from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 
-        from ..offline_math import MathToMathML, WrapLongLines
+        from ..offline_math import TEMPLATES, MathToMathML, WrapLongLines
 
         formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
-        # autograder/grading/templates/base/mathjax.html.j2 replaces nbconvert's (which loads MathJax from a CDN)
+        # TEMPLATES/base/mathjax.html.j2 replaces nbconvert's (which loads MathJax from a CDN)
         exporter = HTMLExporter(template_name="feedback",
-                                extra_template_basedirs=[str(formgrader / "templates"), str(Path(__file__).parent / "templates")],
+                                extra_template_basedirs=[str(formgrader / "templates"), str(TEMPLATES)],
                                 extra_template_paths=[str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")])
         exporter.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
         exporter.register_preprocessor(WrapLongLines(), enabled=True)
