@@ -60,8 +60,15 @@ system-deps:  ## install bubblewrap (grading sandbox), PostgreSQL (gradebook tes
 
 sandbox: system-deps  ## alias: install the grading sandbox (bubblewrap)
 
+collect: $(STAMP)  ## instructors: nbgrader collect $(ASSIGNMENT) from the exchange (.exchange/) into submitted/
+	mkdir -p .exchange/revad/inbound .exchange/revad/outbound .exchange/revad/feedback
+	$(BIN)/nbgrader collect $(ASSIGNMENT)
+
 grade: $(STAMP)  ## instructors: grade submitted/*/$(ASSIGNMENT) (sandboxed, parallel, resumable)
 	$(BIN)/python -m autograder grade $(ASSIGNMENT) $(GRADE_ARGS)
+
+feedback: $(STAMP)  ## instructors: nbgrader release_feedback $(ASSIGNMENT): learners get it with "Fetch Feedback"
+	$(BIN)/nbgrader release_feedback $(ASSIGNMENT)
 
 bench-grading: $(STAMP)  ## 40 submissions of notebook 01: the course's command (2 workers) vs stock nbgrader autograde
 	$(BIN)/python -m benchmarks.grading

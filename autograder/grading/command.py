@@ -15,6 +15,7 @@ import hashlib
 import hmac
 import json
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -55,17 +56,22 @@ def _read_timestamp(folder: Path) -> str | None:
     return intake.read_timestamp(folder.parent.parent, folder.parent.name, folder.name)
 
 
-def _exchange_receipts(folder: Path) -> dict[str, str]:
-    """timestamp.txt and submission_secret.txt of a submission that came through nbgrader's exchange."""
+def _exchange_receipts(folder: Path, kind: str) -> dict[str, str]:
+    """timestamp.txt and submission_secret.txt, as nbgrader keeps them beside a submission that came through
+    its exchange. The feedback folder always gets both (release_feedback stops at the first folder without
+    them): a submission handed in without the exchange gets the grading time and a secret nobody holds, so its
+    feedback is released to no one and stays in feedback/ for the instructor to hand over."""
     receipts = {}
     timestamp = _read_timestamp(folder)
-    if timestamp:
-        receipts["timestamp.txt"] = timestamp
+    if timestamp or kind == "feedback":
+        receipts["timestamp.txt"] = timestamp or time.strftime("%Y-%m-%d %H:%M:%S.000000 UTC", time.gmtime())
     raw = intake.read_small_file(folder.parent.parent, folder.parent.name, folder.name, "submission_secret.txt",
                                  limit=1024)
     secret = raw.decode("ascii", errors="replace").strip() if raw else ""
     if secret and all(c in "0123456789abcdef" for c in secret):  # nbgrader writes secrets.token_hex(64)
         receipts["submission_secret.txt"] = secret
+    elif kind == "feedback":
+        receipts["submission_secret.txt"] = secrets.token_hex(64)
     return receipts
 
 def _install_outputs(course_root: Path, assignment: str, student: str, out: Path, folder: Path) -> None:
@@ -81,7 +87,7 @@ def _install_outputs(course_root: Path, assignment: str, student: str, out: Path
                 shutil.copy2(item, target / item.name)
         # written, not copied (the submitted ones may be links): nbgrader's release_feedback reads both
         # beside the feedback HTML, and names the released file after the submission's secret
-        for name, text in _exchange_receipts(folder).items():
+        for name, text in _exchange_receipts(folder, kind).items():
             (target / name).write_text(text)
 
 
