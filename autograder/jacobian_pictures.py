@@ -48,11 +48,6 @@ def show_pictures(pictures) -> None:
             display(Image(data=buffer.getvalue(), format="png"))
 
 
-# The Function checks run in one test cell (the visible ones, then in the graded copy the hidden ones) share
-# one score: the lowest. The cell is told apart by IPython's execution count.
-_CELL: dict = {"count": None, "verdicts": []}
-
-
 def _cell_and_line():
     """(source of the running cell, line of the check's call in it), or (None, None) outside a notebook cell."""
     import inspect
@@ -81,34 +76,20 @@ def _in_hidden_tests(source: str | None, line: int | None) -> bool:
 
 
 def show_verdict(verdict, failure):
-    """check_function's `show` hook: print the report, draw the wrong Jacobians. In a notebook cell it also
-    decides what the call evaluates to: nothing while every Function check of the cell has passed (no stray
-    Out[...] line), else the lowest verdict of the cell (the score nbgrader reads from the cell's last Out)."""
-    from .registry import NOTHING
-
+    """check_function's `show` hook, run in the learner's notebook: draws the wrong Jacobians of a failure, and
+    for a passing Function says which parts were skipped (CUDA without a GPU). A partly right verdict never
+    gets here: the check raises CheckFailed with its report (autograder.registry.Check.__call__)."""
     if failure is not None:
         show_pictures(getattr(getattr(failure, "verdict", None), "pictures", []))
-        return None
-    if not hasattr(verdict, "report"):
-        return None
-    source, line = _cell_and_line()
-    hidden = _in_hidden_tests(source, line)
-    label = "Hidden tests (cases your notebook does not show) — " if hidden else ""
-    print(label + (verdict.report() if not verdict.passed else f"{verdict.title}: all parts pass "
-                   f"({float(verdict):g} of {verdict.points:g} points)."))
-    for p in verdict.parts if verdict.passed else []:
+        return
+    for p in getattr(verdict, "parts", []):
         if p.passed is None:
-            print("  skipped: " + "; ".join(p.messages))
-    show_pictures(verdict.pictures)
-    if source is None:
-        return None                      # not in a notebook cell: the call returns the verdict itself
-    from IPython import get_ipython
-    count = get_ipython().execution_count
-    if _CELL["count"] != count:
-        _CELL.update(count=count, verdicts=[])
-    _CELL["verdicts"].append(verdict)
-    lowest = min(_CELL["verdicts"], key=float)
-    if len(_CELL["verdicts"]) > 1:
-        print(f"Score of this test cell: {float(lowest):g} of {lowest.points:g} points (the lowest of its "
-              f"{len(_CELL['verdicts'])} checks).")
-    return NOTHING if all(v.passed for v in _CELL["verdicts"]) else lowest
+            print(f"{verdict.title}: {p.name} skipped: " + "; ".join(p.messages))
+    show_pictures(getattr(verdict, "pictures", []))
+
+
+def hidden_label() -> str:
+    """What a failure's message starts with when the check was called from a test cell's hidden tests (the
+    instructor's own run of a solution notebook): the cases are not the ones the learner's notebook shows."""
+    source, line = _cell_and_line()
+    return "Hidden tests (cases your notebook does not show): " if _in_hidden_tests(source, line) else ""

@@ -62,8 +62,7 @@ class Check:
     name: str
     probe_target: str                 # "autograder.probes.nbNN:probe_x"
     judge_target: str                 # "autograder.judges.nbNN:judge_x"
-    show_target: str | None = None    # "module:function(verdict, failure)": shows a result in the notebook, and
-                                      # may return what the call evaluates to there (None: the verdict; NOTHING: None)
+    show_target: str | None = None    # "module:function(verdict, failure)": shows a result in the notebook
     draw_target: str | None = None    # "autograder.judges.nbNN:draw_x(rng, count) -> params": hidden cases
     crash_hint: str | None = None     # said when the kernel dies during this check's test cell
     by_hand: bool = False             # the exercise is done by hand: autograd in the answer is flagged
@@ -98,7 +97,10 @@ class Check:
             raise CheckFailed(str(data[FAILED]))
         return self.judge(data, **params)
 
-    def __call__(self, obj: Any, **params: Any) -> Any:
+    def __call__(self, obj: Any, **params: Any) -> None:
+        """In a notebook: one failure style for every check. A wrong or partly right answer raises CheckFailed
+        whose message is the whole report (the parts that failed, the inputs, the entries, the error, the hint);
+        a right one returns None, so a test cell shows no stray Out[...] value."""
         params = self.drawn(params)
         crash = None  # the learner's own exception behind a failure: its frames are theirs to see
         try:
@@ -108,30 +110,24 @@ class Check:
         show = resolve(self.show_target) if self.show_target else None
         try:
             verdict = self.decide(data, **params)
+            if getattr(verdict, "passed", True) is False:   # partly right: fails like a wrong answer, with its parts
+                failure = CheckFailed(verdict.report())
+                failure.verdict = verdict
+                raise failure
         except CheckFailed as failure:
             if show:
                 show(None, failure)
             # Raised afresh, from the learner's own crash if there was one: in their notebook the
             # traceback shows the message and their code only (autograder.learner_traceback drops our frames).
-            short = CheckFailed(str(failure))
+            from .jacobian_pictures import hidden_label
+            short = CheckFailed(hidden_label() + str(failure))
             if hasattr(failure, "verdict"):
                 short.verdict = failure.verdict
             raise short from crash
-        shown = show(verdict, None) if show else None
-        if shown is NOTHING:
-            return None
-        return verdict if shown is None else shown
+        if show:
+            show(verdict, None)
+        return None
 
-
-class _Nothing:
-    """What a show hook returns when the check's call should evaluate to None in the notebook: a test cell
-    that ends with it then shows no Out[...] line (nbgrader reads a number there as a partial score)."""
-
-    def __repr__(self) -> str:
-        return "NOTHING"
-
-
-NOTHING = _Nothing()
 
 CHECKS: dict[str, Check] = {}
 
