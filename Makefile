@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PYTHONWARNINGS := ignore::DeprecationWarning
 
-.PHONY: venv lab formgrader demo release test clean bench-engine grade sandbox system-deps bench-grading bench-checks check collect feedback lint
+.PHONY: venv lab formgrader demo release test clean bench-engine grade sandbox system-deps bench-grading bench-checks check collect feedback lint hand-out
 
 venv: $(STAMP)
 
@@ -86,3 +86,7 @@ clean:
 NB ?=
 check: $(STAMP)  ## learners studying alone: grade your copy in work/ with the hidden tests (make check NB=03 for one)
 	$(BIN)/python -m autograder.selfcheck $(if $(NB),--notebook $(NB))
+
+hand-out: $(STAMP)  ## instructors: nbgrader release_assignment $(ASSIGNMENT) into the exchange (.exchange/), for learners to fetch
+	mkdir -p .exchange/revad/inbound .exchange/revad/outbound .exchange/revad/feedback
+	$(BIN)/nbgrader release_assignment $(ASSIGNMENT) --force

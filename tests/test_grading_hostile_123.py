@@ -370,7 +370,7 @@ def test_notebook_03_graded_autograd_where_differences_or_a_gradcheck_of_ones_ow
     assert any(f.startswith("by_hand_with_autograd") and "my_gradcheck" in f for f in gradcheck.flags), gradcheck.flags
 
 
-# =========================================================================== not protected (README, security section)
+# =========================================================================== not protected (docs/grading.md, security section)
 
 ADJOINT_BY_A_NAME_BUILT_FROM_STRINGS = ADJOINT_BY_GETATTR.replace('getattr(torch, "autograd")', 'getattr(torch, "auto" + "grad")')
 ADJOINT_FROM_A_MODULE_UNDER_AN_INSTALLED_NAME = ADJOINT_FROM_A_MODULE_WRITTEN_TO_DISK.replace("my_sweeps", "six")

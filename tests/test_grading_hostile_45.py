@@ -211,7 +211,7 @@ def _silu_backward_global(ctx, g):
 
 
 def test_not_protected_a_tensor_kept_in_a_global_is_not_seen():
-    """Documents a limit (README, "what is not protected"): memory kept in a global, a closure or a module is out of
+    """Documents a limit (docs/grading.md, "what is not protected"): memory kept in a global, a closure or a module is out of
     reach of saved-tensor hooks and of ctx, so the memory part passes."""
     verdict, report = run(nb05.check_fused_activation, fn("FusedSiLU", _silu_forward_global, _silu_backward_global),
                           **FUSED_PARAMS)
@@ -518,7 +518,7 @@ def _backward_with_a_dummy_launch(ctx, g):
 
 
 def test_not_protected_a_dummy_launch_is_counted():
-    """Documents a limit (README, "what is not protected"): the probe counts launches, it does not trace where the
+    """Documents a limit (docs/grading.md, "what is not protected"): the probe counts launches, it does not trace where the
     result came from, so a kernel launched for show beside PyTorch's answer keeps full marks."""
     verdict, message = run(nb05.check_triton_function, fn("TritonSiLU", _forward_with_a_dummy_launch,
                                                           _backward_with_a_dummy_launch), **TRITON_PARAMS)
