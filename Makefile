@@ -21,7 +21,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
-lab: $(STAMP)  ## learners: JupyterLab on course/ with Validate and an Assignments panel on a local exchange (.exchange/)
+lab: $(STAMP)  ## learners: JupyterLab on your own copy work/ (made from course/, never overwritten), Validate, Assignments panel
 	$(BIN)/python -m coursetools.lab $(LAB_ARGS)
 
 # Extra arguments for `make formgrader`, e.g. make formgrader FORMGRADER_ARGS="--course-dir . --no-browser"

@@ -88,6 +88,10 @@ def show_verdict(verdict, failure):
     show_pictures(getattr(verdict, "pictures", []))
 
 
+def in_a_notebook_cell() -> bool:
+    return _cell_and_line()[0] is not None
+
+
 def hidden_label() -> str:
     """What a failure's message starts with when the check was called from a test cell's hidden tests (the
     instructor's own run of a solution notebook): the cases are not the ones the learner's notebook shows."""

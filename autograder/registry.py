@@ -97,10 +97,11 @@ class Check:
             raise CheckFailed(str(data[FAILED]))
         return self.judge(data, **params)
 
-    def __call__(self, obj: Any, **params: Any) -> None:
+    def __call__(self, obj: Any, **params: Any) -> Any:
         """In a notebook: one failure style for every check. A wrong or partly right answer raises CheckFailed
         whose message is the whole report (the parts that failed, the inputs, the entries, the error, the hint);
-        a right one returns None, so a test cell shows no stray Out[...] value."""
+        a right one returns None in a notebook cell, so the cell shows no stray Out[...] value. The failure carries
+        the verdict (`failure.verdict`) for code that wants the parts."""
         params = self.drawn(params)
         crash = None  # the learner's own exception behind a failure: its frames are theirs to see
         try:
@@ -126,7 +127,8 @@ class Check:
             raise short from crash
         if show:
             show(verdict, None)
-        return None
+        from .jacobian_pictures import in_a_notebook_cell
+        return None if in_a_notebook_cell() else verdict   # called from Python (tests, tools): the verdict
 
 
 CHECKS: dict[str, Check] = {}

@@ -33,7 +33,7 @@ def _get(url: str) -> tuple[int, str]:
 def lab_server(tmp_path):
     port = _free_port()
     args = (f"--no-browser --port={port} --ServerApp.port_retries=0 --IdentityProvider.token={TOKEN} "
-            f"--exchange {tmp_path / 'exchange'} --config-dir {tmp_path / 'config'}")
+            f"--exchange {tmp_path / 'exchange'} --config-dir {tmp_path / 'config'} --work-dir {tmp_path / 'work'}")
     proc = subprocess.Popen(["make", "-s", "lab", f"LAB_ARGS={args}"], cwd=REPO, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "BROWSER": "false",
                                  # nbgrader keeps its record of submissions here: one of the test's own
@@ -65,7 +65,8 @@ def test_lab_serves_the_course_with_nbgrader(lab_server):
     status, body = _get(f"{base}/api/contents/01-reverse-accumulation/reverse_accumulation.ipynb?token={TOKEN}")
     model = json.loads(body)
     assert status == 200 and model["type"] == "notebook"
-    assert any("check_primal_trace" in c["source"] for c in model["content"]["cells"]), "serves the released notebook"
+    assert any("check_primal_trace" in c["source"] for c in model["content"]["cells"]), "serves the learner's copy"
+    assert (tmp / "work" / "01-reverse-accumulation" / "reverse_accumulation.ipynb").is_file(), "made from course/"
 
     status, page = _get(f"{base}/lab?token={TOKEN}")
     assert status == 200 and "@jupyter/nbgrader" in page, "the nbgrader lab extension is in the page's federated extensions"

@@ -27,7 +27,9 @@ BEN_WRONG = {"central_difference": "def central_difference(f, x, h):\n    return
 
 INSTRUCTOR_CONFIG = """\
 import os
+from autograder.offline_math import offline_html_config
 c = get_config()  # noqa: F821
+offline_html_config(c)   # as the course's nbgrader_config.py does
 here = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.root = here
 c.CourseDirectory.course_id = "revad"
@@ -87,6 +89,7 @@ def cycle(tmp_path_factory):
         found = list((home / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK.replace('.ipynb', '.html')}"))
         assert len(found) == 1, f"{learner} fetched {found}"
         pages[learner] = found[0].read_text()
+    nbgrader(instructor, "generate_feedback", ASSIGNMENT, "--force")   # nbgrader's own feedback, from autograded/
     return {"before": before, "pages": pages, "graded": graded.stdout, "released": released, "instructor": instructor}
 
 
@@ -116,3 +119,12 @@ def test_each_learner_fetches_their_own_feedback_and_nobody_elses(cycle):
     assert not hint.search(ada), "ada's page carries nothing of ben's"
     for page in (ada, ben):
         assert "BEGIN HIDDEN TESTS" not in page and "### BEGIN SOLUTION" not in page
+
+
+def test_nbgraders_own_generate_feedback_renders_maths_offline_and_wraps(cycle):
+    (page,) = (cycle["instructor"] / "feedback" / "ben" / ASSIGNMENT).glob("*.html")
+    html = page.read_text()
+    assert html.count("<math") > 20, "maths as MathML"
+    assert not re.search(r"<(script|link)[^>]+(src|href)=[\"']https?://", html), "nothing loaded from another host"
+    assert "mathjax" not in html.lower().replace("loading mathjax macro", ""), "no MathJax at all"
+    assert "pre-wrap" in html, "long lines wrap"

@@ -37,8 +37,9 @@ def run(check, obj, **params):
     """(verdict, None) when points were earned, (None, message) when none."""
     try:
         return check(obj, **params), None
-    except CheckFailed as failure:
-        return None, str(failure)
+    except CheckFailed as failure:   # a partly right answer fails too, carrying its verdict
+        verdict = getattr(failure, "verdict", None)
+        return (verdict, None) if verdict is not None and float(verdict) > 0 else (None, str(failure))
 
 
 def failed_parts(verdict):

@@ -42,8 +42,10 @@ def run(check, obj, **params):
     """(verdict or None, report or message)."""
     try:
         verdict = check(obj, **params)
-    except CheckFailed as failure:
-        return None, str(failure)
+    except CheckFailed as failure:   # a partly right answer fails too, carrying its verdict
+        verdict = getattr(failure, "verdict", None)
+        if verdict is None or float(verdict) == 0:
+            return None, str(failure)
     report = verdict.report() if hasattr(verdict, "report") else ""
     return verdict, report
 
