@@ -119,8 +119,16 @@ def test_no_command_ever_overwrites_a_learners_file(clone):
     handed_in = learner / "submitted" / "ada" / "01-reverse-accumulation"
     shutil.copytree(work / "01-reverse-accumulation", handed_in)
     assert not (learner / ".grading" / "gradebook.db").exists()
+    # a learner from before work/ existed answered in course/: grading with a fresh gradebook once regenerated
+    # course/ from solutions/ over those answers
+    old_style = learner / "course" / "01-reverse-accumulation" / "reverse_accumulation.ipynb"
+    nbformat.write(fill_answers(old_style, solution_sources(REPO / "solutions" / old_style.parent.name / old_style.name)),
+                   old_style)
+    old_bytes = old_style.read_bytes()
     make(learner, "collect", "ASSIGNMENT=01-reverse-accumulation")
     make(learner, "grade", "ASSIGNMENT=01-reverse-accumulation")
+    assert old_style.read_bytes() == old_bytes, "grading wrote into course/"
+    run(learner, "git", "checkout", "--", "course")
     make(learner, "feedback", "ASSIGNMENT=01-reverse-accumulation")
     make(learner, "clean")
     assert run(learner, "git", "status", "--porcelain", "--", "course", "solutions", "autograder") == "", \
