@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -125,6 +126,7 @@ def test_no_command_ever_overwrites_a_learners_file(clone):
     nbformat.write(fill_answers(old_style, solution_sources(REPO / "solutions" / old_style.parent.name / old_style.name)),
                    old_style)
     old_bytes = old_style.read_bytes()
+    make(learner, "hand-out", "ASSIGNMENT=01-reverse-accumulation")
     make(learner, "collect", "ASSIGNMENT=01-reverse-accumulation")
     make(learner, "grade", "ASSIGNMENT=01-reverse-accumulation")
     assert old_style.read_bytes() == old_bytes, "grading wrote into course/"
@@ -149,3 +151,26 @@ def test_no_command_ever_overwrites_a_learners_file(clone):
     assert {k: v for k, v in after.items() if k in before} == before, "every file the learner had is unchanged"
     added = sorted(k for k in after if k not in before)
     assert added == ["99-bonus/reverse_accumulation.ipynb"], added
+
+
+# Targets the test above runs, and the others with why they cannot touch a learner's file: a new target must be
+# placed in one of the two (and, if it writes anything, run above).
+RUN_ABOVE = {"lab", "release", "check", "hand-out", "collect", "grade", "feedback", "clean"}
+NOT_RUN = {
+    "venv": "installs into .venv/",
+    "system-deps": "apt packages", "sandbox": "alias of system-deps",
+    "test": "the test suite itself", "lint": "reads the code",
+    "demo": "writes build/demo/ only", "formgrader": "runs the demo into build/demo/ when it is missing, then a server",
+    "bench-engine": "prints figures", "bench-checks": "prints figures", "bench-grading": "grades in a temporary folder",
+}
+
+
+def test_every_make_target_is_accounted_for():
+    targets = set(re.findall(r"^([a-z][a-z0-9-]*):(?!=)", (REPO / "Makefile").read_text(), re.M))
+    assert {"lab", "check", "grade"} <= targets
+    assert targets <= RUN_ABOVE | set(NOT_RUN), f"place these in RUN_ABOVE or NOT_RUN: {targets - RUN_ABOVE - set(NOT_RUN)}"
+    for target in NOT_RUN:
+        recipe = (REPO / "Makefile").read_text().split(f"\n{target}:", 1)
+        if len(recipe) == 2:
+            body = recipe[1].split("\n\n", 1)[0]
+            assert not re.search(r"\bwork/", body), f"{target} mentions work/: run it in the test above"
