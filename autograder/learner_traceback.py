@@ -10,7 +10,9 @@ drops every frame from the ``autograder`` package, whichever notebook or check r
 from __future__ import annotations
 
 import os
+import re
 import sys
+import textwrap
 import types
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
@@ -46,8 +48,24 @@ def trim(exc: BaseException) -> BaseException:
     return exc
 
 
+# nbgrader's Validate cuts every traceback line at 87 characters ("..."): lines of at most 70, plus
+# "CheckFailed: " and Validate's indent, arrive whole, so the hint at the end of a message is read.
+SHOWN_WIDTH = 70
+
+
+def wrapped(message: str, width: int = SHOWN_WIDTH) -> str:
+    """`message` with every line folded at `width`, each continuation keeping its line's indent."""
+    out = []
+    for line in message.split("\n"):
+        lead = re.match(r"\s*(\[[^\]]*\] )?", line).group(0)   # a part's "[FAIL] " hangs its continuation
+        out.append(textwrap.fill(line, width, subsequent_indent=" " * len(lead), break_long_words=False,
+                                 break_on_hyphens=False, drop_whitespace=True) if len(line) > width else line)
+    return "\n".join(out)
+
+
 def _show_check_failure(shell, etype, value, tb, tb_offset=None):
     trim(value)
+    value.args = (wrapped(str(value)),)
     shell.showtraceback((etype, value, value.__traceback__), tb_offset=tb_offset)
     return None
 
