@@ -42,6 +42,15 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--memory-mb", type=int, default=Limits.memory_mb, help="memory limit of the learner's code")
     g.add_argument("--export", type=Path, default=None, help="also write the CSV export (with flags) here")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g.add_argument("--broker", default=None, help="grade on Celery workers through this broker, e.g. "
+                   "amqp://user:pw@host// or redis://host:6379/0 (default: grade here)")
+    g.add_argument("--no-wait", action="store_true", help="with --broker: return once the submissions are queued")
+    w = sub.add_parser("worker", help="a Celery worker that grades queued submissions (see --broker)")
+    w.add_argument("--broker", required=True, help="the broker URL the grading command queues on")
+    w.add_argument("--db-url", required=True, help="the gradebook URL (PostgreSQL across machines)")
+    w.add_argument("--course-dir", type=Path, default=None, help="this worker's copy of the course (default: this repository)")
+    w.add_argument("--concurrency", type=int, default=None, help="submissions graded at once (default: one per core)")
+    w.add_argument("--hostname", default=None, help="the worker's name in Celery (default: revad@<host>)")
     return parser
 
 
@@ -49,16 +58,29 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     root = (args.course_dir or REPO).resolve()
     in_repo = root == REPO.resolve()
-    source = args.source or ("solutions" if in_repo else "source")
-    release = args.release or ("course" if in_repo else "release")
+    source = getattr(args, "source", None) or ("solutions" if in_repo else "source")
+    release = getattr(args, "release", None) or ("course" if in_repo else "release")
+    if args.command == "worker":
+        from ..scale.worker import run_worker
+        return run_worker(args.broker, args.db_url, root, source, release, args.concurrency, args.hostname)
     db_url = args.db_url or os.environ.get("REVAD_DB_URL") or (
         f"sqlite:///{root / '.grading' / 'gradebook.db'}" if in_repo else f"sqlite:///{root / 'gradebook.db'}")
     if db_url.startswith("sqlite:///"):
         Path(db_url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
     limits = Limits(timeout_s=args.timeout, cell_timeout_s=args.cell_timeout, memory_mb=args.memory_mb)
-    rows = grade_assignment(root, args.assignment, args.student, db_url=db_url, source=source, release=release,
-                            workers=args.workers, require_sandbox=args.require_sandbox, force=args.force,
-                            limits=limits, progress=not args.quiet)
+    if args.broker:
+        from ..scale.client import queue_assignment, wait
+        keys = queue_assignment(root, args.assignment, args.student, broker=args.broker, db_url=db_url, source=source,
+                                release=release, limits=limits, force=args.force)
+        if args.no_wait:
+            print(f"Queued. Watch the queue with `celery -b BROKER inspect active`; run this again without --no-wait "
+                  f"to wait for the results.\nGradebook: {db_url}")
+            return 0
+        rows = wait(root, args.assignment, keys, db_url, progress=not args.quiet)
+    else:
+        rows = grade_assignment(root, args.assignment, args.student, db_url=db_url, source=source, release=release,
+                                workers=args.workers, require_sandbox=args.require_sandbox, force=args.force,
+                                limits=limits, progress=not args.quiet)
     print()
     print(format_table(rows))
     if args.export:

@@ -110,8 +110,10 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
                      db_url: str | None = None, source: str = "source", release: str = "release",
                      workers: int | None = None, require_sandbox: bool = False, force: bool = False,
                      limits: sandbox.Limits | None = None, progress: bool = True,
-                     log=print) -> list[SubmissionScore]:
-    """Grade `students` (default: all who submitted), write feedback; return their scores."""
+                     log=print, recorder=record.record) -> list[SubmissionScore]:
+    """Grade `students` (default: all who submitted), write feedback; return their scores.
+    `recorder(db_url, result, content_hash, timestamp) -> (score, max)` writes a graded submission (a Celery
+    worker passes one that writes each submission exactly once: autograder.scale.ledger)."""
     put_interpreter_scripts_on_path()   # nbgrader's gradebook runs `alembic`: found without an activated venv
     course_root = Path(course_root).resolve()
     db_url = db_url or f"sqlite:///{course_root / 'gradebook.db'}"
@@ -184,7 +186,8 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
                 student, job_dir = worker.job
                 worker.job = None
                 sandbox.kill_uid(worker.uid)
-                text = _finish(course_root, assignment, student, job_dir, spec, db_url, hashes[student], state == "overdue")
+                text = _finish(course_root, assignment, student, job_dir, spec, db_url, hashes[student], state == "overdue",
+                               recorder)
                 bar.update(student, text)
             time.sleep(0.05)
     finally:
@@ -196,7 +199,8 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
     return rows
 
 
-def _finish(course_root, assignment, student, job_dir: Path, spec, db_url, content_hash, overdue) -> str:
+def _finish(course_root, assignment, student, job_dir: Path, spec, db_url, content_hash, overdue,
+            recorder=record.record) -> str:
     out = job_dir / "out"
     folder = course_root / "submitted" / student / assignment
     result_path = out / "result.json"
@@ -219,7 +223,7 @@ def _finish(course_root, assignment, student, job_dir: Path, spec, db_url, conte
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
     _install_outputs(course_root, assignment, student, out, folder)
-    score, max_score = record.record(db_url, result, content_hash, _read_timestamp(folder))
+    score, max_score = recorder(db_url, result, content_hash, _read_timestamp(folder))
     flags = result.all_flags()
     shutil.rmtree(job_dir, ignore_errors=True)
     return f"{score:g}/{max_score:g}" + (f"  FLAGGED: {', '.join(sorted({f['code'] for f in flags}))}" if flags else "")
