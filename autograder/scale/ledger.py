@@ -82,8 +82,8 @@ def start_attempt(db_url: str, key: Key, submitted_at: str) -> int:
     """Count one more attempt at grading this submission (committed before grading starts); the count."""
     queued(db_url, key, submitted_at)
     with engine(db_url).begin() as conn:
-        conn.execute(update(TASK).where(_where(key)).values(attempts=TASK.c.attempts + 1, state="running",
-                                                           updated=_now()))
+        conn.execute(update(TASK).where(_where(key)).values(attempts=TASK.c.attempts + 1, updated=_now()))
+        conn.execute(update(TASK).where(and_(_where(key), TASK.c.state == "queued")).values(state="running"))
         return int(conn.execute(select(TASK.c.attempts).where(_where(key))).scalar_one())
 
 

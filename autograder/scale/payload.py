@@ -58,6 +58,8 @@ class Payload:
         files = [SubmittedFile(**f) for f in data["files"]]
         payload = cls(str(data["assignment"]), str(data["student"]), str(data["submitted_at"]), files)
         payload.check()
+        for f in files:
+            f.content()     # refused here, with its message, if damaged
         return payload
 
     def check(self) -> None:

@@ -49,9 +49,9 @@ def use_broker(url: str) -> Celery:
 
 
 def time_limits(limits: Limits, notebooks: int) -> tuple[int, int]:
-    """(soft, hard) seconds for one submission: the local command's own deadline for it, plus a margin."""
-    soft = limits.timeout_s * max(1, notebooks) + 300 + 60
-    return soft, soft + 60
+    """(soft, hard) seconds for one submission: each notebook's own deadline, plus two minutes for the rest."""
+    soft = limits.timeout_s * max(1, notebooks) + 120
+    return soft, soft + 30
 
 
 @dataclass(frozen=True)
