@@ -16,7 +16,7 @@ from ..grading.pool import Progress
 from ..grading.report import SubmissionScore, read_scores
 from ..grading.spec import assignment_spec
 from . import ledger, service
-from .payload import Payload, PayloadRefused, from_submission
+from .payload import Payload, PayloadRefused, from_submission, submitted_at
 
 
 def queue_assignment(course_root: Path, assignment: str, students: list[str] | None, *, broker: str, db_url: str,
@@ -32,26 +32,34 @@ def queue_assignment(course_root: Path, assignment: str, students: list[str] | N
                          "second worker. Raise REVAD_VISIBILITY_TIMEOUT (on workers and here) or lower --timeout.")
     app = service.use_broker(broker)
     keys, known = {}, ledger.states(db_url, assignment)
-    for student in students:
-        try:
-            payload = from_submission(course_root / "submitted", student, assignment)
-        except PayloadRefused as refused:
-            payload = Payload(assignment, student, "", [])
-            keys[student] = _refuse_here(payload, course_root, db_url, source, release, str(refused))
-            continue
-        key = ledger.Key(assignment, student, payload.sha256)
-        keys[student] = key
-        if not force and (student, key.sha256) in known:
-            continue                    # graded already, or queued by an earlier run: waited on, not queued again
-        ledger.queued(db_url, key, payload.submitted_at)
-        app.send_task("revad.grade_submission", args=[{**payload.to_dict(), "sha256": key.sha256},
-                                                      limits.__dict__], queue=service.QUEUE,
-                      soft_time_limit=soft, time_limit=hard)
+    with app.connection_for_write(broker) as connection:   # this broker's, not one cached from another
+        for student in students:
+            _queue_one(app, connection, course_root, assignment, student, keys, known, db_url, source, release,
+                       limits, force, (soft, hard))
     skipped = 0 if force else sum(1 for s in students if (s, keys[s].sha256) in known)
     if skipped:
         log(f"{skipped} submission(s) already queued or graded and unchanged: not queued again (--force queues them).")
     log(f"Queued {len(students) - skipped} submission(s) of {assignment} on {_safe(broker)}.")
     return keys
+
+
+def _queue_one(app, connection, course_root, assignment, student, keys, known, db_url, source, release, limits, force,
+               time_limits) -> None:
+    soft, hard = time_limits
+    try:
+        payload = from_submission(course_root / "submitted", student, assignment)
+    except PayloadRefused as refused:
+        payload = Payload(assignment, student, submitted_at(None), [])
+        keys[student] = _refuse_here(payload, course_root, db_url, source, release, str(refused))
+        return
+    key = ledger.Key(assignment, student, payload.sha256)
+    keys[student] = key
+    if not force and (student, key.sha256) in known:
+        return                      # graded already, or queued by an earlier run: waited on, not queued again
+    ledger.queued(db_url, key, payload.submitted_at)
+    app.send_task("revad.grade_submission", args=[{**payload.to_dict(), "sha256": key.sha256},
+                                                  limits.__dict__], queue=service.QUEUE,
+                  soft_time_limit=soft, time_limit=hard, connection=connection)
 
 
 def _refuse_here(payload: Payload, course_root: Path, db_url: str, source: str, release: str, reason: str):
