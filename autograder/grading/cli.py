@@ -51,6 +51,10 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--course-dir", type=Path, default=None, help="this worker's copy of the course (default: this repository)")
     w.add_argument("--concurrency", type=int, default=None, help="submissions graded at once (default: one per core)")
     w.add_argument("--hostname", default=None, help="the worker's name in Celery (default: revad@<host>)")
+    o = sub.add_parser("on-submit", help="grade on submit: queue submissions as they reach the exchange, hand "
+                       "feedback back (settings: c.GradeOnSubmit in the course's nbgrader_config.py)")
+    o.add_argument("--course-dir", type=Path, default=None, help="the course directory (default: this repository)")
+    o.add_argument("--once", action="store_true", help="look once, then stop (default: keep watching)")
     return parser
 
 
@@ -60,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     in_repo = root == REPO.resolve()
     source = getattr(args, "source", None) or ("solutions" if in_repo else "source")
     release = getattr(args, "release", None) or ("course" if in_repo else "release")
+    if args.command == "on-submit":
+        from ..scale.on_submit import from_course
+        from_course(root).run(once=args.once)
+        return 0
     if args.command == "worker":
         from ..scale.worker import run_worker
         return run_worker(args.broker, args.db_url, root, source, release, args.concurrency, args.hostname)

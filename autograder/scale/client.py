@@ -24,18 +24,20 @@ def queue_assignment(course_root: Path, assignment: str, students: list[str] | N
                      log=print) -> dict[str, ledger.Key]:
     """Queue the submissions (all collected ones by default); student -> the key to wait on."""
     students = students or submitted_students(course_root, assignment)
-    spec = assignment_spec(course_root, assignment, db_url, source, release)   # in the gradebook before any worker
-    soft, hard = service.time_limits(limits, len(spec["notebooks"]))
-    if hard >= service.VISIBILITY_TIMEOUT_S:
-        raise SystemExit(f"A submission of {assignment} may take {hard} s, longer than the broker's visibility "
-                         f"timeout ({service.VISIBILITY_TIMEOUT_S} s): a task still running would be handed to a "
-                         "second worker. Raise REVAD_VISIBILITY_TIMEOUT (on workers and here) or lower --timeout.")
+    time_limits = _prepare(course_root, assignment, db_url, source, release, limits)
     app = service.use_broker(broker)
     keys, known = {}, ledger.states(db_url, assignment)
     with app.connection_for_write(broker) as connection:   # this broker's, not one cached from another
         for student in students:
-            _queue_one(app, connection, course_root, assignment, student, keys, known, db_url, source, release,
-                       limits, force, (soft, hard))
+            try:
+                payload = from_submission(course_root / "submitted", student, assignment)
+            except PayloadRefused as refused:
+                payload = Payload(assignment, student, submitted_at(None), [])
+                keys[student] = _refuse_here(payload, course_root, db_url, source, release, str(refused))
+                continue
+            keys[student] = ledger.Key(assignment, student, payload.sha256)
+            if force or (student, payload.sha256) not in known:   # else graded, or queued by an earlier run
+                _send(app, connection, payload, db_url, limits, time_limits)
     skipped = 0 if force else sum(1 for s in students if (s, keys[s].sha256) in known)
     if skipped:
         log(f"{skipped} submission(s) already queued or graded and unchanged: not queued again (--force queues them).")
@@ -43,23 +45,35 @@ def queue_assignment(course_root: Path, assignment: str, students: list[str] | N
     return keys
 
 
-def _queue_one(app, connection, course_root, assignment, student, keys, known, db_url, source, release, limits, force,
-               time_limits) -> None:
-    soft, hard = time_limits
-    try:
-        payload = from_submission(course_root / "submitted", student, assignment)
-    except PayloadRefused as refused:
-        payload = Payload(assignment, student, submitted_at(None), [])
-        keys[student] = _refuse_here(payload, course_root, db_url, source, release, str(refused))
-        return
-    key = ledger.Key(assignment, student, payload.sha256)
-    keys[student] = key
-    if not force and (student, key.sha256) in known:
-        return                      # graded already, or queued by an earlier run: waited on, not queued again
+def queue_payload(broker: str, course_root: Path, payload: Payload, db_url: str, source: str, release: str,
+                  limits: sandbox.Limits) -> ledger.Key:
+    """Queue one submission (grade on submit)."""
+    time_limits = _prepare(course_root, payload.assignment, db_url, source, release, limits)
+    app = service.use_broker(broker)
+    with app.connection_for_write(broker) as connection:
+        return _send(app, connection, payload, db_url, limits, time_limits)
+
+
+def _prepare(course_root: Path, assignment: str, db_url: str, source: str, release: str,
+             limits: sandbox.Limits) -> tuple[int, int]:
+    """The assignment in the gradebook before any worker needs it; the task's (soft, hard) time limits."""
+    spec = assignment_spec(course_root, assignment, db_url, source, release)
+    soft, hard = service.time_limits(limits, len(spec["notebooks"]))
+    if hard >= service.VISIBILITY_TIMEOUT_S:
+        raise SystemExit(f"A submission of {assignment} may take {hard} s, longer than the broker's visibility "
+                         f"timeout ({service.VISIBILITY_TIMEOUT_S} s): a task still running would be handed to a "
+                         "second worker. Raise REVAD_VISIBILITY_TIMEOUT (on workers and here) or lower --timeout.")
+    return soft, hard
+
+
+def _send(app, connection, payload: Payload, db_url: str, limits: sandbox.Limits,
+          time_limits: tuple[int, int]) -> ledger.Key:
+    key = ledger.Key(payload.assignment, payload.student, payload.sha256)
     ledger.queued(db_url, key, payload.submitted_at)
-    app.send_task("revad.grade_submission", args=[{**payload.to_dict(), "sha256": key.sha256},
-                                                  limits.__dict__], queue=service.QUEUE,
-                  soft_time_limit=soft, time_limit=hard, connection=connection)
+    soft, hard = time_limits
+    app.send_task("revad.grade_submission", args=[{**payload.to_dict(), "sha256": key.sha256}, limits.__dict__],
+                  queue=service.QUEUE, soft_time_limit=soft, time_limit=hard, connection=connection)
+    return key
 
 
 def _refuse_here(payload: Payload, course_root: Path, db_url: str, source: str, release: str, reason: str):
