@@ -70,8 +70,8 @@ grade: $(STAMP)  ## instructors: grade submitted/*/$(ASSIGNMENT) (sandboxed, par
 feedback: $(STAMP)  ## instructors: nbgrader release_feedback $(ASSIGNMENT): learners get it with "Fetch Feedback"
 	$(BIN)/nbgrader release_feedback $(ASSIGNMENT)
 
-bench-grading: $(STAMP)  ## 40 submissions of notebook 01: the course's command (2 workers) vs stock nbgrader autograde
-	$(BIN)/python -m benchmarks.grading
+bench-grading: $(STAMP)  ## 40 submissions of notebook 01: the course's command (2 workers) vs stock nbgrader autograde; BENCH_ARGS=--celery adds 1 and 2 Celery workers
+	$(BIN)/python -m benchmarks.grading $(BENCH_ARGS)
 
 test: $(STAMP)  ## the whole test suite (CI runs this)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

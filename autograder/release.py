@@ -43,10 +43,25 @@ def untrusted_test_cells(folder: Path) -> list[str]:
             for module in check_modules(cell.source):
                 importlib.import_module(module)
             try:
-                parse_check_calls(cell.source, set(CHECKS))
+                calls = parse_check_calls(cell.source, set(CHECKS))
             except UntrustedCell as exc:
                 problems.append(f"{path.relative_to(folder)}: {meta.get('grade_id')}: {exc}")
+                continue
+            problems += [f"{path.relative_to(folder)}: {meta.get('grade_id')}: {why}" for why in points_disagree(calls, meta)]
     return problems
+
+
+def points_disagree(calls: list, meta: dict) -> list[str]:
+    """A check call whose `points=` (a score) differs from the cell's nbgrader points: the metadata is what
+    nbgrader adds up, so the call must say the same or say nothing."""
+    out = []
+    for call in calls:
+        given = call.params.get("points")
+        if isinstance(given, (int, float)) and not isinstance(given, bool) and float(given) != float(meta.get("points", 0)):
+            out.append(f"{call.check}(..., points={given:g}) but the cell's nbgrader points are "
+                       f"{float(meta.get('points', 0)):g}: make them agree, or leave points= out (the cell's points "
+                       "are then used)")
+    return out
 
 
 def generate_release(out_dir: Path, solutions: Path = SOLUTIONS, only: list[str] | None = None) -> list[str]:

@@ -47,6 +47,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=40, help="submissions (default 40)")
     parser.add_argument("--workers", type=int, default=2, help="workers of the course's command (default 2)")
     parser.add_argument("--dir", type=Path, default=REPO / "build" / "bench-grading")
+    parser.add_argument("--celery", action="store_true",
+                        help="also grade the same submissions on 1 and on 2 Celery workers (redis-server on a free port)")
     args = parser.parse_args()
 
     ours_root, stock_root = args.dir / "ours", args.dir / "stock"
@@ -69,6 +71,37 @@ def main() -> None:
     print(f"stock nbgrader autograde (sequential):                       {stock / args.n:6.2f} s per submission ({stock:.0f} s)"
           + (f"  [{len(errors)} failed]" if errors else ""))
     print(f"speed-up: {stock / ours:.2f}x")
+    if args.celery:
+        for count in (1, 2):
+            seconds = on_celery(args.dir / f"celery{count}", args.n, count)
+            print(f"Celery, {count} worker process(es) on this machine:                   {seconds / args.n:6.2f} s per "
+                  f"submission ({seconds:.0f} s; {stock / seconds:.2f}x stock)")
+
+
+def on_celery(root: Path, n: int, workers: int) -> float:
+    """Seconds from queueing to the last result, with `workers` worker processes (one task each at a time)."""
+    import tempfile
+
+    from autograder.grading.sandbox import Limits
+    from autograder.scale.client import queue_assignment, wait
+    from tests.celery_service import Redis, Worker
+
+    build(root, n)
+    db_url = f"sqlite:///{root / 'gradebook.db'}"
+    with tempfile.TemporaryDirectory() as scratch:
+        redis = Redis(Path(scratch) / "redis").start()
+        pool = [Worker(redis.url, db_url, root, Path(scratch) / f"w{i}.log", f"bench{i}") for i in range(workers)]
+        try:
+            time.sleep(5)                       # the workers are up before the clock starts
+            start = time.perf_counter()
+            keys = queue_assignment(root, ASSIGNMENT, None, broker=redis.url, db_url=db_url, source="source",
+                                    release="release", limits=Limits(), log=lambda *_: None)
+            wait(root, ASSIGNMENT, keys, db_url, progress=False, poll_s=0.2)
+            return time.perf_counter() - start
+        finally:
+            for worker in pool:
+                worker.stop()
+            redis.stop()
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ def judge_cell(calls: list, results: list, points: float, visible: int | None = 
                             f"checked ({type(exc).__name__}: {str(exc)[:200]}).")
         else:
             if isinstance(verdict, (int, float)) and not isinstance(verdict, bool) and math.isfinite(verdict):
-                partial.append(float(verdict))
+                partial.append(cell_score(verdict, points))
                 # A partial verdict (nb03's Verdict) explains itself: keep its report for the feedback.
                 if callable(getattr(verdict, "report", None)) and not getattr(verdict, "passed", True):
                     reports.append((visible is not None and i >= visible, verdict))
@@ -78,6 +78,16 @@ def judge_cell(calls: list, results: list, points: float, visible: int | None = 
         score = max(0.0, min(points, min(partial)))
         return score, messages + partial_reports(reports), False
     return float(points), messages, False
+
+
+def cell_score(verdict: float, points: float) -> float:
+    """The cell's score from a verdict: the fraction it earned of its own points, times the cell's points (its
+    nbgrader metadata: the one place points are written). A test cell without `points=` judges out of the
+    check's default and still gives a right answer the cell's full points."""
+    out_of = getattr(verdict, "points", None)
+    if out_of:
+        return float(verdict) / float(out_of) * points
+    return float(verdict)
 
 
 HIDDEN_LABEL = "Hidden tests (cases your notebook does not show)"
