@@ -110,10 +110,11 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
                      db_url: str | None = None, source: str = "source", release: str = "release",
                      workers: int | None = None, require_sandbox: bool = False, force: bool = False,
                      limits: sandbox.Limits | None = None, progress: bool = True,
-                     log=print, recorder=record.record) -> list[SubmissionScore]:
+                     log=print, recorder=record.record, pool: list[Worker] | None = None) -> list[SubmissionScore]:
     """Grade `students` (default: all who submitted), write feedback; return their scores.
     `recorder(db_url, result, content_hash, timestamp) -> (score, max)` writes a graded submission (a Celery
-    worker passes one that writes each submission exactly once: autograder.scale.ledger)."""
+    worker passes one that writes each submission exactly once: autograder.scale.ledger). `pool`: grading
+    processes kept warm by the caller across calls (a Celery worker's), left running at the end."""
     put_interpreter_scripts_on_path()   # nbgrader's gradebook runs `alembic`: found without an activated venv
     course_root = Path(course_root).resolve()
     db_url = db_url or f"sqlite:///{course_root / 'gradebook.db'}"
@@ -154,7 +155,8 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
     os.chmod(scratch_base, 0o711)
     bar = Progress(len(todo), progress)
     pending = list(todo)
-    pool = [Worker(slot, state_dir) for slot in range(min(workers, max(len(todo), 1)))]
+    own_pool = pool is None
+    pool = pool or [Worker(slot, state_dir) for slot in range(min(workers, max(len(todo), 1)))]
     per_submission = limits.timeout_s * max(1, len(spec["notebooks"])) + 300
     try:
         while pending or any(w.job for w in pool):
@@ -192,7 +194,9 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
             time.sleep(0.05)
     finally:
         for worker in pool:
-            worker.stop()
+            if own_pool or worker.job is not None:   # one still grading is stopped, kept ones are left warm
+                worker.stop()
+                worker.job = None
             sandbox.kill_uid(worker.uid)
         shutil.rmtree(scratch_base, ignore_errors=True)
     rows = read_scores(db_url, assignment, students)

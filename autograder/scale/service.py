@@ -116,6 +116,18 @@ def _outputs(root: Path, payload: Payload) -> dict[tuple[str, str], bytes]:
     return out
 
 
+_POOL: list = []
+
+
+def warm_pool() -> list:
+    """This process's grading process, started once and kept between tasks (it has imported torch already)."""
+    from ..grading.pool import Worker
+
+    if not _POOL:
+        _POOL.append(Worker(0, Path(tempfile.mkdtemp(prefix="revad-celery-"))))
+    return _POOL
+
+
 def _grade(payload: Payload, key: ledger.Key, settings: WorkerSettings, limits: Limits) -> str:
     from ..grading.command import grade_assignment
     from ..grading.spec import assignment_spec
@@ -133,7 +145,7 @@ def _grade(payload: Payload, key: ledger.Key, settings: WorkerSettings, limits: 
 
         grade_assignment(root, payload.assignment, [payload.student], db_url=settings.db_url,
                          source=settings.source, release=settings.release, workers=1, force=True, limits=limits,
-                         progress=False, log=log.info, recorder=write_once)
+                         progress=False, log=log.info, recorder=write_once, pool=warm_pool())
     return outcome[0] if outcome else "not graded"
 
 
