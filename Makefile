@@ -39,23 +39,25 @@ release: $(STAMP)  ## regenerate course/ from solutions/
 	$(BIN)/python -m autograder.release
 
 # Grading runs learners' code under bubblewrap (the sandbox); the gradebook test also starts PostgreSQL.
-# The browser tests drive Debian's chromium (Playwright's own browser download is not used).
+# The browser tests drive Debian's chromium (Playwright's own browser download is not used); the Celery
+# tests start redis-server as their broker.
 # All are Debian packages: `make system-deps` installs them with apt when run as root (CI does),
 # and otherwise says what to run. Without them grading still works, and says which protections are off.
-SYSTEM_PACKAGES := bubblewrap postgresql chromium
+SYSTEM_PACKAGES := bubblewrap postgresql chromium redis-server
 # Extra arguments for `make grade`, e.g. make grade ASSIGNMENT=01-reverse-accumulation GRADE_ARGS="--student ada"
 ASSIGNMENT ?= 01-reverse-accumulation
 GRADE_ARGS ?=
 
-system-deps:  ## install bubblewrap (grading sandbox), PostgreSQL (gradebook test) and chromium (browser tests) with apt
-	@if command -v bwrap >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && test -x /usr/bin/chromium; then \
-		echo "system-deps: bubblewrap, PostgreSQL and chromium are installed"; \
+system-deps:  ## install bubblewrap (grading sandbox), PostgreSQL (gradebook test), chromium (browser tests), redis-server (Celery tests) with apt
+	@if command -v bwrap >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && test -x /usr/bin/chromium \
+		&& command -v redis-server >/dev/null 2>&1; then \
+		echo "system-deps: bubblewrap, PostgreSQL, chromium and redis-server are installed"; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES); \
 	else \
 		echo "system-deps: not root (or no apt-get), so nothing was installed. Run: sudo apt-get install $(SYSTEM_PACKAGES)"; \
 		echo "             Without bubblewrap, grading runs unsandboxed and says so; the PostgreSQL test is skipped;"; \
-		echo "             without chromium, the browser tests are skipped."; \
+		echo "             without chromium, the browser tests are skipped; without redis-server, the Celery tests."; \
 	fi
 
 sandbox: system-deps  ## alias: install the grading sandbox (bubblewrap)

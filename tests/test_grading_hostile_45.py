@@ -5,7 +5,6 @@ Unit tests call the checks as a notebook does (probe, then judge); the slow ones
 the grading command, so that the kernel's watch and the screening take part too."""
 from __future__ import annotations
 
-import math
 import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")   # before triton is imported: kernels defined here are interpreted

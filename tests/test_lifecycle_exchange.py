@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.coursedir import REPO, SOLUTIONS
+from autograder.coursedir import SOLUTIONS
 from autograder.submissions import fill_answers, solution_sources
 
 pytestmark = [pytest.mark.lifecycle, pytest.mark.slow]

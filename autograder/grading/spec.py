@@ -125,7 +125,6 @@ def hidden_line_numbers(source: str) -> set[int]:
 def assignment_spec(course_root: Path, assignment: str, db_url: str, source: str, release: str) -> dict:
     """What the workers need to know about the assignment: per notebook, its nbgrader cells in release
     order, with the release's source and the instructor's (hidden tests included, from the gradebook)."""
-    import nbformat
     from nbgrader.api import Gradebook, MissingEntry
 
     release_dir = Path(course_root) / release / assignment

@@ -8,7 +8,6 @@ except where a hint recognises a known mistake.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
 import torch.nn.functional as F

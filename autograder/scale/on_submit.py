@@ -22,7 +22,7 @@ from sqlalchemy import Column, MetaData, String, Table, insert, select
 from traitlets import Enum, Float, Unicode
 from traitlets.config import LoggingConfigurable
 
-from ..grading import intake, sandbox
+from ..grading import sandbox
 from . import ledger, service
 from .payload import Payload, PayloadRefused, from_submission, submitted_at
 
