@@ -87,3 +87,43 @@ def test_grading_into_a_postgresql_gradebook(postgres_url, tmp_path):
                      log=logs.append)
     assert any("4 submission(s) already graded" in line for line in logs)
     assert record.dump(postgres_url, hostile.ASSIGNMENT) == before
+
+
+GRADE_ONE = """
+import json, sys
+from pathlib import Path
+from autograder.grading.sandbox import Limits
+from autograder.scale import service
+settings = service.WorkerSettings(Path(sys.argv[1]), sys.argv[2], "source", "release")
+print(service.grade(json.loads(Path(sys.argv[3]).read_text()), settings, Limits(timeout_s=120)))
+"""
+
+
+@pytest.mark.celery
+def test_celery_workers_write_each_submission_once_into_postgresql_newest_winning(postgres_url, tmp_path):
+    """Four worker processes at once on one learner: her older and newer submission, each delivered twice.
+    PostgreSQL's advisory lock lets one write at a time: the newer is written once, the older never."""
+    from autograder.scale import ledger
+    from autograder.scale.payload import Payload, from_submission
+    from benchmarks.grading import ASSIGNMENT, build
+
+    root = tmp_path / "course"
+    ada, _, cleo = build(root, 3)
+    good, blank = (from_submission(root / "submitted", s, ASSIGNMENT) for s in (ada, cleo))
+    older = Payload(ASSIGNMENT, ada, "2026-11-01T11:00:00+00:00", blank.files)
+    newer = Payload(ASSIGNMENT, ada, "2026-11-01T12:00:00+00:00", good.files)
+    files = []
+    for name, payload in (("older", older), ("newer", newer)):
+        (tmp_path / f"{name}.json").write_text(__import__("json").dumps(payload.to_dict()))
+        files += [tmp_path / f"{name}.json"] * 2
+    procs = [subprocess.Popen([sys.executable, "-c", GRADE_ONE, str(root), postgres_url, str(f)], text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for f in files]
+    ran = [p.communicate(timeout=900) for p in procs]
+    outcomes = [out.strip().splitlines()[-1:] for out, _ in ran]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in ran]
+    rows = ledger.states(postgres_url, ASSIGNMENT)
+    assert rows[(ada, newer.sha256)]["written"] == 1 and rows[(ada, newer.sha256)]["state"] == "graded", outcomes
+    assert rows[(ada, older.sha256)]["state"] == "superseded", outcomes
+    from autograder.grading.report import read_scores
+    (score,) = read_scores(postgres_url, ASSIGNMENT, [ada])
+    assert score.score == score.max_score == 15, "the newer (correct) submission is the one in the gradebook"

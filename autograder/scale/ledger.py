@@ -59,10 +59,43 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
+_READY: set[str] = set()
+
+
 def engine(db_url: str):
-    eng = record.engine(db_url)
-    METADATA.create_all(eng)
+    """The gradebook's engine, every table made: nbgrader's, the grader's and these. Workers starting together
+    on a new PostgreSQL gradebook would race to create them (CREATE TABLE is not safe concurrently there), so
+    the first use in each process makes them under a lock."""
+    if db_url in _READY:
+        return record.engine(db_url)
+    with _creation_lock(db_url):
+        from nbgrader.api import Gradebook
+
+        eng = record.engine(db_url)
+        METADATA.create_all(eng)
+        Gradebook(db_url).close()
+    _READY.add(db_url)
     return eng
+
+
+@contextlib.contextmanager
+def _creation_lock(db_url: str):
+    if db_url.startswith("sqlite"):
+        yield                        # SQLite serialises writers itself
+        return
+    from sqlalchemy import create_engine
+
+    eng = create_engine(db_url)
+    try:
+        with eng.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(4242001)"))
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(4242001)"))
+                conn.commit()
+    finally:
+        eng.dispose()
 
 
 def _where(key: Key):

@@ -155,6 +155,7 @@ def fail(payload: Payload, settings: WorkerSettings, reason: str, key: ledger.Ke
     from ..grading.jobs import Flag
     from ..grading.spec import assignment_spec
 
+    ledger.engine(settings.db_url)      # the gradebook's tables made first, once, under a lock
     with tempfile.TemporaryDirectory(prefix="revad-task-") as scratch:
         root = Path(scratch) / "course"
         for name in (settings.source, settings.release):
