@@ -21,7 +21,16 @@ from autograder.judges import answers, nb04 as judges
 from autograder.probes import nb04 as probes
 
 pytestmark = pytest.mark.nb04
-torch.set_default_dtype(torch.float64)
+
+
+@pytest.fixture(autouse=True)
+def float64_by_default():
+    """These tests build float64 inputs by default, as the notebook does; set for each test and put back after
+    it (set at import, it leaked into every test module collected after this one)."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(before)
 
 _names = (f"n{i}" for i in itertools.count())
 

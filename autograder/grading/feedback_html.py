@@ -25,7 +25,6 @@ FLAG_FOR_LEARNER = {
     "duplicated_cell": "a graded cell appears more than once",
     "unknown_cell": "a cell claims to be a graded cell the assignment does not have",
     "patched": "your code replaced something the checks rely on",
-    "verdict_mismatch": "your notebook's own run of a test disagrees with the grader's",
     "grader_error": "the grader itself failed on this submission; your instructor will look at it",
 }
 

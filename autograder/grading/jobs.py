@@ -62,7 +62,6 @@ class CellGrade:
     score: float
     max: float
     messages: list[str] = field(default_factory=list)
-    trusted: bool | None = None          # decided by a judge outside the kernel (None: not run)
 
 
 @dataclass

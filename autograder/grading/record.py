@@ -126,12 +126,6 @@ def _record(db_url, result, content_hash, timestamp, assignment, student, Gradeb
     return score, max_score
 
 
-def forget(db_url: str, assignment: str, students: list[str]) -> None:
-    with engine(db_url).begin() as conn:
-        for student in students:
-            conn.execute(delete(GRADED).where((GRADED.c.assignment == assignment) & (GRADED.c.student == student)))
-
-
 def dump(db_url: str, assignment: str) -> list:
     """Everything graded for an assignment, without database ids: for comparing two gradebooks."""
     from nbgrader.api import Gradebook

@@ -46,9 +46,6 @@ class Limits:
     timeout_s: int = 900         # the whole notebook, wall clock
     output_kb: int = 512         # output kept per cell (the rest is dropped, with a note)
 
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
 
 @dataclass
 class SandboxInfo:
@@ -221,10 +218,6 @@ def kernel_command(info: SandboxInfo, limits: Limits, scratch_dir: Path, slot: i
 
 def slot_uid(info: SandboxInfo, slot: int) -> int | None:
     return BASE_UID + slot % UID_RANGE if info.drop_uid else None
-
-
-def slot_uid_for(info: SandboxInfo, seq: int) -> int | None:
-    return BASE_UID + seq % UID_RANGE if info.drop_uid else None
 
 
 def kill_uid(uid: int | None, upto: int | None = None) -> int:

@@ -193,8 +193,7 @@ def judge(plan: Plan, report: dict, spec_nb: dict, result: NotebookResult) -> No
     for gid, tindex in plan.test_index.items():
         points = float(by_id[gid]["points"])
         if gid in plan.untrusted:
-            result.grades[gid] = CellGrade(0.0, points, ["This test could not be graded; your instructor has been told."],
-                                           trusted=False)
+            result.grades[gid] = CellGrade(0.0, points, ["This test could not be graded; your instructor has been told."])
             continue
         calls = plan.calls[gid]
         if status[tindex] == "not_run":
@@ -210,7 +209,7 @@ def judge(plan: Plan, report: dict, spec_nb: dict, result: NotebookResult) -> No
             score, msgs, _ = judge_cell(calls, results, points, visible=shown)
             if status[tindex] == "timeout" and score < points:
                 msgs.append("Your code was stopped while this test ran: it took longer than the grader allows.")
-        result.grades[gid] = CellGrade(score, points, msgs, trusted=True)
+        result.grades[gid] = CellGrade(score, points, msgs)
     result.flags += [Flag("patched", f"replaced in the kernel: {p}") for p in sorted(patched)]
 
 

@@ -48,11 +48,6 @@ class Verdict(float):
     def passed(self) -> bool:
         return all(p.passed is not False for p in self.parts)
 
-    def as_dict(self) -> dict:
-        return {"score": float(self), "points": self.points, "title": self.title,
-                "parts": [{"name": p.name, "weight": p.weight, "passed": p.passed, "messages": list(p.messages),
-                           "hints": list(p.hints)} for p in self.parts]}
-
     def report(self) -> str:
         lines = [f"{self.title}: {float(self):g} of {self.points:g} points"]
         for p in self.parts:

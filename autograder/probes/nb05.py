@@ -32,7 +32,6 @@ _saved_tensors_hooks, _equal = torch.autograd.graph.saved_tensors_hooks, torch.e
 
 # --------------------------------------------------------------------------------------------- inputs
 
-ACTIVATIONS = ("silu", "gelu_tanh")
 _SHAPES = [(7,), (3, 5), (2, 3, 4), (33,), (4, 9)]
 
 

@@ -8,6 +8,7 @@ release_feedback.
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from ..grading import sandbox
@@ -71,7 +72,7 @@ def _send(app, connection, payload: Payload, db_url: str, limits: sandbox.Limits
     key = ledger.Key(payload.assignment, payload.student, payload.sha256)
     ledger.queued(db_url, key, payload.submitted_at)
     soft, hard = time_limits
-    app.send_task("revad.grade_submission", args=[{**payload.to_dict(), "sha256": key.sha256}, limits.__dict__],
+    app.send_task("revad.grade_submission", args=[{**payload.to_dict(), "sha256": key.sha256}, asdict(limits)],
                   queue=service.QUEUE, soft_time_limit=soft, time_limit=hard, connection=connection)
     return key
 
