@@ -747,3 +747,61 @@ def test_a_crashing_kernel_costs_only_its_own_exercises(tmp_path):
         assert scores[before] > 0, (before, scores)
     for after in ("test_silu_backward_kernel", "test_effective_bandwidth", "test_linear32"):
         assert scores[after] > 0, (after, scores, row.messages)
+
+
+HELPER_KERNELS = '''
+import os, sys
+os.environ["TRITON_INTERPRET"] = sys.argv[1]      # before triton is imported: decides how tl's helpers run
+import torch, triton, triton.language as tl
+from autograder.nb05 import check_forward_kernel, check_backward_kernel
+
+@triton.jit
+def silu_forward(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, x * tl.sigmoid(x), mask=mask)
+
+@triton.jit
+def silu_backward(x_ptr, g_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    g = tl.load(g_ptr + offs, mask=mask)
+    s = 1 / (1 + tl.exp(-x))
+    tl.store(out_ptr + offs, g * s * (1 + x * (1 - s)), mask=mask)
+
+forward = check_forward_kernel(silu_forward, kind="forward", sizes=[(10, 16), (100, 32)], seed=0)
+backward = check_backward_kernel(silu_backward, kind="backward", sizes=[(10, 16), (100, 32)], seed=0)
+print("passed" if forward is None and backward is None else f"not passed: {forward!r} {backward!r}")
+'''
+
+
+@pytest.mark.parametrize("interpret", ["1", "0"], ids=["interpreter import", "compiled-mode import"])
+def test_kernels_using_tl_helpers_pass_whichever_mode_triton_was_imported_in(interpret, tmp_path):
+    """tl.sigmoid and tl.exp are @triton.jit functions themselves: imported in compiled mode (as on a GPU machine)
+    they could not run in the interpreter and a right kernel failed ("Cannot call @triton.jit'd outside of the
+    scope of a kernel")."""
+    import subprocess
+    import sys
+    script = tmp_path / "kernels.py"           # Triton reads a kernel's source from its file
+    script.write_text(HELPER_KERNELS)
+    out = subprocess.run([sys.executable, str(script), interpret], capture_output=True, text=True,
+                         timeout=600, env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert out.returncode == 0, out.stderr[-3000:]      # a failing check raises CheckFailed
+    assert out.stdout.strip().endswith("passed") and "not passed" not in out.stdout, out.stdout
+
+
+def test_a_kernel_runs_compiled_on_a_gpu_and_interpreted_without_one(monkeypatch):
+    from triton.runtime.jit import JITFunction
+
+    from autograder.probes import nb05 as probes
+    compiled = JITFunction(silu_forward_kernel.fn)
+    launcher, device, _ = probes.kernel_launcher(compiled, "k")
+    assert device == "cpu" and launcher is not compiled, "no GPU here: the interpreter, on CPU tensors"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    launcher, device, context = probes.kernel_launcher(compiled, "k")
+    assert device == "cuda" and launcher is compiled and context is probes._nothing, "a GPU: the compiled kernel there"
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert probes.kernel_launcher(compiled, "k")[1] == "cpu", "TRITON_INTERPRET=1 asks for the interpreter"

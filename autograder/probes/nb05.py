@@ -4,8 +4,9 @@ Each probe calls the learner's object on the cases its params name and returns p
 strings, lists, dicts, CPU tensors). The inputs are regenerated from the params by the judges
 (:mod:`autograder.judges.nb05`), which compute every reference; nothing here knows a right answer.
 
-Triton kernels are always run in Triton's interpreter here, whatever machine this is: a kernel the
-notebook compiled for a GPU is re-wrapped (``InterpretedFunction(kernel.fn)``) and fed CPU tensors.
+A learner's Triton kernel runs compiled on the GPU where there is one, and in Triton's interpreter on CPU
+tensors where there is none (re-wrapped as ``InterpretedFunction(kernel.fn)`` if the notebook imported Triton
+in compiled mode, its ``tl`` helpers then run as Python).
 Its output tensor sits between two guard zones, so a store past the end (a missing or wrong mask)
 lands in memory the probe owns and is reported, instead of corrupting the process.
 """
@@ -321,6 +322,36 @@ def kernel_device() -> str:
     return "cpu" if triton_mode() == "interpreter" else "cuda"
 
 
+def kernel_launcher(kernel: Any, name: str) -> tuple[Any, str, Callable[[], Any]]:
+    """(launcher, device, context) for running the learner's kernel: compiled on the GPU where there is one and
+    Triton runs compiled; else in the interpreter on the CPU, in a context where Triton's own @jit helpers
+    (tl.sigmoid, tl.softmax ...) run as Python, which they do not when Triton was imported in compiled mode."""
+    from triton.runtime.jit import JITFunction
+    if isinstance(kernel, JITFunction) and torch.cuda.is_available() and triton_mode() != "interpreter":
+        return kernel, "cuda", _nothing
+    return interpreted(kernel, name), "cpu", helpers_as_python
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
+@contextmanager
+def helpers_as_python():
+    """While an interpreted kernel runs: a @triton.jit function it calls (compiled-mode object) runs its Python body."""
+    from triton.runtime.jit import JITFunction
+    before = JITFunction.__dict__.get("__call__")
+    JITFunction.__call__ = lambda self, *args, **kwargs: self.fn(*args, **kwargs)
+    try:
+        yield
+    finally:
+        if before is None:
+            del JITFunction.__call__
+        else:
+            JITFunction.__call__ = before
+
+
 def interpreted(kernel: Any, name: str):
     """The learner's kernel as an interpreted Triton function (whatever mode the notebook compiled it in)."""
     try:
@@ -336,9 +367,9 @@ def interpreted(kernel: Any, name: str):
                       f"but it is a {type(kernel).__name__}.")
 
 
-def _guarded(values: torch.Tensor, guard: int, fill: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _guarded(values: torch.Tensor, guard: int, fill: float, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """(buffer, view): values in the middle of a buffer with `guard` entries of `fill` on each side."""
-    buffer = torch.full((values.numel() + 2 * guard,), fill, dtype=values.dtype)
+    buffer = torch.full((values.numel() + 2 * guard,), fill, dtype=values.dtype, device=device)
     buffer[guard:guard + values.numel()] = values
     return buffer, buffer[guard:guard + values.numel()]
 
@@ -352,23 +383,24 @@ def probe_kernel(kernel, kind="forward", sizes=((10, 16),), seed=0, dtypes=("flo
     output were overwritten, and whether the inputs changed.
     """
     name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", f"{kind} kernel")
-    launcher = interpreted(kernel, name)
+    launcher, device, context = kernel_launcher(kernel, name)
     data = []
     for n, block in sizes:
         for dtype in dtypes:
             case = kernel_case(seed, n, dtype)
             guard = max(block, 16)
-            x_buf, x = _guarded(case["x"], guard, float("nan"))
-            g_buf, g = _guarded(case["g"], guard, float("nan"))
-            out_buf, out = _guarded(torch.zeros(n, dtype=case["x"].dtype), guard, GUARD_VALUE)
+            x_buf, x = _guarded(case["x"], guard, float("nan"), device)
+            g_buf, g = _guarded(case["g"], guard, float("nan"), device)
+            out_buf, out = _guarded(torch.zeros(n, dtype=case["x"].dtype), guard, GUARD_VALUE, device)
             out.fill_(GUARD_VALUE)
             x_before, g_before = x_buf.clone(), g_buf.clone()
             grid = (math.ceil(n / block),)
             args = (x, out, n) if kind == "forward" else (x, g, out, n)
-            _call(lambda *a: launcher[grid](*a, BLOCK_SIZE=block), *args, name=name)
+            with context():
+                _call(lambda *a: launcher[grid](*a, BLOCK_SIZE=block), *args, name=name)
             data.append({
                 "n": n, "block": block, "dtype": dtype,
-                "values": out.to(torch.float64).clone(),
+                "values": out.to(torch.float64).cpu().clone(),
                 "written_before": int((out_buf[:guard] != GUARD_VALUE).sum()),
                 "written_after": int((out_buf[guard + n:] != GUARD_VALUE).sum()),
                 "inputs_changed": not (_equal(x_buf.nan_to_num(7.0), x_before.nan_to_num(7.0))
