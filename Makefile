@@ -78,6 +78,11 @@ bench-grading: $(STAMP)  ## 40 submissions of notebook 01: the course's command 
 test: $(STAMP)  ## the whole test suite (CI runs this)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+lint: $(STAMP)  ## ruff (rules in pyproject.toml) and mypy on autograder/grading: zero findings (CI runs this first)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
 bench-engine: $(STAMP)  ## time notebook 02's reference engine against PyTorch (10^4, 10^5, 10^6 nodes)
 	$(BIN)/python -m benchmarks.engine
 

@@ -3,6 +3,7 @@
 solutions/ is nbgrader's source directory (full solutions, hidden tests) and course/ its release
 directory (what learners open). The gradebook stays out of the repository, under .grading/.
 """
+
 import os
 
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)

@@ -1,4 +1,5 @@
 """`python -m autograder grade ...`: see autograder.grading.cli."""
+
 import sys
 
 from .grading.cli import main

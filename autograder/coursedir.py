@@ -1,4 +1,5 @@
 """Where things are, and how to run nbgrader on a course directory from Python."""
+
 from __future__ import annotations
 
 import contextlib
@@ -25,8 +26,14 @@ def put_interpreter_scripts_on_path() -> None:
         os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
 
 
-def nbgrader_api(root: Path, *, source: str = "source", release: str = "release", db_url: str | None = None,
-                 extra: dict | None = None):
+def nbgrader_api(
+    root: Path,
+    *,
+    source: str = "source",
+    release: str = "release",
+    db_url: str | None = None,
+    extra: dict | None = None,
+):
     """An NbGraderAPI on course directory `root`; the gradebook defaults to root/gradebook.db."""
     put_interpreter_scripts_on_path()
     from nbgrader.apps import NbGraderAPI

@@ -4,6 +4,7 @@ Regenerates the release, builds the example submissions (demo/README.md), grades
 course's grading command (`python -m autograder grade`: sandboxed, parallel) into a SQLite
 gradebook, prints the score table and writes feedback HTML and a grades CSV (with flags).
 """
+
 from __future__ import annotations
 
 import argparse

@@ -6,6 +6,7 @@ others, only logs a warning per notebook. The course's learner configuration nam
 (`c.ExchangeFactory.fetch_feedback = "autograder.exchange.FetchFeedback"`), so a learner reads what is
 happening and what to do. Everything else is nbgrader's own.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,9 +15,11 @@ from nbgrader.exchange.default.fetch_feedback import ExchangeFetchFeedback
 
 
 def not_yet(assignment: str) -> str:
-    return (f"There is no feedback for {assignment or 'your assignments'} yet: your submission has not been graded, "
-            "or its feedback not released. Ask again after your instructor says it is out "
-            "(fetching feedback changes nothing in your work).")
+    return (
+        f"There is no feedback for {assignment or 'your assignments'} yet: your submission has not been graded, "
+        "or its feedback not released. Ask again after your instructor says it is out "
+        "(fetching feedback changes nothing in your work)."
+    )
 
 
 class FetchFeedback(ExchangeFetchFeedback):

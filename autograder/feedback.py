@@ -5,6 +5,7 @@ Used on both sides: by the probes inside the sandbox and by the judges outside i
 A check raises :class:`CheckFailed` with a message that says what to do next (blank exercise) or
 what is wrong (which entry, by how much, a hint for a known mistake) -- never the answer.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,7 +30,7 @@ def short(value: Any, width: int = 40) -> str:
         text = repr(value)
     except Exception:  # noqa: BLE001 -- a learner object whose repr crashes
         text = f"<{type(value).__name__}>"
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def as_float(value: Any, what: str) -> float:

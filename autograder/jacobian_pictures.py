@@ -1,4 +1,5 @@
-"""In the learner's notebook: a Function check's report, and its numerical and analytical Jacobians drawn side by side."""
+"""In the learner's notebook: a Function check's report, and its numerical and analytical Jacobians side by side."""
+
 from __future__ import annotations
 
 import torch
@@ -11,7 +12,9 @@ def draw_jacobians(picture: dict):
     numerical, analytical, bad = picture["numerical"], picture["analytical"], picture["bad"]
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), squeeze=True)
     lim = float(max(numerical.abs().max(), analytical.abs().max(), 1e-12))
-    for ax, matrix, title in zip(axes, (numerical, analytical), ("numerical (finite differences)", "analytical (your backward)")):
+    for ax, matrix, title in zip(
+        axes, (numerical, analytical), ("numerical (finite differences)", "analytical (your backward)")
+    ):
         image = ax.imshow(matrix.numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("input entry (flattened)")
@@ -35,15 +38,17 @@ def show_pictures(pictures) -> None:
     import warnings
 
     import matplotlib.pyplot as plt
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import io
 
         from IPython.display import Image
+
         for picture in pictures:
             fig = draw_jacobians(picture)
             buffer = io.BytesIO()
-            fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")   # a PNG whatever the backend
+            fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")  # a PNG whatever the backend
             plt.close(fig)
             display(Image(data=buffer.getvalue(), format="png"))
 
@@ -51,6 +56,7 @@ def show_pictures(pictures) -> None:
 def _cell_and_line():
     """(source of the running cell, line of the check's call in it), or (None, None) outside a notebook cell."""
     import inspect
+
     try:
         from IPython import get_ipython
     except ImportError:
@@ -60,7 +66,7 @@ def _cell_and_line():
         return None, None
     history = ip.user_ns.get("In") or [""]
     frames = [f for f in inspect.stack(context=0) if f.function == "<module>" and "autograder" not in f.filename]
-    return history[-1], (frames[0].lineno if frames else None)   # the innermost: the cell itself
+    return history[-1], (frames[0].lineno if frames else None)  # the innermost: the cell itself
 
 
 def _in_hidden_tests(source: str | None, line: int | None) -> bool:

@@ -7,6 +7,7 @@ installs, once per kernel, IPython's hook for one exception type (``set_custom_e
 cells and functions) -- in the failure and in the exception that caused it (their crash) -- and
 drops every frame from the ``autograder`` package, whichever notebook or check raised it.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,9 +58,19 @@ def wrapped(message: str, width: int = SHOWN_WIDTH) -> str:
     """`message` with every line folded at `width`, each continuation keeping its line's indent."""
     out = []
     for line in message.split("\n"):
-        lead = re.match(r"\s*(\[[^\]]*\] )?", line).group(0)   # a part's "[FAIL] " hangs its continuation
-        out.append(textwrap.fill(line, width, subsequent_indent=" " * len(lead), break_long_words=False,
-                                 break_on_hyphens=False, drop_whitespace=True) if len(line) > width else line)
+        lead = re.match(r"\s*(\[[^\]]*\] )?", line).group(0)  # a part's "[FAIL] " hangs its continuation
+        out.append(
+            textwrap.fill(
+                line,
+                width,
+                subsequent_indent=" " * len(lead),
+                break_long_words=False,
+                break_on_hyphens=False,
+                drop_whitespace=True,
+            )
+            if len(line) > width
+            else line
+        )
     return "\n".join(out)
 
 

@@ -5,6 +5,7 @@ Probes in :mod:`autograder.probes.nb02`, judges (references from PyTorch's autog
 :func:`example_graph`, and the random expressions with :func:`random_expression_text`, so a failure
 can be reproduced in the notebook.
 """
+
 from __future__ import annotations
 
 from .feedback import CheckFailed
@@ -18,8 +19,13 @@ def _check(exercise: str, draw: str):
     name = f"check_{exercise}"
     __all__.append(name)
     # every exercise here is by hand: the engine is the learner's, not torch.autograd
-    return register(name, probe=f"autograder.probes.nb02:probe_{exercise}", judge=f"autograder.judges.nb02:judge_{exercise}",
-                    draw=f"autograder.judges.nb02:{draw}", by_hand=True)
+    return register(
+        name,
+        probe=f"autograder.probes.nb02:probe_{exercise}",
+        judge=f"autograder.judges.nb02:judge_{exercise}",
+        draw=f"autograder.judges.nb02:{draw}",
+        by_hand=True,
+    )
 
 
 check_mul = _check("mul", "draw_pairs")
@@ -45,7 +51,11 @@ def report_engine(Variable, seeds) -> None:
             check_engine(Variable, seeds=[seed])
         except CheckFailed as failure:
             differ.append((seed, str(failure)))
-    print(f"{len(seeds) - len(differ)} of {len(seeds)} random expressions agree with PyTorch (value and every gradient).")
+    print(
+        f"{len(seeds) - len(differ)} of {len(seeds)} random expressions agree with PyTorch (value and every gradient)."
+    )
     if differ:
-        print(f"The first that differs (of {len(differ)}: {', '.join(str(seed) for seed, _ in differ[:10])}"
-              f"{' ...' if len(differ) > 10 else ''}):\n{differ[0][1]}")
+        print(
+            f"The first that differs (of {len(differ)}: {', '.join(str(seed) for seed, _ in differ[:10])}"
+            f"{' ...' if len(differ) > 10 else ''}):\n{differ[0][1]}"
+        )

@@ -6,29 +6,52 @@ inputs are in :mod:`autograder.probes.nb03`, their references in :mod:`autograde
 The other checks (a learner's numerical Jacobian, a learner's gradcheck, training through KillHead)
 follow the same probe/judge split.
 """
+
 from __future__ import annotations
 
 from .probes.nb03 import GRADCHECK_PROBLEMS
 from .probes.torch_errors import translate
 from .registry import CHECKS, register
 
-__all__ = ["check_function", "check_numerical_jacobian", "check_my_gradcheck", "check_kill_head_training",
-           "translate_error", "GRADCHECK_PROBLEMS"]
+__all__ = [
+    "check_function",
+    "check_numerical_jacobian",
+    "check_my_gradcheck",
+    "check_kill_head_training",
+    "translate_error",
+    "GRADCHECK_PROBLEMS",
+]
 
 # One generic check for every Function exercise of every notebook (nb04 and nb05 add theirs).
 # (by hand: a backward, a numerical Jacobian or a gradcheck handed to torch.autograd is flagged)
 check_function = CHECKS.get("check_function") or register(
-    "check_function", probe="autograder.probes.function:probe_function", judge="autograder.judges.function:judge_function",
-    show="autograder.jacobian_pictures:show_verdict", draw="autograder.judges.nb03:draw_function_seed", by_hand=True)
-check_numerical_jacobian = register("check_numerical_jacobian", probe="autograder.probes.nb03:probe_numerical_jacobian",
-                                    judge="autograder.judges.nb03:judge_numerical_jacobian",
-                                    draw="autograder.judges.nb03:draw_jacobian_problems", by_hand=True)
-check_my_gradcheck = register("check_my_gradcheck", probe="autograder.probes.nb03:probe_my_gradcheck",
-                              judge="autograder.judges.nb03:judge_my_gradcheck",
-                              draw="autograder.judges.nb03:draw_gradcheck_problems", by_hand=True)
-check_kill_head_training = register("check_kill_head_training", probe="autograder.probes.nb03:probe_kill_head_training",
-                                    judge="autograder.judges.nb03:judge_kill_head_training",
-                                    draw="autograder.judges.nb03:draw_training_cases")
+    "check_function",
+    probe="autograder.probes.function:probe_function",
+    judge="autograder.judges.function:judge_function",
+    show="autograder.jacobian_pictures:show_verdict",
+    draw="autograder.judges.nb03:draw_function_seed",
+    by_hand=True,
+)
+check_numerical_jacobian = register(
+    "check_numerical_jacobian",
+    probe="autograder.probes.nb03:probe_numerical_jacobian",
+    judge="autograder.judges.nb03:judge_numerical_jacobian",
+    draw="autograder.judges.nb03:draw_jacobian_problems",
+    by_hand=True,
+)
+check_my_gradcheck = register(
+    "check_my_gradcheck",
+    probe="autograder.probes.nb03:probe_my_gradcheck",
+    judge="autograder.judges.nb03:judge_my_gradcheck",
+    draw="autograder.judges.nb03:draw_gradcheck_problems",
+    by_hand=True,
+)
+check_kill_head_training = register(
+    "check_kill_head_training",
+    probe="autograder.probes.nb03:probe_kill_head_training",
+    judge="autograder.judges.nb03:judge_kill_head_training",
+    draw="autograder.judges.nb03:draw_training_cases",
+)
 
 
 def translate_error(exc: BaseException) -> str:

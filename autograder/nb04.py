@@ -5,19 +5,34 @@ returns plain data) and a judge (autograder/judges/nb04.py: recomputes the refer
 decides, part by part). Called in a notebook, a check prints which parts pass and returns the points earned.
 Hidden tests name drawn cases (`check_x(obj, ..., draw=N)`): the drawers are the `draw_*` of judges/nb04.py.
 """
+
 from __future__ import annotations
 
 from .registry import register
 
-__all__ = ["check_saved_tensors", "check_inplace", "check_non_differentiable", "check_materialize",
-           "check_twice_differentiable", "check_hvp", "check_functional_linear", "check_linear_layer",
-           "check_modern", "check_custom_op"]
+__all__ = [
+    "check_saved_tensors",
+    "check_inplace",
+    "check_non_differentiable",
+    "check_materialize",
+    "check_twice_differentiable",
+    "check_hvp",
+    "check_functional_linear",
+    "check_linear_layer",
+    "check_modern",
+    "check_custom_op",
+]
 
 
 def _register(name: str, suffix: str, draw: str, by_hand: bool = True):
-    return register(name, probe=f"autograder.probes.nb04:probe_{suffix}", judge=f"autograder.judges.nb04:judge_{suffix}",
-                    show="autograder.jacobian_pictures:show_verdict", draw=f"autograder.judges.nb04:draw_{draw}",
-                    by_hand=by_hand)
+    return register(
+        name,
+        probe=f"autograder.probes.nb04:probe_{suffix}",
+        judge=f"autograder.judges.nb04:judge_{suffix}",
+        show="autograder.jacobian_pictures:show_verdict",
+        draw=f"autograder.judges.nb04:draw_{draw}",
+        by_hand=by_hand,
+    )
 
 
 # by_hand: a Function's backward is the learner's own formula (as nb03's check_function), so a backward handed

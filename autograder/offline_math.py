@@ -6,6 +6,7 @@ feedback converts every ``$...$`` and ``$$...$$`` of its markdown cells with lat
 in requirements.txt) and needs no script at all. Code spans, fenced code and ``\\$`` are left
 alone; a formula latex2mathml cannot read stays as its LaTeX text, as before.
 """
+
 from __future__ import annotations
 
 import html
@@ -16,7 +17,8 @@ from nbconvert.preprocessors import Preprocessor
 
 # fenced code blocks and inline code spans are never maths
 _CODE = re.compile(r"(^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\2[ \t]*$|(`+)[^`].*?\3)", re.S | re.M)
-# $$display$$ first, then $inline$ (no space after the opening dollar, no digit after the closing one: "$5 and $6" is not maths)
+# $$display$$ first, then $inline$ (no space after the opening dollar, no digit after the closing one:
+# "$5 and $6" is not maths)
 _MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<![\\$])\$(?=\S)([^$\n]+?)(?<!\\)\$(?!\d)", re.S)
 
 
@@ -36,6 +38,7 @@ def _convert_text(text: str) -> str:
         display = match.group(1) is not None
         mathml = tex_to_mathml(match.group(1) if display else match.group(2), display)
         return mathml if mathml else match.group(0)
+
     return _MATH.sub(one, text)
 
 
@@ -43,7 +46,7 @@ def markdown_with_mathml(source: str) -> str:
     """The markdown with its maths as MathML; code spans and fenced code untouched."""
     out, last = [], 0
     for code in _CODE.finditer(source):
-        out.append(_convert_text(source[last:code.start()]))
+        out.append(_convert_text(source[last : code.start()]))
         out.append(code.group(0))
         last = code.end()
     out.append(_convert_text(source[last:]))
@@ -62,7 +65,8 @@ class MathToMathML(Preprocessor):
 
 # Feedback must be readable without scrolling sideways: long lines (a hint, a traceback) wrap.
 WRAP_CSS = """
-div.output_area pre, div.output_subarea pre, div.output_text pre, div.input_area pre, .highlight pre, div.text_cell_render pre {
+div.output_area pre, div.output_subarea pre, div.output_text pre, div.input_area pre, .highlight pre,
+div.text_cell_render pre {
   white-space: pre-wrap; overflow-wrap: anywhere; word-break: normal;
 }
 div.output_subarea, div.output_area, div.input_area, div.text_cell_render { overflow-x: visible; max-width: 100%; }

@@ -26,13 +26,15 @@ ones; run anywhere else (the instructor's own notebook), the cases are drawn afr
 ``crash_hint``: a sentence the grader adds when the kernel dies while this check's test cell runs
 (e.g. notebook 05's Triton kernels: "likely an unmasked tl.load/tl.store").
 """
+
 from __future__ import annotations
 
 import importlib
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .feedback import CheckFailed
 
@@ -60,12 +62,12 @@ def import_notebook_modules(package: str) -> None:
 @dataclass(frozen=True)
 class Check:
     name: str
-    probe_target: str                 # "autograder.probes.nbNN:probe_x"
-    judge_target: str                 # "autograder.judges.nbNN:judge_x"
-    show_target: str | None = None    # "module:function(verdict, failure)": shows a result in the notebook
-    draw_target: str | None = None    # "autograder.judges.nbNN:draw_x(rng, count) -> params": hidden cases
-    crash_hint: str | None = None     # said when the kernel dies during this check's test cell
-    by_hand: bool = False             # the exercise is done by hand: autograd in the answer is flagged
+    probe_target: str  # "autograder.probes.nbNN:probe_x"
+    judge_target: str  # "autograder.judges.nbNN:judge_x"
+    show_target: str | None = None  # "module:function(verdict, failure)": shows a result in the notebook
+    draw_target: str | None = None  # "autograder.judges.nbNN:draw_x(rng, count) -> params": hidden cases
+    crash_hint: str | None = None  # said when the kernel dies during this check's test cell
+    by_hand: bool = False  # the exercise is done by hand: autograd in the answer is flagged
 
     @property
     def probe(self) -> Callable[..., Any]:
@@ -111,7 +113,7 @@ class Check:
         show = resolve(self.show_target) if self.show_target else None
         try:
             verdict = self.decide(data, **params)
-            if getattr(verdict, "passed", True) is False:   # partly right: fails like a wrong answer, with its parts
+            if getattr(verdict, "passed", True) is False:  # partly right: fails like a wrong answer, with its parts
                 failure = CheckFailed(verdict.report())
                 failure.verdict = verdict
                 raise failure
@@ -121,6 +123,7 @@ class Check:
             # Raised afresh, from the learner's own crash if there was one: in their notebook the
             # traceback shows the message and their code only (autograder.learner_traceback drops our frames).
             from .jacobian_pictures import hidden_label
+
             short = CheckFailed(hidden_label() + str(failure))
             if hasattr(failure, "verdict"):
                 short.verdict = failure.verdict
@@ -128,14 +131,22 @@ class Check:
         if show:
             show(verdict, None)
         from .jacobian_pictures import in_a_notebook_cell
-        return None if in_a_notebook_cell() else verdict   # called from Python (tests, tools): the verdict
+
+        return None if in_a_notebook_cell() else verdict  # called from Python (tests, tools): the verdict
 
 
 CHECKS: dict[str, Check] = {}
 
 
-def register(name: str, probe: str, judge: str, show: str | None = None, draw: str | None = None,
-             crash_hint: str | None = None, by_hand: bool = False) -> Check:
+def register(
+    name: str,
+    probe: str,
+    judge: str,
+    show: str | None = None,
+    draw: str | None = None,
+    crash_hint: str | None = None,
+    by_hand: bool = False,
+) -> Check:
     """Register a check under the name test cells call it by; returns the callable check."""
     if name in CHECKS:
         raise ValueError(f"a check named {name} is already registered")

@@ -5,6 +5,7 @@ never holds a gradebook and a failed generation leaves course/ as it was. A grad
 grader could not read as trusted (a check call inside a loop, an `if` or a function; no check call)
 is refused first, with the cell named.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -23,8 +24,9 @@ def generate_in_course(root: Path, ids: list[str], db_url: str | None = None) ->
     api = nbgrader_api(root, db_url=db_url)
     with quiet_nbgrader():
         for assignment in ids:
-            require_success(api.generate_assignment(assignment, force=True, create=True),
-                            f"generate_assignment {assignment}")
+            require_success(
+                api.generate_assignment(assignment, force=True, create=True), f"generate_assignment {assignment}"
+            )
 
 
 def untrusted_test_cells(folder: Path) -> list[str]:
@@ -47,7 +49,9 @@ def untrusted_test_cells(folder: Path) -> list[str]:
             except UntrustedCell as exc:
                 problems.append(f"{path.relative_to(folder)}: {meta.get('grade_id')}: {exc}")
                 continue
-            problems += [f"{path.relative_to(folder)}: {meta.get('grade_id')}: {why}" for why in points_disagree(calls, meta)]
+            problems += [
+                f"{path.relative_to(folder)}: {meta.get('grade_id')}: {why}" for why in points_disagree(calls, meta)
+            ]
     return problems
 
 
@@ -57,10 +61,16 @@ def points_disagree(calls: list, meta: dict) -> list[str]:
     out = []
     for call in calls:
         given = call.params.get("points")
-        if isinstance(given, (int, float)) and not isinstance(given, bool) and float(given) != float(meta.get("points", 0)):
-            out.append(f"{call.check}(..., points={given:g}) but the cell's nbgrader points are "
-                       f"{float(meta.get('points', 0)):g}: make them agree, or leave points= out (the cell's points "
-                       "are then used)")
+        if (
+            isinstance(given, (int, float))
+            and not isinstance(given, bool)
+            and float(given) != float(meta.get("points", 0))
+        ):
+            out.append(
+                f"{call.check}(..., points={given:g}) but the cell's nbgrader points are "
+                f"{float(meta.get('points', 0)):g}: make them agree, or leave points= out (the cell's points "
+                "are then used)"
+            )
     return out
 
 
@@ -69,8 +79,9 @@ def generate_release(out_dir: Path, solutions: Path = SOLUTIONS, only: list[str]
     ids = only or assignments(solutions)
     problems = [p for assignment in ids for p in untrusted_test_cells(solutions / assignment)]
     if problems:
-        raise SystemExit("Refusing to release: the grader could not read these test cells as trusted:\n  "
-                         + "\n  ".join(problems))
+        raise SystemExit(
+            "Refusing to release: the grader could not read these test cells as trusted:\n  " + "\n  ".join(problems)
+        )
     with tempfile.TemporaryDirectory(prefix="revad-release-") as tmp:
         root = Path(tmp)
         shutil.copytree(solutions, root / "source", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))

@@ -6,6 +6,7 @@ course directory under build/selfcheck/ holding a *copy* of the learner's notebo
 is written. It prints the score table with every message whole, says where the reference solution of
 an exercise is once the learner has tried it and lost points, and ends with one line `total: X / Y`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,9 @@ def pick(assignments_: list[str], wanted: str | None) -> list[str]:
     """The assignments `wanted` names ("03", "03-custom-functions", "custom"); all when None."""
     if not wanted:
         return assignments_
-    chosen = [a for a in assignments_ if a == wanted or a.startswith(f"{wanted}-") or a[:2] == wanted.zfill(2)
-              or wanted in a]
+    chosen = [
+        a for a in assignments_ if a == wanted or a.startswith(f"{wanted}-") or a[:2] == wanted.zfill(2) or wanted in a
+    ]
     if not chosen:
         raise SystemExit(f"No notebook matches NB={wanted}: choose one of {', '.join(a[:2] for a in assignments_)}.")
     return chosen
@@ -39,8 +41,11 @@ def answer_cells(notebook: Path) -> dict[str, str]:
         nb = nbformat.read(notebook, as_version=4)
     except Exception:  # noqa: BLE001 -- a notebook the grader will report on; here it only means "not tried"
         return {}
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("solution") and c.metadata["nbgrader"].get("grade_id")}
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("solution") and c.metadata["nbgrader"].get("grade_id")
+    }
 
 
 def tried(work_notebook: Path, released_notebook: Path) -> set[str]:
@@ -58,8 +63,10 @@ def reference_pointers(assignment: str, work: Path, by_cell: dict[str, tuple[flo
             answer = test_id.removeprefix("test_")
             if score < points and answer in changed:
                 where = (SOLUTIONS / assignment / released.name).relative_to(REPO)
-                pointers.append(f"{answer}: you have tried it; its reference solution is the answer cell "
-                                f"`{answer}` of {where} (read the hint above first).")
+                pointers.append(
+                    f"{answer}: you have tried it; its reference solution is the answer cell "
+                    f"`{answer}` of {where} (read the hint above first)."
+                )
     return pointers
 
 
@@ -68,18 +75,26 @@ def stage(assignment: str, work: Path, scratch: Path) -> None:
     for sub in ("source", "submitted", "autograded", "feedback"):
         shutil.rmtree(scratch / sub / assignment, ignore_errors=True)
     shutil.rmtree(scratch / "submitted" / LEARNER / assignment, ignore_errors=True)
-    shutil.copytree(SOLUTIONS / assignment, scratch / "source" / assignment,
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    shutil.copytree(work / assignment, scratch / "submitted" / LEARNER / assignment, symlinks=True,
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "feedback"))
+    shutil.copytree(
+        SOLUTIONS / assignment,
+        scratch / "source" / assignment,
+        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
+    )
+    shutil.copytree(
+        work / assignment,
+        scratch / "submitted" / LEARNER / assignment,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "feedback"),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     from .grading.command import grade_assignment
     from .grading.report import format_table
 
-    parser = argparse.ArgumentParser(prog="make check", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="make check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--notebook", default=None, help="one notebook: 03, 03-custom-functions (default: all)")
     parser.add_argument("--work-dir", type=Path, default=WORK, help="the learner's copy (default work/)")
     parser.add_argument("--scratch", type=Path, default=SCRATCH, help=argparse.SUPPRESS)
@@ -91,12 +106,19 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{work} has no {', '.join(missing)} yet: `make lab` makes your copy of the course there.")
     scratch.mkdir(parents=True, exist_ok=True)
     db = scratch / "gradebook.db"
-    db.unlink(missing_ok=True)   # a fresh gradebook: the instructor's cells as they are now, new hidden draws
+    db.unlink(missing_ok=True)  # a fresh gradebook: the instructor's cells as they are now, new hidden draws
     total = max_total = 0.0
     for number, assignment in enumerate(chosen):
         stage(assignment, work, scratch)
-        rows = grade_assignment(scratch, assignment, [LEARNER], db_url=f"sqlite:///{db}", force=True,
-                                progress=False, log=print if number == 0 else (lambda *_: None))
+        rows = grade_assignment(
+            scratch,
+            assignment,
+            [LEARNER],
+            db_url=f"sqlite:///{db}",
+            force=True,
+            progress=False,
+            log=print if number == 0 else (lambda *_: None),
+        )
         for row in rows:
             row.messages += reference_pointers(assignment, work, row.by_cell)
             total, max_total = total + row.score, max_total + row.max_score

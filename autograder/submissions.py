@@ -1,5 +1,6 @@
 """Build example submissions from the release: a learner's notebook is the released notebook with
 their code typed into the answer cells. Used by `make demo` and by the tests."""
+
 from __future__ import annotations
 
 import re
@@ -21,11 +22,13 @@ def solution_sources(solution_notebook: Path) -> dict[str, str]:
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution") and cell.cell_type == "code":
-            answers[meta["grade_id"]] = "\n".join(l for l in cell.source.splitlines() if not _MARKER.match(l))
+            answers[meta["grade_id"]] = "\n".join(line for line in cell.source.splitlines() if not _MARKER.match(line))
     return answers
 
 
-def fill_answers(released_notebook: Path, answers: dict[str, str], locked: dict[str, str] | None = None) -> nbformat.NotebookNode:
+def fill_answers(
+    released_notebook: Path, answers: dict[str, str], locked: dict[str, str] | None = None
+) -> nbformat.NotebookNode:
     """The released notebook with the answer cells named in `answers` replaced by their code (and the
     locked cells named in `locked` edited, as a learner who tampers with a test cell does)."""
     nb = nbformat.read(released_notebook, as_version=4)
@@ -48,7 +51,9 @@ def mistakes_for(assignment: str, kind: Path = MISTAKES) -> dict[str, str]:
     return {p.stem: p.read_text() for p in sorted(folder.glob("*.py"))}
 
 
-def example_submissions(assignment: str, release_dir: Path, solution_dir: Path) -> dict[str, dict[str, nbformat.NotebookNode]]:
+def example_submissions(
+    assignment: str, release_dir: Path, solution_dir: Path
+) -> dict[str, dict[str, nbformat.NotebookNode]]:
     """student -> {notebook file name -> notebook}: one correct, one partly wrong, one blank (who also
     edited a locked test cell where demo/tampered/ says so: the grader flags it)."""
     students: dict[str, dict[str, nbformat.NotebookNode]] = {"ada": {}, "ben": {}, "cleo": {}}

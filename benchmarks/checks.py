@@ -5,6 +5,7 @@ run on the reference solution, on one CPU thread.
 
 Target: under 2 s per exercise on one core.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,8 +75,10 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, "
-          f"CUDA {'available' if torch.cuda.is_available() else 'not available (CUDA parts skipped)'}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} thread, "
+        f"CUDA {'available' if torch.cuda.is_available() else 'not available (CUDA parts skipped)'}"
+    )
     slow = []
     for assignment in args.assignments:
         print(f"\n{assignment}: seconds per test cell (visible + hidden tests), median of {args.repeat}", flush=True)

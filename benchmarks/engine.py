@@ -21,6 +21,7 @@ C++ and hardly notices either way.
     python -m benchmarks.engine                  # 10^4, 10^5, 10^6 nodes
     python -m benchmarks.engine --sizes 1000     # a quick run
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,7 +39,7 @@ import nbformat
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOK = REPO / "solutions" / "02-scalar-engine" / "scalar_engine.ipynb"
 _MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
-WIDTH = 16          # input Variables the chain cycles through
+WIDTH = 16  # input Variables the chain cycles through
 NODES_PER_STEP = 3  # *, +, tanh
 
 
@@ -118,17 +119,27 @@ def run(sizes: list[int], repeat: int = 3, out=sys.stdout, modes: tuple[str, ...
 
 def _run_mode(sizes: list[int], repeat: int, out, mode: str) -> list[dict]:
     import torch
+
     torch.set_num_threads(1)
     engine = load_reference_engine()
     Variable = engine["Variable"]
     rows = []
     paused = mode == "paused"
-    print(f"\n== garbage collector {'paused during the timed region (timeit convention)' if paused else 'on (Python default)'} ==",
-          file=out)
-    print(f"Reference engine from {NOTEBOOK.relative_to(REPO)} (cells tagged 'engine'); torch {torch.__version__}, "
-          f"Python {sys.version.split()[0]}, {repeat} runs per size (median), CPU time.", file=out)
-    print(f"{'nodes':>9} | {'engine fwd':>10} {'bwd':>8} {'total':>8} | {'torch fwd':>10} {'bwd':>8} {'total':>8} | "
-          f"{'torch/engine':>12} | grads agree", file=out)
+    print(
+        f"\n== garbage collector "
+        f"{'paused during the timed region (timeit convention)' if paused else 'on (Python default)'} ==",
+        file=out,
+    )
+    print(
+        f"Reference engine from {NOTEBOOK.relative_to(REPO)} (cells tagged 'engine'); torch {torch.__version__}, "
+        f"Python {sys.version.split()[0]}, {repeat} runs per size (median), CPU time.",
+        file=out,
+    )
+    print(
+        f"{'nodes':>9} | {'engine fwd':>10} {'bwd':>8} {'total':>8} | {'torch fwd':>10} {'bwd':>8} {'total':>8} | "
+        f"{'torch/engine':>12} | grads agree",
+        file=out,
+    )
     print(f"{'':>9} | {'ns/node':>10} {'':>8} {'':>8} | {'ns/node':>10}", file=out)
     for size in sizes:
         steps = steps_for(size)
@@ -142,28 +153,47 @@ def _run_mode(sizes: list[int], repeat: int, out, mode: str) -> list[dict]:
         tf = statistics.median(r[0] for r in torch_runs) / nodes * 1e9
         tb = statistics.median(r[1] for r in torch_runs) / nodes * 1e9
         agree = math.isclose(engine_runs[0][2], torch_runs[0][2], rel_tol=1e-9, abs_tol=1e-300)
-        row = {"nodes": nodes, "engine_forward_ns": ef, "engine_backward_ns": eb, "torch_forward_ns": tf,
-               "torch_backward_ns": tb, "ratio": (tf + tb) / (ef + eb), "agree": agree, "gc": mode}
+        row = {
+            "nodes": nodes,
+            "engine_forward_ns": ef,
+            "engine_backward_ns": eb,
+            "torch_forward_ns": tf,
+            "torch_backward_ns": tb,
+            "ratio": (tf + tb) / (ef + eb),
+            "agree": agree,
+            "gc": mode,
+        }
         rows.append(row)
-        print(f"{nodes:>9} | {ef:>10.0f} {eb:>8.0f} {ef + eb:>8.0f} | {tf:>10.0f} {tb:>8.0f} {tf + tb:>8.0f} | "
-              f"{row['ratio']:>11.1f}x | {'yes' if agree else 'NO'}", file=out)
+        print(
+            f"{nodes:>9} | {ef:>10.0f} {eb:>8.0f} {ef + eb:>8.0f} | {tf:>10.0f} {tb:>8.0f} {tf + tb:>8.0f} | "
+            f"{row['ratio']:>11.1f}x | {'yes' if agree else 'NO'}",
+            file=out,
+        )
     by_size = {r["nodes"]: r for r in rows}
     pairs = [(a, b) for a in by_size for b in by_size if 9 <= b / a <= 11]
     for a, b in pairs:
         for name, key in (("engine", "engine"), ("torch", "torch")):
             per_a = by_size[a][f"{key}_forward_ns"] + by_size[a][f"{key}_backward_ns"]
             per_b = by_size[b][f"{key}_forward_ns"] + by_size[b][f"{key}_backward_ns"]
-            print(f"scaling {a} -> {b} nodes ({b / a:.0f}x the nodes): {name} takes {per_b * b / (per_a * a):.1f}x the time",
-                  file=out)
+            print(
+                f"scaling {a} -> {b} nodes ({b / a:.0f}x the nodes): {name} takes {per_b * b / (per_a * a):.1f}x the "
+                f"time",
+                file=out,
+            )
     deepest = max(rows, key=lambda r: r["nodes"])
-    print(f"deepest chain: {deepest['nodes']} nodes deep, differentiated without error "
-          f"(gradient agrees with PyTorch: {'yes' if deepest['agree'] else 'NO'}).", file=out)
+    print(
+        f"deepest chain: {deepest['nodes']} nodes deep, differentiated without error "
+        f"(gradient agrees with PyTorch: {'yes' if deepest['agree'] else 'NO'}).",
+        file=out,
+    )
     return rows
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000], help="graph sizes (nodes)")
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000], help="graph sizes (nodes)"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per size; the median is reported")
     parser.add_argument("--gc", choices=["on", "paused", "both"], default="both", help="garbage collector setting(s)")
     args = parser.parse_args(argv)

@@ -7,6 +7,7 @@ wrong and blank learners, in turn), grades one with `autograder.grading.grade_as
 verdicts decided outside the kernel, feedback HTML written) and the other with nbgrader's own
 autograde, one student after the other, and prints seconds per submission for each and the ratio.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,11 @@ def build(root: Path, n: int) -> list[str]:
     if root.exists():
         shutil.rmtree(root)
     (root / "source").mkdir(parents=True)
-    shutil.copytree(SOLUTIONS / ASSIGNMENT, root / "source" / ASSIGNMENT,
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    shutil.copytree(
+        SOLUTIONS / ASSIGNMENT,
+        root / "source" / ASSIGNMENT,
+        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
+    )
     generate_in_course(root, [ASSIGNMENT], f"sqlite:///{root / 'gradebook.db'}")
     examples = list(example_submissions(ASSIGNMENT, root / "release", SOLUTIONS).values())
     students = [f"learner{i:03d}" for i in range(n)]
@@ -47,8 +51,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=40, help="submissions (default 40)")
     parser.add_argument("--workers", type=int, default=2, help="workers of the course's command (default 2)")
     parser.add_argument("--dir", type=Path, default=REPO / "build" / "bench-grading")
-    parser.add_argument("--celery", action="store_true",
-                        help="also grade the same submissions on 1 and on 2 Celery workers (redis-server on a free port)")
+    parser.add_argument(
+        "--celery",
+        action="store_true",
+        help="also grade the same submissions on 1 and on 2 Celery workers (redis-server on a free port)",
+    )
     args = parser.parse_args()
 
     ours_root, stock_root = args.dir / "ours", args.dir / "stock"
@@ -56,8 +63,14 @@ def main() -> None:
     build(stock_root, args.n)
 
     start = time.perf_counter()
-    rows = grade_assignment(ours_root, ASSIGNMENT, db_url=f"sqlite:///{ours_root / 'gradebook.db'}",
-                            workers=args.workers, progress=False, log=lambda *_: None)
+    rows = grade_assignment(
+        ours_root,
+        ASSIGNMENT,
+        db_url=f"sqlite:///{ours_root / 'gradebook.db'}",
+        workers=args.workers,
+        progress=False,
+        log=lambda *_: None,
+    )
     ours = time.perf_counter() - start
     assert len(rows) == args.n
 
@@ -67,15 +80,22 @@ def main() -> None:
     stock = time.perf_counter() - start
 
     print(f"{args.n} submissions of {ASSIGNMENT}")
-    print(f"course command ({args.workers} workers, sandboxed, feedback included): {ours / args.n:6.2f} s per submission ({ours:.0f} s)")
-    print(f"stock nbgrader autograde (sequential):                       {stock / args.n:6.2f} s per submission ({stock:.0f} s)"
-          + (f"  [{len(errors)} failed]" if errors else ""))
+    print(
+        f"course command ({args.workers} workers, sandboxed, feedback included): {ours / args.n:6.2f} s per submission "
+        f"({ours:.0f} s)"
+    )
+    print(
+        f"stock nbgrader autograde (sequential):                       {stock / args.n:6.2f} s per submission "
+        f"({stock:.0f} s)" + (f"  [{len(errors)} failed]" if errors else "")
+    )
     print(f"speed-up: {stock / ours:.2f}x")
     if args.celery:
         for count in (1, 2):
             seconds = on_celery(args.dir / f"celery{count}", args.n, count)
-            print(f"Celery, {count} worker process(es) on this machine:                   {seconds / args.n:6.2f} s per "
-                  f"submission ({seconds:.0f} s; {stock / seconds:.2f}x stock)")
+            print(
+                f"Celery, {count} worker process(es) on this machine:                   {seconds / args.n:6.2f} s per "
+                f"submission ({seconds:.0f} s; {stock / seconds:.2f}x stock)"
+            )
 
 
 def on_celery(root: Path, n: int, workers: int) -> float:
@@ -92,10 +112,19 @@ def on_celery(root: Path, n: int, workers: int) -> float:
         redis = Redis(Path(scratch) / "redis").start()
         pool = [Worker(redis.url, db_url, root, Path(scratch) / f"w{i}.log", f"bench{i}") for i in range(workers)]
         try:
-            time.sleep(5)                       # the workers are up before the clock starts
+            time.sleep(5)  # the workers are up before the clock starts
             start = time.perf_counter()
-            keys = queue_assignment(root, ASSIGNMENT, None, broker=redis.url, db_url=db_url, source="source",
-                                    release="release", limits=Limits(), log=lambda *_: None)
+            keys = queue_assignment(
+                root,
+                ASSIGNMENT,
+                None,
+                broker=redis.url,
+                db_url=db_url,
+                source="source",
+                release="release",
+                limits=Limits(),
+                log=lambda *_: None,
+            )
             wait(root, ASSIGNMENT, keys, db_url, progress=False, poll_s=0.2)
             return time.perf_counter() - start
         finally:

@@ -1,4 +1,5 @@
 """Which device the notebooks run on, said plainly."""
+
 from __future__ import annotations
 
 import torch

@@ -4,9 +4,10 @@ Works with any node object that has `value`, `grad`, `parents` and `local_grads`
 `op`): the walk is iterative, so it never recurses, and each node is drawn once however often it
 is used. Meant for small graphs (a few dozen nodes); a big graph is refused rather than drawn.
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .graphs import draw_graph
 
@@ -24,8 +25,15 @@ def graph_of(root) -> list:
     return list(seen.values())
 
 
-def draw_variable_graph(root, *, names: Mapping | None = None, ax=None, title: str | None = None,
-                        max_nodes: int = 40, edge_labels: bool = True):
+def draw_variable_graph(
+    root,
+    *,
+    names: Mapping | None = None,
+    ax=None,
+    title: str | None = None,
+    max_nodes: int = 40,
+    edge_labels: bool = True,
+):
     """Draw `root`'s graph: each box shows the operation, the value and the grad of one node.
 
     `names` maps nodes (the objects themselves) to names shown in their boxes, e.g. {x: "x", y: "y"}.
@@ -33,8 +41,10 @@ def draw_variable_graph(root, *, names: Mapping | None = None, ax=None, title: s
     """
     nodes = graph_of(root)
     if len(nodes) > max_nodes:
-        raise ValueError(f"the graph has {len(nodes)} nodes; draw_variable_graph draws at most {max_nodes} "
-                         "(pass max_nodes=... to draw more)")
+        raise ValueError(
+            f"the graph has {len(nodes)} nodes; draw_variable_graph draws at most {max_nodes} "
+            "(pass max_nodes=... to draw more)"
+        )
     named = {id(k): v for k, v in (names or {}).items()}
     labels, edges = {}, []
     for node in nodes:

@@ -3,10 +3,11 @@
 Nodes are laid out left to right by depth (the longest path from an input), so inputs sit on the
 left and the output on the right, the way evaluation traces are usually drawn.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 
@@ -34,8 +35,16 @@ def layer_of(nodes: Iterable[Hashable], edges: Sequence[tuple]) -> dict:
     return depth
 
 
-def draw_graph(nodes: Mapping[Hashable, str], edges: Sequence[tuple], *, ax=None, title: str | None = None,
-               highlight: Iterable[Hashable] = (), node_color: str = "#eef3fb", highlight_color: str = "#fde7c8"):
+def draw_graph(
+    nodes: Mapping[Hashable, str],
+    edges: Sequence[tuple],
+    *,
+    ax=None,
+    title: str | None = None,
+    highlight: Iterable[Hashable] = (),
+    node_color: str = "#eef3fb",
+    highlight_color: str = "#fde7c8",
+):
     """Draw `nodes` (id -> label, may span lines) joined by `edges` ((src, dst) or (src, dst, label)).
 
     Returns the matplotlib Axes. `highlight` nodes get a warmer colour (e.g. the output).
@@ -64,17 +73,49 @@ def draw_graph(nodes: Mapping[Hashable, str], edges: Sequence[tuple], *, ax=None
     boxes = {}
     for node, text in nodes.items():
         x, y = position[node]
-        boxes[node] = ax.text(x, y, text, ha="center", va="center", fontsize=9, family="monospace", zorder=3,
-                              bbox=dict(boxstyle="round,pad=0.4", fc=highlight_color if node in highlight else node_color, ec="#335"))
+        boxes[node] = ax.text(
+            x,
+            y,
+            text,
+            ha="center",
+            va="center",
+            fontsize=9,
+            family="monospace",
+            zorder=3,
+            bbox=dict(boxstyle="round,pad=0.4", fc=highlight_color if node in highlight else node_color, ec="#335"),
+        )
     for src, dst, *label in edges:
         # Anchor the arrow on the boxes themselves, so its head stops at the edge of the target box.
-        ax.annotate("", xy=(0.0, 0.5), xycoords=boxes[dst], xytext=(1.0, 0.5), textcoords=boxes[src], zorder=2,
-                    arrowprops=dict(arrowstyle="-|>", color="#555", lw=1.2, shrinkA=6, shrinkB=6,
-                                    patchA=boxes[src].get_bbox_patch(), patchB=boxes[dst].get_bbox_patch()))
+        ax.annotate(
+            "",
+            xy=(0.0, 0.5),
+            xycoords=boxes[dst],
+            xytext=(1.0, 0.5),
+            textcoords=boxes[src],
+            zorder=2,
+            arrowprops=dict(
+                arrowstyle="-|>",
+                color="#555",
+                lw=1.2,
+                shrinkA=6,
+                shrinkB=6,
+                patchA=boxes[src].get_bbox_patch(),
+                patchB=boxes[dst].get_bbox_patch(),
+            ),
+        )
         if label and label[0]:
             (x0, y0), (x1, y1) = position[src], position[dst]
-            ax.text(0.55 * x0 + 0.45 * x1, 0.55 * y0 + 0.45 * y1 + 0.15, label[0], ha="center", va="bottom",
-                    fontsize=8, color="#333", zorder=4, bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
+            ax.text(
+                0.55 * x0 + 0.45 * x1,
+                0.55 * y0 + 0.45 * y1 + 0.15,
+                label[0],
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                color="#333",
+                zorder=4,
+                bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8),
+            )
     xs = [p[0] for p in position.values()] or [0]
     ys = [p[1] for p in position.values()] or [0]
     ax.set_xlim(min(xs) - 1.5, max(xs) + 1.5)

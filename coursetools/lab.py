@@ -14,6 +14,7 @@ demo's scratch course (build/demo, made with `make demo` first if missing), or `
 Nothing in the user's own Jupyter configuration is changed: the settings live in a generated
 config directory under build/, put first on JUPYTER_CONFIG_PATH for this server only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,11 @@ EXCHANGE = REPO / ".exchange"
 COURSE_ID = "revad"
 
 # nbgrader's JupyterLab plugins and server extensions that belong to the instructor.
-INSTRUCTOR_PLUGINS = ["@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:formgrader",
-                      "@jupyter/nbgrader:course-list"]
+INSTRUCTOR_PLUGINS = [
+    "@jupyter/nbgrader:create-assignment",
+    "@jupyter/nbgrader:formgrader",
+    "@jupyter/nbgrader:course-list",
+]
 # JupyterLab's news would fetch from the internet: the course runs offline.
 NEWS_PLUGIN = "@jupyterlab/apputils-extension:announcements"
 INSTRUCTOR_SERVER_EXTENSIONS = ["nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list"]
@@ -44,20 +48,24 @@ def write_config(config_dir: Path, *, learner: bool, nbgrader_config: str) -> Pa
     (config_dir / "labconfig").mkdir(parents=True)
     off = (INSTRUCTOR_PLUGINS if learner else ["@jupyter/nbgrader:create-assignment"]) + [NEWS_PLUGIN]
     (config_dir / "labconfig" / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": {name: True for name in off}}, indent=1))
+        json.dumps({"disabledExtensions": {name: True for name in off}}, indent=1)
+    )
     server_off = INSTRUCTOR_SERVER_EXTENSIONS if learner else []
     (config_dir / "jupyter_server_config.json").write_text(
-        json.dumps({"ServerApp": {"jpserver_extensions": {name: False for name in server_off}}}, indent=1))
+        json.dumps({"ServerApp": {"jpserver_extensions": {name: False for name in server_off}}}, indent=1)
+    )
     (config_dir / "nbgrader_config.py").write_text(nbgrader_config)
     return config_dir
 
 
 def learner_nbgrader_config(work: Path, exchange: Path) -> str:
-    return ("c = get_config()  # noqa: F821\n"
-            f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-            f"c.Exchange.root = {str(exchange)!r}\n"
-            f"c.Exchange.assignment_dir = {str(work)!r}  # the learner's own copy: submit and feedback work from it\n"
-            "c.ExchangeFactory.fetch_feedback = 'autograder.exchange.FetchFeedback'  # says when there is none yet\n")
+    return (
+        "c = get_config()  # noqa: F821\n"
+        f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
+        f"c.Exchange.root = {str(exchange)!r}\n"
+        f"c.Exchange.assignment_dir = {str(work)!r}  # the learner's own copy: submit and feedback work from it\n"
+        "c.ExchangeFactory.fetch_feedback = 'autograder.exchange.FetchFeedback'  # says when there is none yet\n"
+    )
 
 
 def release_to_exchange(course: Path, exchange: Path) -> list[str]:
@@ -67,8 +75,12 @@ def release_to_exchange(course: Path, exchange: Path) -> list[str]:
     from autograder.coursedir import nbgrader_api, quiet_nbgrader, require_success
 
     released = []
-    api = nbgrader_api(course.parent, release=course.name, db_url="sqlite:///:memory:",
-                       extra={"Exchange": {"root": str(exchange)}, "ExchangeReleaseAssignment": {"force": True}})
+    api = nbgrader_api(
+        course.parent,
+        release=course.name,
+        db_url="sqlite:///:memory:",
+        extra={"Exchange": {"root": str(exchange)}, "ExchangeReleaseAssignment": {"force": True}},
+    )
     for folder in sorted(p for p in course.iterdir() if p.is_dir() and p.name[:2].isdigit()):
         if _same_files(folder, exchange / COURSE_ID / "outbound" / folder.name):
             continue
@@ -79,8 +91,13 @@ def release_to_exchange(course: Path, exchange: Path) -> list[str]:
 
 
 def _same_files(a: Path, b: Path) -> bool:
-    files = lambda root: {p.relative_to(root): p.read_bytes() for p in root.rglob("*")  # noqa: E731
-                          if p.is_file() and ".ipynb_checkpoints" not in p.parts}
+    def files(root: Path) -> dict[Path, bytes]:
+        return {
+            p.relative_to(root): p.read_bytes()
+            for p in root.rglob("*")
+            if p.is_file() and ".ipynb_checkpoints" not in p.parts
+        }
+
     return b.is_dir() and files(a) == files(b)
 
 
@@ -148,22 +165,38 @@ def prepare_instructor(course_dir: Path) -> Path:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--formgrader", action="store_true", help="instructor: formgrader on a graded course directory")
-    parser.add_argument("--course-dir", type=Path, default=None,
-                        help="learner: the released notebooks to copy from (default course/); instructor: the nbgrader course "
-                             "directory (default build/demo, graded by `make demo`)")
-    parser.add_argument("--work-dir", type=Path, default=None,
-                        help="learner: the learner's own copy, made from the course and never overwritten (default work/)")
-    parser.add_argument("--exchange", type=Path, default=EXCHANGE, help="learner: the nbgrader exchange (default .exchange/)")
-    parser.add_argument("--config-dir", type=Path, default=None, help="where the generated Jupyter config goes (default under build/)")
+    parser.add_argument(
+        "--course-dir",
+        type=Path,
+        default=None,
+        help="learner: the released notebooks to copy from (default course/); instructor: the nbgrader course "
+        "directory (default build/demo, graded by `make demo`)",
+    )
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="learner: the learner's own copy, made from the course and never overwritten (default work/)",
+    )
+    parser.add_argument(
+        "--exchange", type=Path, default=EXCHANGE, help="learner: the nbgrader exchange (default .exchange/)"
+    )
+    parser.add_argument(
+        "--config-dir", type=Path, default=None, help="where the generated Jupyter config goes (default under build/)"
+    )
     args, extra = parser.parse_known_args(argv)
 
     env = dict(os.environ)
     if args.formgrader:
         root = prepare_instructor(args.course_dir or REPO / "build" / "demo")
-        config_dir = write_config(args.config_dir or REPO / "build" / "jupyter-instructor", learner=False,
-                                  nbgrader_config=INSTRUCTOR_NBGRADER_CONFIG)
+        config_dir = write_config(
+            args.config_dir or REPO / "build" / "jupyter-instructor",
+            learner=False,
+            nbgrader_config=INSTRUCTOR_NBGRADER_CONFIG,
+        )
         command = jupyterlab_command(root, extra, default_url="/formgrader")
-        from autograder.offline_math import JUPYTER_DATA   # formgrader's pages load no MathJax from a CDN
+        from autograder.offline_math import JUPYTER_DATA  # formgrader's pages load no MathJax from a CDN
+
         env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(JUPYTER_DATA), env.get("JUPYTER_PATH")]))
         print(f"formgrader on {root}: the browser opens at /formgrader (Manage Assignments, Manual Grading).")
     else:
@@ -177,15 +210,23 @@ def main(argv: list[str] | None = None) -> None:
         exchange = args.exchange.resolve()
         ensure_exchange(exchange)
         released = release_to_exchange(course, exchange)
-        config_dir = write_config(args.config_dir or REPO / "build" / "jupyter-learner", learner=True,
-                                  nbgrader_config=learner_nbgrader_config(root, exchange))
+        config_dir = write_config(
+            args.config_dir or REPO / "build" / "jupyter-learner",
+            learner=True,
+            nbgrader_config=learner_nbgrader_config(root, exchange),
+        )
         command = jupyterlab_command(root, extra)
         if released:
             print(f"Released to the local exchange {exchange}: {', '.join(released)}")
     if not nbgrader_enabled():
-        print("Warning: the nbgrader JupyterLab extension is not enabled; the Validate button will be missing.\n"
-              "Run: jupyter labextension enable @jupyter/nbgrader", file=sys.stderr)
-    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(filter(None, [str(config_dir.resolve()), env.get("JUPYTER_CONFIG_PATH")]))
+        print(
+            "Warning: the nbgrader JupyterLab extension is not enabled; the Validate button will be missing.\n"
+            "Run: jupyter labextension enable @jupyter/nbgrader",
+            file=sys.stderr,
+        )
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+        filter(None, [str(config_dir.resolve()), env.get("JUPYTER_CONFIG_PATH")])
+    )
     os.chdir(root)  # nbgrader's server extensions read nbgrader_config.py from the working directory
     os.execve(sys.executable, command, env)
 

@@ -1,9 +1,10 @@
 """Timing that is honest on a busy laptop: repeat, take the median, report seconds per call."""
+
 from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def seconds_per_call(fn: Callable[[], object], *, repeat: int = 5, min_time: float = 0.01) -> float:

@@ -6,6 +6,7 @@ later, an assignment the course gained). A file already in `work/` is never repl
 course did to its own copy: when the course's version changed since the learner's copy was made, the
 learner is told, and can open the new version from `course/`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,14 +18,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 COURSE = REPO / "course"
 WORK = REPO / "work"
-ORIGINS = ".course-origins.json"   # in work/: the sha256 of the course file each copy was made from
+ORIGINS = ".course-origins.json"  # in work/: the sha256 of the course file each copy was made from
 SKIP = {".ipynb_checkpoints", "__pycache__"}
 
 
 @dataclass
 class Sync:
-    added: list[Path] = field(default_factory=list)      # copied from course/ this time
-    updated: list[Path] = field(default_factory=list)    # course/ changed since the learner's copy: left alone
+    added: list[Path] = field(default_factory=list)  # copied from course/ this time
+    updated: list[Path] = field(default_factory=list)  # course/ changed since the learner's copy: left alone
 
 
 def _sha256(path: Path) -> str:
@@ -32,8 +33,11 @@ def _sha256(path: Path) -> str:
 
 
 def course_files(course: Path) -> list[Path]:
-    return sorted(p for p in course.rglob("*")
-                  if p.is_file() and not p.is_symlink() and not SKIP & set(p.relative_to(course).parts))
+    return sorted(
+        p
+        for p in course.rglob("*")
+        if p.is_file() and not p.is_symlink() and not SKIP & set(p.relative_to(course).parts)
+    )
 
 
 def sync_work(course: Path = COURSE, work: Path = WORK) -> Sync:
@@ -55,7 +59,7 @@ def sync_work(course: Path = COURSE, work: Path = WORK) -> Sync:
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with open(target, "xb") as out:   # "x": if something appeared there meanwhile, it stays
+            with open(target, "xb") as out:  # "x": if something appeared there meanwhile, it stays
                 out.write(source.read_bytes())
         except FileExistsError:
             continue
@@ -75,7 +79,9 @@ def describe(sync: Sync, course: Path = COURSE, work: Path = WORK) -> str:
         folders = sorted({p.parts[0] for p in sync.added})
         lines.append(f"Your copy of the course is {work}: added {', '.join(folders)} from {course.name}/.")
     for relative in sync.updated:
-        lines.append(f"The course has a newer {relative} than your copy; yours is kept as it is. "
-                     f"The new version is {course.name}/{relative} (open it beside yours, or rename yours and "
-                     "run `make lab` again to get a fresh copy).")
+        lines.append(
+            f"The course has a newer {relative} than your copy; yours is kept as it is. "
+            f"The new version is {course.name}/{relative} (open it beside yours, or rename yours and "
+            "run `make lab` again to get a fresh copy)."
+        )
     return "\n".join(lines)

@@ -3,6 +3,7 @@
 Playwright (pinned in requirements.txt) drives Debian's chromium (`make system-deps` installs it):
 Playwright's own browser download is not used.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,7 +46,12 @@ def jupyter_server(command: list[str], tmp: Path, port: int, timeout: float = 12
     """Run a JupyterLab server command (make lab / make formgrader) until the block ends."""
     log = (tmp / f"server-{port}.log").open("wb")
     # nbgrader's record of submissions lives in the data dir: each test has its own
-    env = {**os.environ, "BROWSER": "false", "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"), "JUPYTER_DATA_DIR": str(tmp / "data")}
+    env = {
+        **os.environ,
+        "BROWSER": "false",
+        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+        "JUPYTER_DATA_DIR": str(tmp / "data"),
+    }
     proc = subprocess.Popen(command, cwd=REPO, start_new_session=True, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
@@ -75,8 +81,10 @@ def jupyter_server(command: list[str], tmp: Path, port: int, timeout: float = 12
 
 def server_args(tmp: Path, port: int) -> str:
     """JupyterLab options that keep a test's server to itself: port, token, settings, workspaces."""
-    return (f"--no-browser --port={port} --ServerApp.port_retries=0 --IdentityProvider.token={TOKEN} "
-            f"--LabApp.user_settings_dir={tmp / 'settings'} --LabApp.workspaces_dir={tmp / 'workspaces'}")
+    return (
+        f"--no-browser --port={port} --ServerApp.port_retries=0 --IdentityProvider.token={TOKEN} "
+        f"--LabApp.user_settings_dir={tmp / 'settings'} --LabApp.workspaces_dir={tmp / 'workspaces'}"
+    )
 
 
 class Shots:
@@ -103,8 +111,9 @@ def chromium_page(width: int = 1400, height: int = 900):
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
         try:
             # the token on every request, page loads and the pages' own API calls alike
-            context = browser.new_context(viewport={"width": width, "height": height},
-                                          extra_http_headers={"Authorization": f"token {TOKEN}"})
+            context = browser.new_context(
+                viewport={"width": width, "height": height}, extra_http_headers={"Authorization": f"token {TOKEN}"}
+            )
             context.set_default_timeout(60_000)
             yield context.new_page()
         finally:

@@ -1,4 +1,5 @@
 """Servers for the Celery tests: a redis-server and grading workers, each started on free ports and stopped."""
+
 from __future__ import annotations
 
 import os
@@ -19,11 +20,25 @@ class Redis:
         self.folder, self.port, self.proc = folder, free_port(), None
         self.url = f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self) -> "Redis":
+    def start(self) -> Redis:
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-                                      "--dir", str(self.folder), "--appendonly", "yes", "--save", ""],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.folder),
+                "--appendonly",
+                "yes",
+                "--save",
+                "",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         for _ in range(100):
             if self.cli("ping").strip() == "PONG":
                 return self
@@ -36,24 +51,52 @@ class Redis:
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
-            self.proc.terminate()      # SIGTERM: redis writes its append-only file and exits
+            self.proc.terminate()  # SIGTERM: redis writes its append-only file and exits
             self.proc.wait(timeout=30)
 
 
 class Worker:
     """`python -m autograder worker` in a process group of its own (SIGKILL takes the whole group)."""
 
-    def __init__(self, broker: str, db_url: str, course: Path, log: Path, name: str, visibility_s: int = 7200,
-                 concurrency: int = 1):
+    def __init__(
+        self,
+        broker: str,
+        db_url: str,
+        course: Path,
+        log: Path,
+        name: str,
+        visibility_s: int = 7200,
+        concurrency: int = 1,
+    ):
         env = {**os.environ, "REVAD_VISIBILITY_TIMEOUT": str(visibility_s)}
         self.log = log
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "autograder", "worker", "--broker", broker, "--db-url", db_url, "--course-dir",
-             str(course), "--concurrency", str(concurrency), "--hostname", f"{name}@test"],
-            cwd=REPO, env=env, stdout=open(log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "autograder",
+                "worker",
+                "--broker",
+                broker,
+                "--db-url",
+                db_url,
+                "--course-dir",
+                str(course),
+                "--concurrency",
+                str(concurrency),
+                "--hostname",
+                f"{name}@test",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=open(log, "ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def children(self) -> list[int]:
         import psutil
+
         try:
             return [p.pid for p in psutil.Process(self.proc.pid).children(recursive=False)]
         except psutil.NoSuchProcess:

@@ -1,4 +1,5 @@
 """Shared fixtures: each solution and each released notebook is executed once per test session."""
+
 from __future__ import annotations
 
 import os
@@ -52,6 +53,7 @@ def validated_solutions(tmp_path_factory):
         if notebook not in cache:
             cache[notebook] = validate(notebook, root)
         return cache[notebook]
+
     return get
 
 
@@ -64,6 +66,7 @@ def validated_releases(tmp_path_factory):
         if notebook not in cache:
             cache[notebook] = validate(notebook, root)
         return cache[notebook]
+
     return get
 
 

@@ -4,6 +4,7 @@ Each test works on its own copy (of course/, of an exchange, of a graded demo co
 server, so they do not depend on each other's state. Screenshots of every step are kept under
 build/browser/<test>/ to look at when one fails.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -13,16 +14,16 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from browser import REPO, TOKEN, Shots, chromium_page, free_port, jupyter_server, require_browser, server_args
 
 from autograder.coursedir import COURSE, SOLUTIONS
 from autograder.submissions import fill_answers, solution_sources
-from browser import REPO, TOKEN, Shots, chromium_page, free_port, jupyter_server, require_browser, server_args
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ASSIGNMENT = "01-reverse-accumulation"
 NOTEBOOK = "reverse_accumulation.ipynb"
-EXERCISE = "central_difference"   # typed through the browser: blank, wrong, right
+EXERCISE = "central_difference"  # typed through the browser: blank, wrong, right
 WRONG = "def central_difference(f, x, h):\n    return (f(x + h) - f(x)) / h"
 RIGHT = "def central_difference(f, x, h):\n    return (f(x + h) - f(x - h)) / (2 * h)"
 
@@ -54,7 +55,9 @@ def run(page, cell) -> None:
     page.keyboard.press("Shift+Enter")
     # the prompt shows [*] while the cell runs, then its execution count
     cell.locator(".jp-InputPrompt").filter(has_text="[*]").wait_for(state="detached")
-    page.wait_for_function("(el) => /\\[\\d+\\]/.test(el.textContent)", arg=cell.locator(".jp-InputPrompt").element_handle())
+    page.wait_for_function(
+        "(el) => /\\[\\d+\\]/.test(el.textContent)", arg=cell.locator(".jp-InputPrompt").element_handle()
+    )
 
 
 def test_learner_runs_an_exercise_validates_and_submits(tmp_path):
@@ -62,8 +65,10 @@ def test_learner_runs_an_exercise_validates_and_submits(tmp_path):
     course, exchange = learner_copy(tmp_path), tmp_path / "exchange"
     port = free_port()
     work = tmp_path / "work"
-    args = (f"--course-dir {course} --work-dir {work} --exchange {exchange} --config-dir {tmp_path / 'config'} "
-            + server_args(tmp_path, port))
+    args = (
+        f"--course-dir {course} --work-dir {work} --exchange {exchange} --config-dir {tmp_path / 'config'} "
+        + server_args(tmp_path, port)
+    )
     with jupyter_server(["make", "-s", "lab", f"LAB_ARGS={args}"], tmp_path, port) as base, chromium_page() as page:
         shot = Shots(page, "learner")
         page.goto(f"{base}/lab/tree/{ASSIGNMENT}/{NOTEBOOK}?token={TOKEN}")
@@ -94,8 +99,9 @@ def test_learner_runs_an_exercise_validates_and_submits(tmp_path):
         run(page, answer)
         run(page, test)
         assert "one-sided difference" in " ".join(output.inner_text().split())
-        assert "registry.py" not in output.inner_text() and "autograder/" not in output.inner_text(), \
+        assert "registry.py" not in output.inner_text() and "autograder/" not in output.inner_text(), (
             "the traceback shows the check's message and the learner's cell, none of the grader's frames"
+        )
         shot("wrong answer gets a hint")
 
         set_source(page, answer, RIGHT)
@@ -143,8 +149,10 @@ def test_learner_runs_an_exercise_validates_and_submits(tmp_path):
         page.wait_for_load_state("load")
         shot("fetched feedback")
         assert outside == [], f"the fetched feedback requested {outside}: it must work offline"
-        assert "Score: 15" in page.locator("body").inner_text().replace("\n", " ") or \
-            "15.0 / 15.0" in page.locator("body").inner_text()
+        assert (
+            "Score: 15" in page.locator("body").inner_text().replace("\n", " ")
+            or "15.0 / 15.0" in page.locator("body").inner_text()
+        )
         assert page.locator("math").count() > 20
 
     inbound = list((exchange / "revad" / "inbound").glob(f"*+{ASSIGNMENT}+*"))
@@ -171,9 +179,11 @@ def grade_and_release_feedback(instructor: Path, exchange: Path) -> None:
     shutil.copytree(SOLUTIONS / ASSIGNMENT, instructor / "source" / ASSIGNMENT)
     (instructor / "nbgrader_config.py").write_text(INSTRUCTOR_CONFIG.format(exchange=str(exchange)))
     nbgrader = str(Path(sys.executable).parent / "nbgrader")
-    for command in ([nbgrader, "collect", ASSIGNMENT],
-                    [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course-dir", str(instructor), "--quiet"],
-                    [nbgrader, "release_feedback", ASSIGNMENT]):
+    for command in (
+        [nbgrader, "collect", ASSIGNMENT],
+        [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course-dir", str(instructor), "--quiet"],
+        [nbgrader, "release_feedback", ASSIGNMENT],
+    ):
         out = subprocess.run(command, cwd=instructor, capture_output=True, text=True, timeout=900)
         assert out.returncode == 0, f"{command}: {out.stdout[-2000:]}{out.stderr[-2000:]}"
 
@@ -185,8 +195,12 @@ def demo_grading(tmp_path_factory):
     the browser, so the suite takes less time. Nothing is shared: the demo has its own directory."""
     root = tmp_path_factory.mktemp("demo") / "course"
     log = (root.parent / "demo.log").open("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "autograder.demo", "--dir", str(root), "--workers", "1", ASSIGNMENT],
-                            cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "autograder.demo", "--dir", str(root), "--workers", "1", ASSIGNMENT],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     yield root, proc, log
     if proc.poll() is None:
         proc.kill()
@@ -207,8 +221,10 @@ def graded_demo(demo_grading):
 def test_instructor_sees_graded_submissions_flags_and_reasons_in_formgrader(graded_demo, tmp_path):
     port = free_port()
     args = f"--course-dir {graded_demo} --config-dir {tmp_path / 'config'} " + server_args(tmp_path, port)
-    with jupyter_server(["make", "-s", "formgrader", f"FORMGRADER_ARGS={args}"], tmp_path, port) as base, \
-            chromium_page() as page:
+    with (
+        jupyter_server(["make", "-s", "formgrader", f"FORMGRADER_ARGS={args}"], tmp_path, port) as base,
+        chromium_page() as page,
+    ):
         shot = Shots(page, "instructor")
         page.goto(f"{base}/formgrader/gradebook/{ASSIGNMENT}/{NOTEBOOK.removesuffix('.ipynb')}?token={TOKEN}")
         page.locator("table tbody td.name").first.wait_for()  # the rows come from formgrader's API
@@ -219,7 +235,9 @@ def test_instructor_sees_graded_submissions_flags_and_reasons_in_formgrader(grad
         assert ada.locator("td.score").inner_text() == "15 / 15"
         assert ada.locator(".needs-manual-grade span").count() == 0, "ada's autograded cells are graded"
         assert ada.locator(".flagged span").count() == 0
-        assert rows.locator(".needs-manual-grade span").count() == 0, "no submission needs a person: every cell is autograded"
+        assert rows.locator(".needs-manual-grade span").count() == 0, (
+            "no submission needs a person: every cell is autograded"
+        )
         assert cleo.locator(".flagged .glyphicon-flag").count() == 1, "the tampering learner is flagged"
 
         outside = []
@@ -256,7 +274,9 @@ def test_feedback_renders_maths_offline_and_wraps_long_lines(graded_demo):
         overflowing = page.evaluate("""() => [...document.querySelectorAll('pre')]
             .filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.textContent.slice(0, 80))""")
         assert overflowing == [], f"lines cut off behind a scroll bar: {overflowing}"
-        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), "the page scrolls sideways"
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), (
+            "the page scrolls sideways"
+        )
 
 
 def test_feedback_tells_the_learner_why_they_were_flagged(graded_demo):

@@ -5,6 +5,7 @@ the newest winning; a worker killed mid-task loses nothing; a broker restart los
 that kills its worker every time ends as a failed row; bad payloads get their message; the broker carries
 the learner's files only.
 """
+
 from __future__ import annotations
 
 import base64
@@ -32,7 +33,7 @@ pytestmark = [pytest.mark.celery, pytest.mark.slow]
 if shutil.which("redis-server") is None:
     pytest.skip("redis-server is not installed (make system-deps)", allow_module_level=True)
 
-LIMITS = Limits(timeout_s=60)          # each notebook's deadline; the task's limits follow from it
+LIMITS = Limits(timeout_s=60)  # each notebook's deadline; the task's limits follow from it
 
 
 @pytest.fixture
@@ -50,6 +51,7 @@ def workers(tmp_path):
         worker = Worker(broker, db_url, course, tmp_path / f"worker{len(started)}.log", f"w{len(started)}", **kw)
         started.append(worker)
         return worker
+
     yield start
     for worker in started:
         worker.stop()
@@ -64,14 +66,19 @@ def course(root: Path, n: int) -> tuple[Path, str, list[str]]:
 def local_scores(tmp_path_factory) -> dict[int, tuple]:
     """The local command's scores of the three example learners (correct, mistakes, blank), by i % 3."""
     root, db_url, students = course(tmp_path_factory.mktemp("local") / "course", 3)
-    rows = grade_assignment(root, ASSIGNMENT, db_url=db_url, workers=2, progress=False, limits=LIMITS, log=lambda *_: None)
+    rows = grade_assignment(
+        root, ASSIGNMENT, db_url=db_url, workers=2, progress=False, limits=LIMITS, log=lambda *_: None
+    )
     by = {r.student: r for r in rows}
     return {i: (by[s].score, by[s].max_score, sorted(by[s].by_cell.items())) for i, s in enumerate(students)}
 
 
 def scores(db_url: str, students: list[str]) -> dict[str, tuple]:
     from autograder.grading.report import read_scores
-    return {r.student: (r.score, r.max_score, sorted(r.by_cell.items())) for r in read_scores(db_url, ASSIGNMENT, students)}
+
+    return {
+        r.student: (r.score, r.max_score, sorted(r.by_cell.items())) for r in read_scores(db_url, ASSIGNMENT, students)
+    }
 
 
 def written_once(db_url: str, students: list[str]) -> None:
@@ -85,9 +92,27 @@ def test_workers_grade_as_the_local_command_does_and_feedback_comes_home(redis, 
     root, db_url, students = course(tmp_path / "course", 6)
     for _ in range(2):
         workers(redis.url, db_url, root)
-    out = subprocess.run([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course-dir", str(root),
-                          "--broker", redis.url, "--db-url", db_url, "--timeout", str(LIMITS.timeout_s)],
-                         cwd=REPO, capture_output=True, text=True, timeout=900)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            ASSIGNMENT,
+            "--course-dir",
+            str(root),
+            "--broker",
+            redis.url,
+            "--db-url",
+            db_url,
+            "--timeout",
+            str(LIMITS.timeout_s),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "Queued 6 submission(s)" in out.stdout and "learner001" in out.stdout
     got = scores(db_url, students)
@@ -97,9 +122,25 @@ def test_workers_grade_as_the_local_command_does_and_feedback_comes_home(redis, 
         page = root / "feedback" / student / ASSIGNMENT / "reverse_accumulation.html"
         assert b"<html" in page.read_bytes()[:500].lower()
         assert (root / "autograded" / student / ASSIGNMENT / "reverse_accumulation.ipynb").is_file()
-    again = subprocess.run([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course-dir", str(root),
-                            "--broker", redis.url, "--db-url", db_url], cwd=REPO, capture_output=True, text=True,
-                           timeout=300)
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            ASSIGNMENT,
+            "--course-dir",
+            str(root),
+            "--broker",
+            redis.url,
+            "--db-url",
+            db_url,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "6 submission(s) already queued or graded" in again.stdout and "Queued 0" in again.stdout
 
 
@@ -112,8 +153,8 @@ def test_each_submission_is_written_once_and_the_newest_wins_in_any_order(tmp_pa
     root, db_url, (ada, ben, cleo) = course(tmp_path / "course", 3)
     good = from_submission(root / "submitted", ada, ASSIGNMENT)
     blank = from_submission(root / "submitted", cleo, ASSIGNMENT)
-    older = Payload(ASSIGNMENT, ada, "2026-11-01T11:00:00+00:00", blank.files)   # ada's first try: blank
-    newer = Payload(ASSIGNMENT, ada, "2026-11-01T12:00:00+00:00", good.files)    # her later one: correct
+    older = Payload(ASSIGNMENT, ada, "2026-11-01T11:00:00+00:00", blank.files)  # ada's first try: blank
+    newer = Payload(ASSIGNMENT, ada, "2026-11-01T12:00:00+00:00", good.files)  # her later one: correct
     assert service.grade({**newer.to_dict(), "sha256": newer.sha256}, settings(root, db_url), LIMITS) == "written"
     assert service.grade(newer.to_dict(), settings(root, db_url), LIMITS) == "already graded", "a redelivery"
     assert service.grade(older.to_dict(), settings(root, db_url), LIMITS) == "superseded", "finished last, older"
@@ -121,8 +162,14 @@ def test_each_submission_is_written_once_and_the_newest_wins_in_any_order(tmp_pa
     assert rows[(ada, newer.sha256)]["written"] == 1 and rows[(ada, newer.sha256)]["state"] == "graded"
     assert rows[(ada, older.sha256)]["written"] == 0 and rows[(ada, older.sha256)]["state"] == "superseded"
     assert scores(db_url, [ada])[ada] == local_scores[0], "the gradebook holds the newer, correct submission"
-    newest = Payload(ASSIGNMENT, ada, "2026-11-01T13:00:00+00:00", blank.files[:-1] + blank.files[-1:]
-                     + [SubmittedFile("notes.txt", base64.b64encode(b"x").decode(), hashlib.sha256(b"x").hexdigest())])
+    newest = Payload(
+        ASSIGNMENT,
+        ada,
+        "2026-11-01T13:00:00+00:00",
+        blank.files[:-1]
+        + blank.files[-1:]
+        + [SubmittedFile("notes.txt", base64.b64encode(b"x").decode(), hashlib.sha256(b"x").hexdigest())],
+    )
     assert service.grade(newest.to_dict(), settings(root, db_url), LIMITS) == "written"
     rows = ledger.states(db_url, ASSIGNMENT)
     assert rows[(ada, newer.sha256)]["state"] == "superseded" and rows[(ada, newest.sha256)]["state"] == "graded"
@@ -131,17 +178,39 @@ def test_each_submission_is_written_once_and_the_newest_wins_in_any_order(tmp_pa
     assert (root / "feedback" / ada / ASSIGNMENT / "reverse_accumulation.html").is_file()
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda d: {**d, "files": [{**d["files"][0], "data": base64.b64encode(b"other").decode()}] + d["files"][1:]},
-     "do not match their sha256"),
-    (lambda d: {**d, "files": d["files"] + [{"path": "../../escape.py", "data": "", "sha256": hashlib.sha256(b"").hexdigest()}]},
-     "not a path inside the submission"),
-    (lambda d: {**d, "files": d["files"] + [{"path": "/etc/x", "data": "", "sha256": hashlib.sha256(b"").hexdigest()}]},
-     "not a path inside the submission"),
-    (lambda d: {**d, "files": d["files"] + [{"path": "big.bin", "data": "A" * (MAX_PAYLOAD_BYTES * 4 // 3 + 8),
-                                             "sha256": "0" * 64}]}, "the grading service takes at most"),
-    (lambda d: {**d, "sha256": "f" * 64}, "do not match the sha256 it was queued with"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (
+            lambda d: {**d, "files": [{**d["files"][0], "data": base64.b64encode(b"other").decode()}] + d["files"][1:]},
+            "do not match their sha256",
+        ),
+        (
+            lambda d: {
+                **d,
+                "files": d["files"]
+                + [{"path": "../../escape.py", "data": "", "sha256": hashlib.sha256(b"").hexdigest()}],
+            },
+            "not a path inside the submission",
+        ),
+        (
+            lambda d: {
+                **d,
+                "files": d["files"] + [{"path": "/etc/x", "data": "", "sha256": hashlib.sha256(b"").hexdigest()}],
+            },
+            "not a path inside the submission",
+        ),
+        (
+            lambda d: {
+                **d,
+                "files": d["files"]
+                + [{"path": "big.bin", "data": "A" * (MAX_PAYLOAD_BYTES * 4 // 3 + 8), "sha256": "0" * 64}],
+            },
+            "the grading service takes at most",
+        ),
+        (lambda d: {**d, "sha256": "f" * 64}, "do not match the sha256 it was queued with"),
+    ],
+)
 def test_a_bad_payload_ends_as_a_failed_row_with_its_reason(tmp_path, damage, message):
     root, db_url, (ada, *_) = course(tmp_path / "course", 1)
     payload = from_submission(root / "submitted", ada, ASSIGNMENT)
@@ -155,49 +224,83 @@ def test_a_bad_payload_ends_as_a_failed_row_with_its_reason(tmp_path, damage, me
 def test_a_submission_too_large_for_the_broker_is_refused_before_it_is_queued(tmp_path, redis):
     root, db_url, (ada, *_) = course(tmp_path / "course", 1)
     (root / "submitted" / ada / ASSIGNMENT / "weights.bin").write_bytes(b"\0" * (MAX_PAYLOAD_BYTES + 1))
-    keys = queue_assignment(root, ASSIGNMENT, None, broker=redis.url, db_url=db_url, source="source",
-                            release="release", limits=LIMITS, log=lambda *_: None)
+    keys = queue_assignment(
+        root,
+        ASSIGNMENT,
+        None,
+        broker=redis.url,
+        db_url=db_url,
+        source="source",
+        release="release",
+        limits=LIMITS,
+        log=lambda *_: None,
+    )
     assert redis.cli("llen", service.QUEUE).strip() == "0", "nothing went to the broker"
     row = ledger.state(db_url, keys[ada])
-    assert row["state"] == "failed" and "takes at most 32 MiB" in row["reason"] and "Remove large files" in row["reason"]
+    assert (
+        row["state"] == "failed" and "takes at most 32 MiB" in row["reason"] and "Remove large files" in row["reason"]
+    )
 
 
 def test_the_broker_carries_the_learners_files_and_no_hidden_test(tmp_path, redis):
     root, db_url, students = course(tmp_path / "course", 2)
-    queue_assignment(root, ASSIGNMENT, None, broker=redis.url, db_url=db_url, source="source", release="release",
-                     limits=LIMITS, log=lambda *_: None)
+    queue_assignment(
+        root,
+        ASSIGNMENT,
+        None,
+        broker=redis.url,
+        db_url=db_url,
+        source="source",
+        release="release",
+        limits=LIMITS,
+        log=lambda *_: None,
+    )
     messages = redis.cli("lrange", service.QUEUE, "0", "-1")
     assert messages.count("revad.grade_submission") == 2
     source = (root / "source" / ASSIGNMENT / "reverse_accumulation.ipynb").read_text()
     assert "BEGIN HIDDEN TESTS" in source
     import json
+
     for raw in messages.strip().splitlines():
         body = json.loads(base64.b64decode(json.loads(raw)["body"]))
-        text = json.dumps(body) + "".join(base64.b64decode(f["data"]).decode("utf-8", "replace")
-                                          for f in body[0][0]["files"])
+        text = json.dumps(body) + "".join(
+            base64.b64decode(f["data"]).decode("utf-8", "replace") for f in body[0][0]["files"]
+        )
         assert "BEGIN HIDDEN TESTS" not in text and "HIDDEN" not in text
 
 
 def test_a_killed_worker_loses_nothing_and_no_submission_counts_twice(redis, workers, local_scores, tmp_path):
     """30 submissions, 3 workers; one worker's whole process group is SIGKILLed mid-task and another started."""
-    visibility = 200                    # > the task's hard limit with --timeout 60 (210 s would be refused)
+    visibility = 200  # > the task's hard limit with --timeout 60 (210 s would be refused)
     limits = Limits(timeout_s=30)
     root, db_url, students = course(tmp_path / "course", 30)
     pool = [workers(redis.url, db_url, root, visibility_s=visibility) for _ in range(3)]
     import os
+
     os.environ["REVAD_VISIBILITY_TIMEOUT"] = str(visibility)
     try:
         service.app.conf.broker_transport_options = {"visibility_timeout": visibility}
         service.VISIBILITY_TIMEOUT_S = visibility
-        keys = queue_assignment(root, ASSIGNMENT, None, broker=redis.url, db_url=db_url, source="source",
-                                release="release", limits=limits, log=lambda *_: None)
+        keys = queue_assignment(
+            root,
+            ASSIGNMENT,
+            None,
+            broker=redis.url,
+            db_url=db_url,
+            source="source",
+            release="release",
+            limits=limits,
+            log=lambda *_: None,
+        )
         victim = pool[0]
         deadline = time.monotonic() + 300
-        while not any(r["state"] == "running" for r in ledger.states(db_url, ASSIGNMENT).values()) or \
-                not victim.children():
+        while (
+            not any(r["state"] == "running" for r in ledger.states(db_url, ASSIGNMENT).values())
+            or not victim.children()
+        ):
             assert time.monotonic() < deadline, "no task started"
             time.sleep(0.2)
-        time.sleep(2)                   # mid-task: the victim's child is grading
+        time.sleep(2)  # mid-task: the victim's child is grading
         running_before = {k for k, r in ledger.states(db_url, ASSIGNMENT).items() if r["state"] == "running"}
         victim.kill()
         workers(redis.url, db_url, root, visibility_s=visibility)
@@ -217,8 +320,17 @@ def test_a_killed_worker_loses_nothing_and_no_submission_counts_twice(redis, wor
 
 def test_a_broker_restart_loses_nothing(redis, workers, local_scores, tmp_path):
     root, db_url, students = course(tmp_path / "course", 3)
-    keys = queue_assignment(root, ASSIGNMENT, None, broker=redis.url, db_url=db_url, source="source",
-                            release="release", limits=LIMITS, log=lambda *_: None)
+    keys = queue_assignment(
+        root,
+        ASSIGNMENT,
+        None,
+        broker=redis.url,
+        db_url=db_url,
+        source="source",
+        release="release",
+        limits=LIMITS,
+        log=lambda *_: None,
+    )
     assert redis.cli("llen", service.QUEUE).strip() == "3"
     redis.stop()
     redis.start()
@@ -229,28 +341,41 @@ def test_a_broker_restart_loses_nothing(redis, workers, local_scores, tmp_path):
     written_once(db_url, students)
 
 
-def test_a_submission_that_kills_its_worker_every_time_ends_failed_and_the_queue_moves_on(redis, workers, tmp_path,
-                                                                                          local_scores):
+def test_a_submission_that_kills_its_worker_every_time_ends_failed_and_the_queue_moves_on(
+    redis, workers, tmp_path, local_scores
+):
     root, db_url, (poisoned, honest) = course(tmp_path / "course", 2)
     worker = workers(redis.url, db_url, root)
-    keys = queue_assignment(root, ASSIGNMENT, [poisoned], broker=redis.url, db_url=db_url, source="source",
-                            release="release", limits=LIMITS, log=lambda *_: None)
+    keys = queue_assignment(
+        root,
+        ASSIGNMENT,
+        [poisoned],
+        broker=redis.url,
+        db_url=db_url,
+        source="source",
+        release="release",
+        limits=LIMITS,
+        log=lambda *_: None,
+    )
     stop = threading.Event()
     kills = []
 
-    def poison():    # what such a submission does: once its code runs in a kernel, its worker's process dies
+    def poison():  # what such a submission does: once its code runs in a kernel, its worker's process dies
         import psutil
+
         while not stop.is_set():
             for pid in worker.children():
                 try:
-                    kernels = [p for p in psutil.Process(pid).children(recursive=True)
-                               if "ipykernel" in " ".join(p.cmdline())]
+                    kernels = [
+                        p for p in psutil.Process(pid).children(recursive=True) if "ipykernel" in " ".join(p.cmdline())
+                    ]
                 except psutil.Error:
                     continue
                 if kernels:
                     subprocess.run(["kill", "-9", str(pid)])
                     kills.append((ledger.state(db_url, keys[poisoned]) or {}).get("attempts"))
             time.sleep(0.1)
+
     killer = threading.Thread(target=poison, daemon=True)
     killer.start()
     try:
@@ -262,7 +387,16 @@ def test_a_submission_that_kills_its_worker_every_time_ends_failed_and_the_queue
     assert row["state"] == "failed" and row["attempts"] == service.MAX_ATTEMPTS + 1, row
     assert "stopped 3 times" in row["reason"] and kills == [1, 2, 3]
     assert scores(db_url, [poisoned])[poisoned][0] == 0
-    more = queue_assignment(root, ASSIGNMENT, [honest], broker=redis.url, db_url=db_url, source="source",
-                            release="release", limits=LIMITS, log=lambda *_: None)
+    more = queue_assignment(
+        root,
+        ASSIGNMENT,
+        [honest],
+        broker=redis.url,
+        db_url=db_url,
+        source="source",
+        release="release",
+        limits=LIMITS,
+        log=lambda *_: None,
+    )
     wait(root, ASSIGNMENT, more, db_url, progress=False, timeout_s=600)
     assert scores(db_url, [honest])[honest] == local_scores[1], "the worker goes on with the next submission"

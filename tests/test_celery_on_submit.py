@@ -1,6 +1,7 @@
 """Grade on submit: learners submit with stock nbgrader; the course's on-submit service queues each submission
 as it arrives, a Celery worker grades it, and the feedback comes back through the exchange: each learner's
 stock `nbgrader fetch_feedback` brings their own page, with no instructor step in between."""
+
 from __future__ import annotations
 
 import shutil
@@ -25,10 +26,16 @@ if shutil.which("redis-server") is None:
 
 
 def test_inbound_folder_names_are_read_as_nbgrader_collect_reads_them():
-    assert inbound_record(type("P", (), {"name": "ada+01-x+2026-11-24 10:00:00.000000 UTC+Xa9_k2Lm0pQr"})()) == \
-        ("ada", "01-x", "2026-11-24 10:00:00.000000 UTC")
-    assert inbound_record(type("P", (), {"name": "a+b+01-x+2026-11-24 10:00:00.000000 UTC"})()) == \
-        ("a+b", "01-x", "2026-11-24 10:00:00.000000 UTC")
+    assert inbound_record(type("P", (), {"name": "ada+01-x+2026-11-24 10:00:00.000000 UTC+Xa9_k2Lm0pQr"})()) == (
+        "ada",
+        "01-x",
+        "2026-11-24 10:00:00.000000 UTC",
+    )
+    assert inbound_record(type("P", (), {"name": "a+b+01-x+2026-11-24 10:00:00.000000 UTC"})()) == (
+        "a+b",
+        "01-x",
+        "2026-11-24 10:00:00.000000 UTC",
+    )
     assert inbound_record(type("P", (), {"name": "stray"})()) is None
 
 
@@ -41,12 +48,17 @@ def test_submit_is_graded_and_its_feedback_fetched_with_no_instructor_step(tmp_p
     (instructor / "nbgrader_config.py").write_text(
         INSTRUCTOR_CONFIG.format(exchange=str(exchange))
         + f"c.GradeOnSubmit.broker_url = {redis.url!r}\nc.GradeOnSubmit.feedback = 'full'\n"
-        + "c.GradeOnSubmit.poll_seconds = 0.5\n")
+        + "c.GradeOnSubmit.poll_seconds = 0.5\n"
+    )
     nbgrader(instructor, "generate_assignment", ASSIGNMENT, "--force")
     nbgrader(instructor, "release_assignment", ASSIGNMENT)
     worker = Worker(redis.url, db_url, instructor, tmp_path / "worker.log", "w0")
-    watcher = subprocess.Popen([sys.executable, "-m", "autograder", "on-submit", "--course-dir", str(instructor)],
-                               cwd=REPO, stdout=open(tmp_path / "on-submit.log", "w"), stderr=subprocess.STDOUT)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "autograder", "on-submit", "--course-dir", str(instructor)],
+        cwd=REPO,
+        stdout=open(tmp_path / "on-submit.log", "w"),
+        stderr=subprocess.STDOUT,
+    )
     try:
         homes = {}
         answers = solution_sources(SOLUTIONS / ASSIGNMENT / NOTEBOOK)
@@ -68,8 +80,9 @@ def test_submit_is_graded_and_its_feedback_fetched_with_no_instructor_step(tmp_p
                     pages[learner] = found[0].read_text()
                     break
                 assert "no feedback" in out.lower(), out[-2000:]
-                assert time.monotonic() < deadline and watcher.poll() is None, \
-                    (tmp_path / "on-submit.log").read_text()[-3000:]
+                assert time.monotonic() < deadline and watcher.poll() is None, (tmp_path / "on-submit.log").read_text()[
+                    -3000:
+                ]
                 time.sleep(2)
     finally:
         watcher.terminate()
@@ -78,7 +91,9 @@ def test_submit_is_graded_and_its_feedback_fetched_with_no_instructor_step(tmp_p
     assert "15" in pages["ada"] and "one-sided difference" not in pages["ada"]
     assert "one-sided difference" in pages["ben"] and "13" in pages["ben"]
     rows = ledger.states(db_url, ASSIGNMENT)
-    assert sorted((s, r["written"], r["state"]) for (s, _), r in rows.items()) == [("ada", 1, "graded"),
-                                                                                   ("ben", 1, "graded")]
+    assert sorted((s, r["written"], r["state"]) for (s, _), r in rows.items()) == [
+        ("ada", 1, "graded"),
+        ("ben", 1, "graded"),
+    ]
     again = from_course(instructor)
     assert again.queue_new() == 0 and again.deliver() == 0, "each submission queued once, its feedback handed once"

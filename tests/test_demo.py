@@ -1,4 +1,5 @@
 """`make demo` end to end: the bundled submissions get the scores they deserve, in nbgrader's gradebook."""
+
 from __future__ import annotations
 
 import csv
@@ -16,19 +17,24 @@ REPO = Path(__file__).resolve().parent.parent
 # The partly wrong learner (ben) loses exactly the points of the tests his mistakes fail
 # (demo/mistakes/<assignment>/): these are the scores he should get.
 EXPECTED_PARTIAL = {
-    "01-reverse-accumulation": 10.0,   # 15 - adjoint_trace (3) - central_difference (2)
-    "02-scalar-engine": 18.0,          # 24 - variable_pow (3, ln|a|) - variable_backward (3, = instead of +=)
-    "03-custom-functions": 21.2,       # 25 - numerical_jacobian (3) - linear_function (0.8: only its interface part fails)
-    "04-ctx-toolbox": 32.5,            # 35 - inplace_relu (1: mark_dirty part) - functional_linear (1.5: parameter shapes)
-    "05-gpu-functions": 29.0,          # 30 - fused_silu (3 - 2.5: saves sigma(x) too) - triton_silu (4 - 3.5: grad_output not contiguous)
+    "01-reverse-accumulation": 10.0,  # 15 - adjoint_trace (3) - central_difference (2)
+    "02-scalar-engine": 18.0,  # 24 - variable_pow (3, ln|a|) - variable_backward (3, = instead of +=)
+    "03-custom-functions": 21.2,  # 25 - numerical_jacobian (3) - linear_function (0.8: only its interface part fails)
+    "04-ctx-toolbox": 32.5,  # 35 - inplace_relu (1: mark_dirty part) - functional_linear (1.5: parameter shapes)
+    "05-gpu-functions": 29.0,  # 30 - fused_silu (0.5: saves sigma(x)) - triton_silu (0.5: grad_output not contiguous)
 }
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     root = tmp_path_factory.mktemp("demo")
-    out = subprocess.run([sys.executable, "-m", "autograder.demo", "--dir", str(root)], cwd=REPO,
-                         capture_output=True, text=True, timeout=3000)
+    out = subprocess.run(
+        [sys.executable, "-m", "autograder.demo", "--dir", str(root)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=3000,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return root, out.stdout
 
@@ -66,7 +72,7 @@ def test_partial_credit_feedback_explains_itself(demo):
     (html,) = (root / "feedback" / "ben" / "03-custom-functions").glob("*.html")
     text = html.read_text()
     assert "Partly right" in text and "sum over the batch" in text.replace("\n", " ")
-    assert "Hidden tests (cases your notebook does not show)" in text   # one score line, the hidden report labelled
+    assert "Hidden tests (cases your notebook does not show)" in text  # one score line, the hidden report labelled
     assert "BEGIN HIDDEN" not in text
 
 
@@ -75,13 +81,19 @@ def test_demo_flags_the_tampered_test_cell_with_its_reason(demo):
     """cleo edited a locked test cell (demo/tampered/): flagged, with the reason, in the gradebook and the CSV."""
     root, stdout = demo
     from autograder.grading import record
+
     rows = record.graded_rows(f"sqlite:///{root / 'gradebook.db'}", "01-reverse-accumulation")
-    assert [(f["code"], f["detail"].split(":")[0]) for f in rows[("01-reverse-accumulation", "cleo")]["flags"]] == \
-        [("locked_cell_edited", "test_primal_trace")]
-    assert rows[("01-reverse-accumulation", "ada")]["flags"] == [] and rows[("01-reverse-accumulation", "ben")]["flags"] == []
+    assert [(f["code"], f["detail"].split(":")[0]) for f in rows[("01-reverse-accumulation", "cleo")]["flags"]] == [
+        ("locked_cell_edited", "test_primal_trace")
+    ]
+    assert (
+        rows[("01-reverse-accumulation", "ada")]["flags"] == []
+        and rows[("01-reverse-accumulation", "ben")]["flags"] == []
+    )
     ben = rows[("01-reverse-accumulation", "ben")]["messages"]
-    assert any("test_central_difference" in m and "one-sided difference" in m for m in ben), \
+    assert any("test_central_difference" in m and "one-sided difference" in m for m in ben), (
         "the grader's messages (each test's report) are recorded for the instructor"
+    )
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         for student in ("ada", "ben", "cleo"):
             (nb,) = gb.find_submission("01-reverse-accumulation", student).notebooks
@@ -89,6 +101,9 @@ def test_demo_flags_the_tampered_test_cell_with_its_reason(demo):
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         (nb,) = gb.find_submission("01-reverse-accumulation", "cleo").notebooks
         assert nb.flagged and nb.score == 0
-    flagged = {r["student_id"]: r["flags"] for r in csv.DictReader((root / "grades.csv").open())
-               if r["assignment"] == "01-reverse-accumulation"}
+    flagged = {
+        r["student_id"]: r["flags"]
+        for r in csv.DictReader((root / "grades.csv").open())
+        if r["assignment"] == "01-reverse-accumulation"
+    }
     assert "locked_cell_edited" in flagged["cleo"] and "test_primal_trace" in flagged["cleo"] and not flagged["ada"]

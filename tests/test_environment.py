@@ -1,4 +1,5 @@
 """Versions are pinned once (requirements.txt); environment.yml installs the same pins."""
+
 from __future__ import annotations
 
 import re
@@ -52,6 +53,9 @@ def test_environment_yml_is_valid_for_conda_if_available():
     conda = shutil.which("conda") or shutil.which("mamba")
     if not conda:
         import pytest
+
         pytest.skip("conda is not installed here; the YAML structure is checked above")
-    out = subprocess.run([conda, "env", "create", "--dry-run", "-f", str(REPO / "environment.yml")], capture_output=True)
+    out = subprocess.run(
+        [conda, "env", "create", "--dry-run", "-f", str(REPO / "environment.yml")], capture_output=True
+    )
     assert out.returncode == 0, out.stderr.decode()[-2000:]

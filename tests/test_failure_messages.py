@@ -1,5 +1,6 @@
 """One failure style: nbgrader's Validate and the terminal score table show a failed check's whole message
 (the part that failed, the input, the entries, the hint), not a bare 'partial credit' or its first line."""
+
 from __future__ import annotations
 
 import subprocess
@@ -34,13 +35,15 @@ def test_validate_names_the_failed_part_and_its_hint(tmp_path):
     notebook = tmp_path / NOTEBOOK
     nbformat.write(fill_answers(COURSE / ASSIGNMENT / NOTEBOOK, answers), notebook)
     nbgrader = Path(sys.executable).with_name("nbgrader")
-    out = subprocess.run([str(nbgrader), "validate", str(notebook)], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run(
+        [str(nbgrader), "validate", str(notebook)], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
     text = out.stdout + out.stderr
     assert "VALIDATION FAILED" in text, text[-3000:]
     assert "[FAIL] backward's interface" in text, text[-3000:]
     assert "[ok  ] forward agrees with the reference" in text, "the parts that passed are named too"
     assert "Hint:" in text and "`b`" in text, "the entry that is wrong and the hint"
-    assert not [line for line in text.splitlines() if line.endswith("...") and "[" in line], \
+    assert not [line for line in text.splitlines() if line.endswith("...") and "[" in line], (
         "Validate cuts lines longer than its width: none of the message's lines is cut"
+    )
     assert "registry.py" not in text, "the learner sees the check's message, not the grader's frames"

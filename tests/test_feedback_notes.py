@@ -1,12 +1,15 @@
 """The grader's notes cell: every flag with its reason for the instructor, the learner's version in their feedback."""
+
 from __future__ import annotations
 
 import nbformat
 
 from autograder.grading.feedback_html import notes_cell, notes_markdown, with_notes
 
-FLAGS = [{"code": "locked_cell_edited", "detail": "test_primal_trace: edited (the instructor's copy was run instead)"},
-         {"code": "grader_error", "detail": "Traceback (most recent call last): internal"}]
+FLAGS = [
+    {"code": "locked_cell_edited", "detail": "test_primal_trace: edited (the instructor's copy was run instead)"},
+    {"code": "grader_error", "detail": "Traceback (most recent call last): internal"},
+]
 
 
 def test_instructor_notes_give_each_flag_its_reason_and_the_messages():

@@ -3,6 +3,7 @@
 One grading run (2 parallel workers, short time limits) over a tiny assignment that uses notebook
 01's checks; then each submission's score, flags and messages are compared with its spec's EXPECT.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,9 +15,9 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.grading import record, sandbox
 from autograder.coursedir import REPO
-from autograder.grading import export_csv, format_table, grade_assignment
+from autograder.grading import export_csv, format_table, grade_assignment, record, sandbox
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402  (tests/hostile/: the tiny assignment and the corpus)
 from hostile.pages import active_parts  # noqa: E402
@@ -40,8 +41,9 @@ def graded(tmp_path_factory):
     logs = []
     os.environ[SECRET_NAME] = SECRET_VALUE  # the grader's own secret: no kernel may see it (x_env_*, x_link_environ)
     try:
-        rows = grade_assignment(root, hostile.ASSIGNMENT, db_url=db_url, workers=2, limits=LIMITS, progress=False,
-                                log=logs.append)
+        rows = grade_assignment(
+            root, hostile.ASSIGNMENT, db_url=db_url, workers=2, limits=LIMITS, progress=False, log=logs.append
+        )
     finally:
         del os.environ[SECRET_NAME]
     listener.close()
@@ -68,8 +70,9 @@ def test_submission_gets_its_expected_outcome(graded, name):
     assert codes == expect["flags"], f"{name}: flags {codes}, expected exactly {expect['flags']}\n{row.flags}"
     if "message" in expect:
         assert any(expect["message"] in m for m in row.messages + [row.message]) or any(
-            expect["message"] in html.read_text() for html in (root / "feedback" / name / hostile.ASSIGNMENT).glob("*.html")), \
-            f"{name}: no message with {expect['message']!r}: {row.messages}"
+            expect["message"] in html.read_text()
+            for html in (root / "feedback" / name / hostile.ASSIGNMENT).glob("*.html")
+        ), f"{name}: no message with {expect['message']!r}: {row.messages}"
 
 
 def test_the_sandbox_was_on(graded):
@@ -118,7 +121,9 @@ def test_nothing_is_graded_twice_when_run_again(graded):
     root, db_url, rows, _, _ = graded
     before = record.dump(db_url, hostile.ASSIGNMENT)
     logs = []
-    again = grade_assignment(root, hostile.ASSIGNMENT, db_url=db_url, workers=2, limits=LIMITS, progress=False, log=logs.append)
+    again = grade_assignment(
+        root, hostile.ASSIGNMENT, db_url=db_url, workers=2, limits=LIMITS, progress=False, log=logs.append
+    )
     assert any(f"{len(SPECS)} submission(s) already graded" in line for line in logs)
     assert record.dump(db_url, hostile.ASSIGNMENT) == before
     assert {r.student: r.score for r in again} == {r.student: r.score for r in rows.values()}

@@ -3,6 +3,7 @@ with what the grader must do, and honest answers written differently that must k
 
 Unit tests call the checks as a notebook does (probe, then judge); the slow ones grade real submissions with the
 grading command, so that the kernel's watch and the screening take part too."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,12 +25,12 @@ def _verdict(check, answer, **params):
 # =========================================================================== by-hand numbers from autograd, reached
 # without the words the screen looks for (getattr with a constant name), and f called just often enough
 
-_AUTOGRAD = getattr(torch, "autograd")
-_FUNC = getattr(torch, "func")
+_AUTOGRAD = torch.autograd
+_FUNC = torch.func
 
 
 def _gradient_by_autograd(f, x, h=1e-6):
-    for _ in range(2 * x.numel() - 1):          # the evaluation count the check expects, with the one below
+    for _ in range(2 * x.numel() - 1):  # the evaluation count the check expects, with the one below
         f(x.clone())
     v = x.clone().detach().requires_grad_(True)
     return _AUTOGRAD.grad(f(v), v)[0].detach()
@@ -41,7 +42,7 @@ def _gradient_by_func(f, x, h=1e-6):
     return _FUNC.grad(f)(x.clone())
 
 
-def _gradient_by_jvp(f, x, h=1e-6):             # forward mode, one unit tangent per entry
+def _gradient_by_jvp(f, x, h=1e-6):  # forward mode, one unit tangent per entry
     g = torch.empty_like(x)
     for i in range(x.numel()):
         e = torch.zeros_like(x)
@@ -81,10 +82,10 @@ def test_a_numerical_gradient_written_differently_keeps_full_marks():
 
 
 def _rows_by_functional_jacobian(F, x):
-    return torch.autograd.functional.jacobian(F, x)       # m reverse sweeps, run by the library
+    return torch.autograd.functional.jacobian(F, x)  # m reverse sweeps, run by the library
 
 
-def _rows_by_jacfwd_beside_reverse_sweeps(F, x):          # the sweeps the check counts, thrown away
+def _rows_by_jacfwd_beside_reverse_sweeps(F, x):  # the sweeps the check counts, thrown away
     m = F(x).numel()
     for i in range(m):
         v = x.clone().requires_grad_()
@@ -92,7 +93,7 @@ def _rows_by_jacfwd_beside_reverse_sweeps(F, x):          # the sweeps the check
     return _FUNC.jacfwd(F)(x)
 
 
-def _rows_by_backward_honestly(F, x):                     # written differently: .backward() into x.grad, row by row
+def _rows_by_backward_honestly(F, x):  # written differently: .backward() into x.grad, row by row
     v = x.clone().requires_grad_()
     y = F(v)
     rows = []
@@ -107,8 +108,13 @@ JACOBIAN_REVERSE_CASES = [(2, 3, 0), (5, 4, 1), (1, 6, 2)]
 
 
 @pytest.mark.nb01
-@pytest.mark.parametrize("answer, words", [(_rows_by_functional_jacobian, "torch.autograd.functional.jacobian"),
-                                           (_rows_by_jacfwd_beside_reverse_sweeps, "forward mode")])
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (_rows_by_functional_jacobian, "torch.autograd.functional.jacobian"),
+        (_rows_by_jacfwd_beside_reverse_sweeps, "forward mode"),
+    ],
+)
 def test_a_reverse_jacobian_whose_rows_a_library_computes_scores_nothing(answer, words):
     """Before: full marks and no flag (jacobian_reverse may use autograd, so it is not screened): the library's m
     reverse sweeps counted as the learner's, and m sweeps run beside a forward-mode Jacobian were enough. Now the probe
@@ -127,7 +133,7 @@ JACOBIAN_PROBLEMS = ["product_sine", "matrix_vector", "sum_of_squares", "softmax
 
 def _jacobian_by_jacfwd(f, inputs, eps=1e-6):
     jac = _FUNC.jacfwd(f, argnums=tuple(range(len(inputs))))(*inputs)
-    with torch.no_grad():                        # f evaluated just often enough (jacfwd called it once)
+    with torch.no_grad():  # f evaluated just often enough (jacfwd called it once)
         for _ in range(2 * sum(x.numel() for x in inputs) - 1):
             f(*inputs)
     out = f(*inputs).numel()
@@ -135,7 +141,7 @@ def _jacobian_by_jacfwd(f, inputs, eps=1e-6):
 
 
 def _jacobian_by_dual_numbers(f, inputs, eps=1e-6):
-    forward_ad = getattr(_AUTOGRAD, "forward_ad")
+    forward_ad = _AUTOGRAD.forward_ad
     columns, calls = [[] for _ in inputs], 0
     for i, x in enumerate(inputs):
         for k in range(x.numel()):
@@ -150,7 +156,7 @@ def _jacobian_by_dual_numbers(f, inputs, eps=1e-6):
     return [torch.stack(c, dim=1) for c in columns]
 
 
-def _jacobian_honest_differently(f, inputs, eps=1e-6):   # row by row of the perturbed entries, then transposed
+def _jacobian_honest_differently(f, inputs, eps=1e-6):  # row by row of the perturbed entries, then transposed
     out = []
     for i, x in enumerate(inputs):
         rows = []
@@ -176,10 +182,13 @@ def test_a_numerical_jacobian_from_forward_mode_scores_nothing(answer):
 
 @pytest.mark.nb03
 def test_a_numerical_jacobian_written_differently_keeps_full_marks():
-    assert _verdict(nb03.check_numerical_jacobian, _jacobian_honest_differently, problems=JACOBIAN_PROBLEMS) == (True, "")
+    assert _verdict(nb03.check_numerical_jacobian, _jacobian_honest_differently, problems=JACOBIAN_PROBLEMS) == (
+        True,
+        "",
+    )
 
 
-# =========================================================================== by-hand exercises handed to autograd where the
+# ======================================================================= by-hand exercises handed to autograd where the
 # screen did not look: forward-mode dual numbers, an nn.Parameter, getattr with a constant name, a module of one's own
 
 TANGENT_BY_DUAL_NUMBERS = '''def tangent_trace(x1, x2, dx1, dx2):
@@ -231,11 +240,16 @@ ADJOINT_HONEST_DIFFERENTLY = '''def adjoint_trace(x1, x2):
     adjoint["w1"] = adjoint["w3"] * x2 + adjoint["w4"] * math.cos(x1)
     return adjoint
 '''
-SCREENED_ROUTES = {   # name: (answer cell, its code, the flag code, words of its reason)
+SCREENED_ROUTES = {  # name: (answer cell, its code, the flag code, words of its reason)
     "dual numbers": ("tangent_trace", TANGENT_BY_DUAL_NUMBERS, "by_hand_with_autograd", "forward_ad"),
     "nn.Parameter": ("adjoint_trace", ADJOINT_BY_PARAMETERS, "by_hand_with_autograd", ".backward()"),
     "getattr": ("adjoint_trace", ADJOINT_BY_GETATTR, "by_hand_with_autograd", "torch.autograd"),
-    "a module written to disk": ("adjoint_trace", ADJOINT_FROM_A_MODULE_WRITTEN_TO_DISK, "reaches_for_grader", "not installed"),
+    "a module written to disk": (
+        "adjoint_trace",
+        ADJOINT_FROM_A_MODULE_WRITTEN_TO_DISK,
+        "reaches_for_grader",
+        "not installed",
+    ),
 }
 
 
@@ -252,14 +266,24 @@ def test_a_by_hand_trace_handed_to_autograd_out_of_the_screens_sight_is_flagged(
     only, and read nothing of an imported module). Now each is flagged, naming the exercise and the reason."""
     gid, source, code, reason = SCREENED_ROUTES[route]
     flags = _screened("01-reverse-accumulation", {gid: source})
-    assert [f.code for f in flags] == [code] and f"exercise {gid}" in flags[0].detail and reason in flags[0].detail, flags
+    assert [f.code for f in flags] == [code] and f"exercise {gid}" in flags[0].detail and reason in flags[0].detail, (
+        flags
+    )
 
 
 @pytest.mark.nb01
 def test_by_hand_traces_written_differently_and_installed_imports_are_not_flagged():
     assert _screened("01-reverse-accumulation", {"adjoint_trace": ADJOINT_HONEST_DIFFERENTLY}) == []
-    assert _screened("01-reverse-accumulation", {"adjoint_trace": "import numpy as np\nimport coursetools\n"
-                                                 "from matplotlib import pyplot\n" + ADJOINT_HONEST_DIFFERENTLY}) == []
+    assert (
+        _screened(
+            "01-reverse-accumulation",
+            {
+                "adjoint_trace": "import numpy as np\nimport coursetools\n"
+                "from matplotlib import pyplot\n" + ADJOINT_HONEST_DIFFERENTLY
+            },
+        )
+        == []
+    )
 
 
 # =========================================================================== the learner's own .py files
@@ -287,8 +311,12 @@ def test_a_helper_file_handed_in_is_screened_like_a_cell_and_importing_it_is_not
     flags = _screened_with("01-reverse-accumulation", importing, {"my_sweeps": ADJOINT_MODULE_BY_AUTOGRAD})
     assert [f.code for f in flags] == ["by_hand_with_autograd"], flags
     assert "your file my_sweeps.py answers" in flags[0].detail and "torch.autograd" in flags[0].detail, flags
-    flags = _screened_with("01-reverse-accumulation", importing, {"my_sweeps": "import inspect\n" + ADJOINT_MODULE_HONEST})
-    assert [(f.code, f.detail.split(":")[0]) for f in flags] == [("reaches_for_grader", "your file my_sweeps.py")], flags
+    flags = _screened_with(
+        "01-reverse-accumulation", importing, {"my_sweeps": "import inspect\n" + ADJOINT_MODULE_HONEST}
+    )
+    assert [(f.code, f.detail.split(":")[0]) for f in flags] == [("reaches_for_grader", "your file my_sweeps.py")], (
+        flags
+    )
     flags = _screened_with("01-reverse-accumulation", importing)
     assert [f.code for f in flags] == ["reaches_for_grader"] and "not installed" in flags[0].detail, flags
 
@@ -311,6 +339,7 @@ def test_own_modules_reads_the_python_files_next_to_the_notebook(tmp_path):
 
 # =========================================================================== graded with the grading command
 
+
 @pytest.mark.nb01
 @pytest.mark.slow
 def test_notebook_01_graded_routes_to_marks_without_the_work(tmp_path):
@@ -319,19 +348,31 @@ def test_notebook_01_graded_routes_to_marks_without_the_work(tmp_path):
     flagged for the instructor; an honest trace written differently keeps full marks and no flag."""
     from test_grading_hostile_45 import grade_routes
 
-    routes = {name.replace(" ", "_").replace(".", "_"): {"answers": {gid: source}}
-              for name, (gid, source, _, _) in SCREENED_ROUTES.items()}
+    routes = {
+        name.replace(" ", "_").replace(".", "_"): {"answers": {gid: source}}
+        for name, (gid, source, _, _) in SCREENED_ROUTES.items()
+    }
     routes["numerical_gradient_by_getattr"] = {"answers": {"numerical_gradient": NUMERICAL_GRADIENT_BY_GETATTR}}
     routes["honest"] = {"answers": {"adjoint_trace": ADJOINT_HONEST_DIFFERENTLY}}
-    routes["honest_helper_file"] = {"answers": {"adjoint_trace": "from my_sweeps import adjoint_trace"},
-                                    "files": {"my_sweeps.py": ADJOINT_MODULE_HONEST}}
+    routes["honest_helper_file"] = {
+        "answers": {"adjoint_trace": "from my_sweeps import adjoint_trace"},
+        "files": {"my_sweeps.py": ADJOINT_MODULE_HONEST},
+    }
     rows = grade_routes(tmp_path, "01-reverse-accumulation", routes)
     full = rows["honest"].max_score
-    for honest in ("honest", "honest_helper_file"):   # an answer in a .py file handed in with the notebook works too
-        assert rows[honest].score == full and rows[honest].flags == [], (honest, rows[honest].flags, rows[honest].messages)
+    for honest in ("honest", "honest_helper_file"):  # an answer in a .py file handed in with the notebook works too
+        assert rows[honest].score == full and rows[honest].flags == [], (
+            honest,
+            rows[honest].flags,
+            rows[honest].messages,
+        )
     for name, (gid, _, code, _) in SCREENED_ROUTES.items():
         row = rows[name.replace(" ", "_").replace(".", "_")]
-        assert row.score == full and any(f.startswith(code) and gid in f for f in row.flags), (name, row.score, row.flags)
+        assert row.score == full and any(f.startswith(code) and gid in f for f in row.flags), (
+            name,
+            row.score,
+            row.flags,
+        )
     row = rows["numerical_gradient_by_getattr"]
     assert row.by_cell["test_numerical_gradient"][0] == 0 and row.score < full, (row.score, row.by_cell)
     assert any(f.startswith("by_hand_with_autograd") and "numerical_gradient" in f for f in row.flags), row.flags
@@ -358,27 +399,39 @@ def test_notebook_03_graded_autograd_where_differences_or_a_gradcheck_of_ones_ow
     points and is flagged; torch's gradcheck keeps its points (a flag never changes a score) and is flagged."""
     from test_grading_hostile_45 import grade_routes
 
-    rows = grade_routes(tmp_path, "03-custom-functions", {
-        "jacfwd": {"answers": {"numerical_jacobian": NUMERICAL_JACOBIAN_BY_JACFWD}},
-        "gradcheck": {"answers": {"my_gradcheck": MY_GRADCHECK_BY_GETATTR}},
-        "honest": {}})
+    rows = grade_routes(
+        tmp_path,
+        "03-custom-functions",
+        {
+            "jacfwd": {"answers": {"numerical_jacobian": NUMERICAL_JACOBIAN_BY_JACFWD}},
+            "gradcheck": {"answers": {"my_gradcheck": MY_GRADCHECK_BY_GETATTR}},
+            "honest": {},
+        },
+    )
     honest, jacfwd, gradcheck = rows["honest"], rows["jacfwd"], rows["gradcheck"]
     assert honest.score == honest.max_score and honest.flags == [], (honest.flags, honest.messages)
-    assert jacfwd.by_cell["test_numerical_jacobian"][0] == 0 and "forward mode" in " ".join(jacfwd.messages), jacfwd.by_cell
+    assert jacfwd.by_cell["test_numerical_jacobian"][0] == 0 and "forward mode" in " ".join(jacfwd.messages), (
+        jacfwd.by_cell
+    )
     assert any(f.startswith("by_hand_with_autograd") and "numerical_jacobian" in f for f in jacfwd.flags), jacfwd.flags
     assert gradcheck.score == honest.max_score, (gradcheck.score, gradcheck.messages)
     assert any(f.startswith("by_hand_with_autograd") and "my_gradcheck" in f for f in gradcheck.flags), gradcheck.flags
 
 
-# =========================================================================== not protected (docs/grading.md, security section)
+# ==================================================================== not protected (docs/grading.md, security section)
 
-ADJOINT_BY_A_NAME_BUILT_FROM_STRINGS = ADJOINT_BY_GETATTR.replace('getattr(torch, "autograd")', 'getattr(torch, "auto" + "grad")')
+ADJOINT_BY_A_NAME_BUILT_FROM_STRINGS = ADJOINT_BY_GETATTR.replace(
+    'getattr(torch, "autograd")', 'getattr(torch, "auto" + "grad")'
+)
 ADJOINT_FROM_A_MODULE_UNDER_AN_INSTALLED_NAME = ADJOINT_FROM_A_MODULE_WRITTEN_TO_DISK.replace("my_sweeps", "six")
 
 
 @pytest.mark.nb01
-@pytest.mark.parametrize("source", [ADJOINT_BY_A_NAME_BUILT_FROM_STRINGS, ADJOINT_FROM_A_MODULE_UNDER_AN_INSTALLED_NAME],
-                         ids=["a name built from strings", "a module under an installed name"])
+@pytest.mark.parametrize(
+    "source",
+    [ADJOINT_BY_A_NAME_BUILT_FROM_STRINGS, ADJOINT_FROM_A_MODULE_UNDER_AN_INSTALLED_NAME],
+    ids=["a name built from strings", "a module under an installed name"],
+)
 def test_not_protected_autograd_hidden_from_the_screen_in_a_trace(source):
     """The traces build their own tensors from plain numbers, so no probe can see autograd at work; the screen reads
     the code as written. Hidden this way, a by-hand trace from autograd keeps full marks and gets no flag."""
@@ -386,9 +439,12 @@ def test_not_protected_autograd_hidden_from_the_screen_in_a_trace(source):
     assert _screened("01-reverse-accumulation", {"adjoint_trace": source}) == []
     namespace = {"torch": torch}
     if "six" in source:
-        return   # the module is written to disk by the cell itself; its code is the getattr route's
+        return  # the module is written to disk by the cell itself; its code is the getattr route's
     exec(source, namespace)
-    assert _verdict(nb01.check_adjoint_trace, namespace["adjoint_trace"], points=[(0.5, -1.25), (2.0, 3.0)]) == (True, "")
+    assert _verdict(nb01.check_adjoint_trace, namespace["adjoint_trace"], points=[(0.5, -1.25), (2.0, 3.0)]) == (
+        True,
+        "",
+    )
 
 
 POW_BY_GETATTR = '''def variable_pow(self, other):
@@ -415,24 +471,31 @@ MUL_FUNCTION_BY_GETATTR = '''class MulFunction(Function):
 '''
 
 
-@pytest.mark.parametrize("assignment, gid, source, test", [
-    pytest.param("02-scalar-engine", "variable_pow", POW_BY_GETATTR, "test_variable_pow", marks=pytest.mark.nb02),
-    pytest.param("03-custom-functions", "mul_function", MUL_FUNCTION_BY_GETATTR, "test_mul_function", marks=pytest.mark.nb03),
-], ids=["nb02 Variable.__pow__", "nb03 MulFunction.backward"])
+@pytest.mark.parametrize(
+    "assignment, gid, source, test",
+    [
+        pytest.param("02-scalar-engine", "variable_pow", POW_BY_GETATTR, "test_variable_pow", marks=pytest.mark.nb02),
+        pytest.param(
+            "03-custom-functions", "mul_function", MUL_FUNCTION_BY_GETATTR, "test_mul_function", marks=pytest.mark.nb03
+        ),
+    ],
+    ids=["nb02 Variable.__pow__", "nb03 MulFunction.backward"],
+)
 def test_an_operation_or_backward_from_autograd_by_getattr_is_flagged(assignment, gid, source, test):
     """Before: no flag (getattr(torch, "autograd") hid torch.autograd.grad from the screen). Now flagged."""
     flags = _screened(assignment, {gid: source})
     assert [f.code for f in flags] == ["by_hand_with_autograd"] and f"exercise {gid}" in flags[0].detail, flags
 
 
-# =========================================================================== my_gradcheck told the answer by the test Functions' type
+# ============================================================= my_gradcheck told the answer by the test Functions' type
+
 
 def _gradcheck_by_type(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
-    return not hasattr(fn, "__self__")        # before: correct test functions were lambdas, wrong ones Function.apply
+    return not hasattr(fn, "__self__")  # before: correct test functions were lambdas, wrong ones Function.apply
 
 
 def _gradcheck_by_name(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
-    return "Spoiled" not in repr(fn)          # before: the wrong ones were a class named Spoiled
+    return "Spoiled" not in repr(fn)  # before: the wrong ones were a class named Spoiled
 
 
 def _gradcheck_honest_differently(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
@@ -473,5 +536,6 @@ def test_a_gradcheck_written_differently_keeps_full_marks():
     from autograder.probes.nb03 import GRADCHECK_PROBLEMS
 
     for seed in (0, 1):
-        assert _verdict(nb03.check_my_gradcheck, _gradcheck_honest_differently, problems=list(GRADCHECK_PROBLEMS),
-                        seed=seed) == (True, "")
+        assert _verdict(
+            nb03.check_my_gradcheck, _gradcheck_honest_differently, problems=list(GRADCHECK_PROBLEMS), seed=seed
+        ) == (True, "")

@@ -3,11 +3,12 @@ what the grader must do, and honest answers written differently that must keep f
 
 Unit tests call the checks as a notebook does (probe, then judge); the slow ones grade real submissions with
 the grading command, so that the kernel's watch and the screening take part too."""
+
 from __future__ import annotations
 
 import os
 
-os.environ.setdefault("TRITON_INTERPRET", "1")   # before triton is imported: kernels defined here are interpreted
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: kernels defined here are interpreted
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -22,12 +23,13 @@ pytestmark = pytest.mark.nb05
 
 # =========================================================================== TritonSiLU must launch Triton kernels
 
+
 @triton.jit
 def _silu_forward(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask)
-    xc = x.to(tl.float64)                        # written differently from the solution: always in float64
+    xc = x.to(tl.float64)  # written differently from the solution: always in float64
     tl.store(y_ptr + offsets, (xc / (1 + tl.exp(-xc))).to(x.dtype), mask=mask)
 
 
@@ -41,7 +43,7 @@ def _silu_backward(x_ptr, grad_out_ptr, grad_in_ptr, n_elements, BLOCK_SIZE: tl.
     tl.store(grad_in_ptr + offsets, (g * (s + x * s * (1 - s))).to(grad_in_ptr.dtype.element_ty), mask=mask)
 
 
-def _torch_forward(ctx, x):                     # PyTorch operations where the kernels should be
+def _torch_forward(ctx, x):  # PyTorch operations where the kernels should be
     ctx.save_for_backward(x)
     return torch.nn.functional.silu(x)
 
@@ -73,14 +75,19 @@ TRITON_PARAMS = dict(activation="silu", triton=True, points=4, seed=0, cases=2)
 def test_a_triton_function_made_of_torch_operations_scores_nothing():
     """The Triton exercise answered with PyTorch operations computes the right numbers, but launches no kernel:
     it scored full marks before (4/4); now 0 with a message that says why."""
-    verdict, message = run(nb05.check_triton_function, fn("TritonSiLU", _torch_forward, _torch_backward), **TRITON_PARAMS)
+    verdict, message = run(
+        nb05.check_triton_function, fn("TritonSiLU", _torch_forward, _torch_backward), **TRITON_PARAMS
+    )
     assert verdict is None and "forward and backward launched no Triton kernel" in message, message
 
 
-@pytest.mark.parametrize("forward, backward, which", [
-    (_kernel_forward, _torch_backward, "backward launched"),
-    (_torch_forward, _kernel_backward, "forward launched"),
-])
+@pytest.mark.parametrize(
+    "forward, backward, which",
+    [
+        (_kernel_forward, _torch_backward, "backward launched"),
+        (_torch_forward, _kernel_backward, "forward launched"),
+    ],
+)
 def test_half_a_triton_function_scores_nothing(forward, backward, which):
     verdict, message = run(nb05.check_triton_function, fn("TritonSiLU", forward, backward), **TRITON_PARAMS)
     assert verdict is None and f"TritonSiLU's {which} no Triton kernel" in message, message
@@ -88,7 +95,9 @@ def test_half_a_triton_function_scores_nothing(forward, backward, which):
 
 def test_a_triton_function_written_differently_keeps_full_marks():
     """Honest control: other kernels (float64 inside, another block size), a view returned: full marks."""
-    verdict, message = run(nb05.check_triton_function, fn("TritonSiLU", _kernel_forward, _kernel_backward), **TRITON_PARAMS)
+    verdict, message = run(
+        nb05.check_triton_function, fn("TritonSiLU", _kernel_forward, _kernel_backward), **TRITON_PARAMS
+    )
     assert verdict is not None and float(verdict) == 4, message
 
 
@@ -106,14 +115,15 @@ def test_counting_launches_uses_tritons_own_launch_even_when_replaced():
         with counting_launches({"n": 0}) as counter:
             _silu_forward[(1,)](x, y, 10, BLOCK_SIZE=16)
         assert counter["n"] == 1 and not calls and torch.allclose(y, x * torch.sigmoid(x))
-        assert InterpretedFunction.run is not original      # the learner's replacement is put back as it was
+        assert InterpretedFunction.run is not original  # the learner's replacement is put back as it was
     finally:
         InterpretedFunction.run = original
 
 
-# =========================================================================== memory kept out of sight of saved-tensor hooks
+# ======================================================================= memory kept out of sight of saved-tensor hooks
 
-def _silu_forward_keeps_sigmoid(ctx, x):       # saves x, and keeps σ(x) as an attribute: two tensors, one visible
+
+def _silu_forward_keeps_sigmoid(ctx, x):  # saves x, and keeps σ(x) as an attribute: two tensors, one visible
     ctx.save_for_backward(x)
     ctx.s = torch.sigmoid(x)
     return x * ctx.s
@@ -124,7 +134,7 @@ def _silu_backward_from_sigmoid(ctx, g):
     return g * ctx.s * (1 + x * (1 - ctx.s))
 
 
-def _silu_forward_tidy(ctx, x):                # honest: a non-tensor attribute, and x both saved and named
+def _silu_forward_tidy(ctx, x):  # honest: a non-tensor attribute, and x both saved and named
     ctx.save_for_backward(x)
     ctx.x, ctx.shape = x, x.shape
     return torch.nn.functional.silu(x)
@@ -141,21 +151,25 @@ FUSED_PARAMS = dict(activation="silu", points=3, seed=0, cases=2)
 
 def test_a_tensor_kept_as_an_attribute_of_ctx_costs_the_memory_part():
     """Before: full marks (3/3), the memory part blind to ctx.s. Now the memory part fails and says where."""
-    verdict, report = run(nb05.check_fused_activation, fn("FusedSiLU", _silu_forward_keeps_sigmoid,
-                                                          _silu_backward_from_sigmoid), **FUSED_PARAMS)
+    verdict, report = run(
+        nb05.check_fused_activation,
+        fn("FusedSiLU", _silu_forward_keeps_sigmoid, _silu_backward_from_sigmoid),
+        **FUSED_PARAMS,
+    )
     memory = next(p for p in verdict.parts if p.name == "memory")
     assert memory.passed is False and "attributes of ctx (ctx.s)" in report, report
     assert [p.name for p in verdict.parts if p.passed is False] == ["memory"]
 
 
 def test_non_tensor_attributes_and_a_saved_tensor_named_twice_keep_full_marks():
-    verdict, report = run(nb05.check_fused_activation, fn("FusedSiLU", _silu_forward_tidy, _silu_backward_tidy),
-                          **FUSED_PARAMS)
+    verdict, report = run(
+        nb05.check_fused_activation, fn("FusedSiLU", _silu_forward_tidy, _silu_backward_tidy), **FUSED_PARAMS
+    )
     assert verdict is not None and float(verdict) == 3, report
 
 
-def _ckpt_forward_keeps_graph(ctx, f, x):      # keeps the whole graph, under hooks of its own, and calls f again in
-    ctx.f = f                                  # backward only to look like a recomputation
+def _ckpt_forward_keeps_graph(ctx, f, x):  # keeps the whole graph, under hooks of its own, and calls f again in
+    ctx.f = f  # backward only to look like a recomputation
     ctx.save_for_backward(x)
     with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
         xr = x.detach().requires_grad_(True)
@@ -171,12 +185,17 @@ def _ckpt_backward_uses_graph(ctx, g):
 
 def test_a_checkpoint_that_keeps_its_graph_behind_its_own_hooks_loses_the_memory_part():
     """Before: full marks (3/3): its own saved-tensor hooks hid the graph from the probe's. Now ctx.keep is seen."""
-    verdict, report = run(nb05.check_recompute, fn("Checkpoint", _ckpt_forward_keeps_graph, _ckpt_backward_uses_graph),
-                          problems=["gelu_chain", "sin_exp"], seed=0, points=3)
+    verdict, report = run(
+        nb05.check_recompute,
+        fn("Checkpoint", _ckpt_forward_keeps_graph, _ckpt_backward_uses_graph),
+        problems=["gelu_chain", "sin_exp"],
+        seed=0,
+        points=3,
+    )
     assert [p.name for p in verdict.parts if p.passed is False] == ["memory"] and "ctx.keep" in report, report
 
 
-def _forward_saving_a_view_of_a_buffer(ctx, x):     # "saves x": a view into a buffer that also holds σ(x)
+def _forward_saving_a_view_of_a_buffer(ctx, x):  # "saves x": a view into a buffer that also holds σ(x)
     x = x.contiguous()
     n = x.numel()
     buffer = torch.cat([x.flatten(), torch.sigmoid(x).flatten()])
@@ -189,15 +208,18 @@ def _forward_saving_a_view_of_a_buffer(ctx, x):     # "saves x": a view into a b
 def test_a_triton_function_saving_a_view_into_a_bigger_buffer_loses_the_memory_part():
     """Before: the Triton Function's memory part counted saved tensors only (one, of x's shape, equal to x: full marks,
     4/4) while the view kept a buffer twice x's size. Now bytes are measured there too, as for the fused Functions."""
-    verdict, report = run(nb05.check_triton_function, fn("TritonSiLU", _forward_saving_a_view_of_a_buffer,
-                                                         _kernel_backward), **TRITON_PARAMS)
+    verdict, report = run(
+        nb05.check_triton_function,
+        fn("TritonSiLU", _forward_saving_a_view_of_a_buffer, _kernel_backward),
+        **TRITON_PARAMS,
+    )
     assert [p.name for p in verdict.parts if p.passed is False] == ["memory"] and "bytes" in report, report
 
 
 _HIDDEN: dict = {}
 
 
-def _silu_forward_global(ctx, x):               # σ(x) kept in a global dict: out of the probe's sight
+def _silu_forward_global(ctx, x):  # σ(x) kept in a global dict: out of the probe's sight
     ctx.save_for_backward(x)
     _HIDDEN[x.data_ptr()] = torch.sigmoid(x)
     return x * _HIDDEN[x.data_ptr()]
@@ -210,17 +232,23 @@ def _silu_backward_global(ctx, g):
 
 
 def test_not_protected_a_tensor_kept_in_a_global_is_not_seen():
-    """Documents a limit (docs/grading.md, "what is not protected"): memory kept in a global, a closure or a module is out of
-    reach of saved-tensor hooks and of ctx, so the memory part passes."""
-    verdict, report = run(nb05.check_fused_activation, fn("FusedSiLU", _silu_forward_global, _silu_backward_global),
-                          **FUSED_PARAMS)
+    """Documents a limit (docs/grading.md, "what is not protected"): memory kept in a global, a closure or a module is
+    out of reach of saved-tensor hooks and of ctx, so the memory part passes."""
+    verdict, report = run(
+        nb05.check_fused_activation, fn("FusedSiLU", _silu_forward_global, _silu_backward_global), **FUSED_PARAMS
+    )
     assert verdict is not None and float(verdict) == 3, report
 
 
-# =========================================================================== screening: a by-hand exercise handed to autograd
+# ===================================================================== screening: a by-hand exercise handed to autograd
 
-def screened(assignment: str, replace: dict[str, str] | None = None, add: list[tuple[str, str]] = (),
-             modules: dict[str, str] | None = None) -> list:
+
+def screened(
+    assignment: str,
+    replace: dict[str, str] | None = None,
+    add: list[tuple[str, str]] = (),
+    modules: dict[str, str] | None = None,
+) -> list:
     """The screen's flags for the solution notebook with some answer cells replaced and cells added after others
     (and the learner's own .py files, `modules`, handed in with it)."""
     import nbformat
@@ -234,9 +262,20 @@ def screened(assignment: str, replace: dict[str, str] | None = None, add: list[t
     (path,) = (SOLUTIONS / assignment).glob("*.ipynb")
     nb = nbformat.read(path, as_version=4)
     meta = lambda c: c.metadata.get("nbgrader", {})  # noqa: E731
-    spec = {"cells": [{"grade_id": meta(c)["grade_id"], "cell_type": c.cell_type, "solution": bool(meta(c).get("solution")),
-                       "grade": bool(meta(c).get("grade")), "source": c.source} for c in nb.cells if meta(c).get("grade_id")],
-            "plain": [normalized(c.source) for c in nb.cells if c.cell_type == "code" and not meta(c)]}
+    spec = {
+        "cells": [
+            {
+                "grade_id": meta(c)["grade_id"],
+                "cell_type": c.cell_type,
+                "solution": bool(meta(c).get("solution")),
+                "grade": bool(meta(c).get("grade")),
+                "source": c.source,
+            }
+            for c in nb.cells
+            if meta(c).get("grade_id")
+        ],
+        "plain": [normalized(c.source) for c in nb.cells if c.cell_type == "code" and not meta(c)],
+    }
     for cell in nb.cells:
         if meta(cell).get("grade_id") in (replace or {}):
             cell.source = replace[meta(cell)["grade_id"]]
@@ -268,12 +307,16 @@ def test_notebook_05s_functions_are_by_hand_and_its_checkpoint_is_not():
     flags = screened("05-gpu-functions", {"fused_silu": FUSED_SILU_BY_AUTOGRAD})
     assert [(f.code, "test_fused_silu" in f.detail) for f in flags] == [("by_hand_with_autograd", True)], flags
     from autograder.registry import CHECKS
+
     by_hand = sorted(name for name in nb05.__all__ if name.startswith("check_") and CHECKS[name].by_hand)
     assert by_hand == ["check_autocast_linear", "check_fused_activation", "check_gather_rows", "check_triton_function"]
 
 
 TANH_BY = {
-    "an alias of torch.autograd": ("from torch import autograd as ag", "ag.grad(torch.tanh(x), x, g, create_graph=True)"),
+    "an alias of torch.autograd": (
+        "from torch import autograd as ag",
+        "ag.grad(torch.tanh(x), x, g, create_graph=True)",
+    ),
     "an aliased import": ("import torch.autograd as ag", "ag.grad(torch.tanh(x), x, g, create_graph=True)"),
     "getattr": ("", "getattr(torch.autograd, 'gr' + 'ad')(torch.tanh(x), x, g, create_graph=True)"),
     "a graph node called directly": ("", "(torch.tanh(x).grad_fn(g),)"),
@@ -295,7 +338,9 @@ def _tanh_answer(imports: str, expression: str) -> str:
 def test_autograd_under_another_name_is_flagged(how):
     """Before: no flag for any of these (graded with the real command: full marks, no flag)."""
     flags = screened("04-ctx-toolbox", {"tanh": _tanh_answer(*TANH_BY[how])})
-    assert flags and {f.code for f in flags} == {"by_hand_with_autograd"} and all("test_tanh" in f.detail for f in flags), flags
+    assert (
+        flags and {f.code for f in flags} == {"by_hand_with_autograd"} and all("test_tanh" in f.detail for f in flags)
+    ), flags
 
 
 CUBE_BY_HELPER = '''class Cube(Function):
@@ -327,25 +372,36 @@ print(torch.allclose(x.grad, 3 * x.detach() ** 2), [m for m in torch.nn.Sequenti
 def test_autograd_in_a_helper_cell_of_a_by_hand_answer_is_flagged():
     """Before: the helper's cell defines no exercise name, so it was not screened for autograd (full marks, no flag)."""
     flags = screened("04-ctx-toolbox", {"cube": CUBE_BY_HELPER}, [("cube", HELPER_WITH_AUTOGRAD)])
-    assert [f.code for f in flags] == ["by_hand_with_autograd"] and "a cell you added" in flags[0].detail \
-        and "test_cube" in flags[0].detail, flags
+    assert (
+        [f.code for f in flags] == ["by_hand_with_autograd"]
+        and "a cell you added" in flags[0].detail
+        and "test_cube" in flags[0].detail
+    ), flags
 
 
 @pytest.mark.nb04
 def test_honest_helpers_and_check_yourself_cells_are_not_flagged():
     """Controls: a by-hand helper in a cell of its own, a cell that runs .backward() to check the answer, nn's
     .modules(), the hvp (autograd's own job) and the solution's own once_differentiable-free Functions: no flag."""
-    assert screened("04-ctx-toolbox", {"cube": CUBE_BY_HELPER}, [("cube", HELPER_BY_HAND), ("test_cube", CHECK_YOURSELF)]) == []
-    imports = "from torch.autograd import Function\nfrom torch.autograd.function import once_differentiable, FunctionCtx"
+    assert (
+        screened("04-ctx-toolbox", {"cube": CUBE_BY_HELPER}, [("cube", HELPER_BY_HAND), ("test_cube", CHECK_YOURSELF)])
+        == []
+    )
+    imports = (
+        "from torch.autograd import Function\nfrom torch.autograd.function import once_differentiable, FunctionCtx"
+    )
     assert screened("04-ctx-toolbox", add=[("cube", imports)]) == []
 
 
 @pytest.mark.nb04
-@pytest.mark.parametrize("source, reason", [
-    ("import sys\nsys.modules['autograder.probes.nb04'].probe_hvp = print", "sys.modules"),
-    ("from sys import modules", "modules from sys"),
-    ("__revad_probe__.replaying = True", "__revad_probe__"),
-])
+@pytest.mark.parametrize(
+    "source, reason",
+    [
+        ("import sys\nsys.modules['autograder.probes.nb04'].probe_hvp = print", "sys.modules"),
+        ("from sys import modules", "modules from sys"),
+        ("__revad_probe__.replaying = True", "__revad_probe__"),
+    ],
+)
 def test_reaching_for_the_probes_module_or_runner_is_flagged(source, reason):
     """Before: no flag (sys.modules is how a cell reaches the probes without an import; the runner's replaying switch
     silences every later probe)."""
@@ -354,6 +410,7 @@ def test_reaching_for_the_probes_module_or_runner_is_flagged(source, reason):
 
 
 # =========================================================================== graded with the grading command
+
 
 def grade_routes(tmp_path, assignment: str, routes: dict[str, dict]) -> dict:
     """Grade one submission per route (the solution with some answers replaced and cells added after others) with
@@ -381,10 +438,17 @@ def grade_routes(tmp_path, assignment: str, routes: dict[str, dict]) -> dict:
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / released.name)
         (folder / "timestamp.txt").write_text("2026-11-01 12:00:00.000000 UTC")
-        for name, text in route.get("files", {}).items():   # the learner's own files, handed in with the notebook
+        for name, text in route.get("files", {}).items():  # the learner's own files, handed in with the notebook
             (folder / name).write_text(text)
-    rows = grade_assignment(root, assignment, db_url=db_url, workers=2, progress=False, log=lambda *a: None,
-                            limits=sandbox.Limits(cell_timeout_s=120, timeout_s=900))
+    rows = grade_assignment(
+        root,
+        assignment,
+        db_url=db_url,
+        workers=2,
+        progress=False,
+        log=lambda *a: None,
+        limits=sandbox.Limits(cell_timeout_s=120, timeout_s=900),
+    )
     return {row.student: row for row in rows}
 
 
@@ -406,7 +470,10 @@ def _made_up(kernel, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float64
 
 _probes.probe_kernel = _made_up
 '''
-NOT_WRITTEN = {"silu_forward_kernel": "silu_forward_kernel = None", "silu_backward_kernel": "silu_backward_kernel = None"}
+NOT_WRITTEN = {
+    "silu_forward_kernel": "silu_forward_kernel = None",
+    "silu_backward_kernel": "silu_backward_kernel = None",
+}
 
 
 @pytest.mark.slow
@@ -415,9 +482,11 @@ def test_notebook_05_graded_a_probe_swapped_through_sys_modules_runs_as_installe
     sys.modules for one returning PyTorch's numbers. Now the probe runs as installed (the kernels score 0),
     and the submission is flagged twice: reaching for sys.modules, and what it replaced. The honest solution: full
     marks and no flag."""
-    rows = grade_routes(tmp_path, "05-gpu-functions", {
-        "made_up": {"answers": NOT_WRITTEN, "add": [("silu_forward_kernel", FAKE_KERNEL_PROBE)]},
-        "honest": {}})
+    rows = grade_routes(
+        tmp_path,
+        "05-gpu-functions",
+        {"made_up": {"answers": NOT_WRITTEN, "add": [("silu_forward_kernel", FAKE_KERNEL_PROBE)]}, "honest": {}},
+    )
     made_up, honest = rows["made_up"], rows["honest"]
     assert made_up.by_cell["test_silu_forward_kernel"][0] == 0 and made_up.by_cell["test_silu_backward_kernel"][0] == 0
     assert {f.split(":")[0] for f in made_up.flags} == {"reaches_for_grader", "patched"}, made_up.flags
@@ -477,14 +546,23 @@ def test_notebook_04_graded_torch_tools_replaced_under_other_names_are_flagged_a
     torch.compile replaced through `import torch as T`, scored full marks (3/3, 4/4) with no flag. Now the probes use
     their own references (the vmap, opcheck and compile parts fail as they should) and the replacements are flagged,
     statically and in the kernel."""
-    rows = grade_routes(tmp_path, "04-ctx-toolbox", {
-        "patcher": {"answers": {"softplus": SOFTPLUS_WITHOUT_VMAP_RULE, "softplus_op": OP_WITHOUT_FAKE},
-                    "add": [("softplus_op", PATCHES_UNDER_OTHER_NAMES)]}})
+    rows = grade_routes(
+        tmp_path,
+        "04-ctx-toolbox",
+        {
+            "patcher": {
+                "answers": {"softplus": SOFTPLUS_WITHOUT_VMAP_RULE, "softplus_op": OP_WITHOUT_FAKE},
+                "add": [("softplus_op", PATCHES_UNDER_OTHER_NAMES)],
+            }
+        },
+    )
     row = rows["patcher"]
     assert row.by_cell["test_softplus"][0] < 3 and row.by_cell["test_softplus_op"][0] < 2, row.by_cell
     assert {f.split(":")[0] for f in row.flags} == {"patched"}, row.flags
     for name in ("torch.vmap", "torch.library.opcheck", "torch.compile"):
-        assert any(f"assigns to {name}" in f for f in row.flags) and any(f"kernel: {name}" in f for f in row.flags), row.flags
+        assert any(f"assigns to {name}" in f for f in row.flags) and any(f"kernel: {name}" in f for f in row.flags), (
+            row.flags
+        )
 
 
 @pytest.mark.nb04
@@ -499,12 +577,12 @@ def test_the_probes_keep_their_own_torch_vmap(monkeypatch):
 
     namespace = {"Function": Function, "F": F, "torch": torch}
     exec(SOFTPLUS_WITHOUT_VMAP_RULE, namespace)
-    monkeypatch.setattr(torch, "vmap", lambda f, in_dims=0, out_dims=0, **kw: (lambda t: F.softplus(t)))
+    monkeypatch.setattr(torch, "vmap", lambda f, in_dims=0, out_dims=0, **kw: lambda t: F.softplus(t))
     verdict, report = run(nb04.check_modern, namespace["Softplus"], seed=0, points=3)
     assert [p.name for p in verdict.parts if p.passed is False] == ["vmap"], report
 
 
-def _forward_with_a_dummy_launch(ctx, x):      # a kernel launched into a scratch buffer, the answer from PyTorch
+def _forward_with_a_dummy_launch(ctx, x):  # a kernel launched into a scratch buffer, the answer from PyTorch
     x = x.contiguous()
     _silu_forward[(triton.cdiv(x.numel(), 64),)](x, torch.empty_like(x), x.numel(), BLOCK_SIZE=64)
     return _torch_forward(ctx, x)
@@ -517,14 +595,18 @@ def _backward_with_a_dummy_launch(ctx, g):
 
 
 def test_not_protected_a_dummy_launch_is_counted():
-    """Documents a limit (docs/grading.md, "what is not protected"): the probe counts launches, it does not trace where the
-    result came from, so a kernel launched for show beside PyTorch's answer keeps full marks."""
-    verdict, message = run(nb05.check_triton_function, fn("TritonSiLU", _forward_with_a_dummy_launch,
-                                                          _backward_with_a_dummy_launch), **TRITON_PARAMS)
+    """Documents a limit (docs/grading.md, "what is not protected"): the probe counts launches, it does not trace where
+    the result came from, so a kernel launched for show beside PyTorch's answer keeps full marks."""
+    verdict, message = run(
+        nb05.check_triton_function,
+        fn("TritonSiLU", _forward_with_a_dummy_launch, _backward_with_a_dummy_launch),
+        **TRITON_PARAMS,
+    )
     assert verdict is not None and float(verdict) == 4, message
 
 
-# =========================================================================== notebook 04's LinearLayer must use FunctionalLinear
+# ================================================================== notebook 04's LinearLayer must use FunctionalLinear
+
 
 @pytest.mark.nb04
 def test_a_linear_layer_that_wraps_f_linear_in_a_pass_through_function_loses_the_training_part():
@@ -532,8 +614,8 @@ def test_a_linear_layer_that_wraps_f_linear_in_a_pass_through_function_loses_the
     Function' did not fire -- scored 3/3 without FunctionalLinear. Now the node must take the weight and bias
     themselves. (Honest layers written differently keep full marks: test_nb04_checks' alternatives.)"""
     import torch.nn.functional as F
-    from torch.autograd import Function
     from test_nb04_checks import make_layer
+    from torch.autograd import Function
 
     from autograder import nb04
 
@@ -550,10 +632,12 @@ def test_a_linear_layer_that_wraps_f_linear_in_a_pass_through_function_loses_the
         apply = staticmethod(lambda x, weight, bias: Passthrough.apply(F.linear(x, weight, bias)))
 
     verdict, report = run(nb04.check_linear_layer, make_layer(NotFunctionalLinear), seed=0, points=3)
-    assert [p.name for p in verdict.parts if p.passed is False] == ["training"] and "applied to an operation" in report, report
+    assert [p.name for p in verdict.parts if p.passed is False] == [
+        "training"
+    ] and "applied to an operation" in report, report
 
 
-def _silu_forward_saving_sigmoid(ctx, x):      # saves σ(x) instead of x (x is recomputed as its logit)
+def _silu_forward_saving_sigmoid(ctx, x):  # saves σ(x) instead of x (x is recomputed as its logit)
     s = torch.sigmoid(x)
     ctx.save_for_backward(s)
     return x * s
@@ -571,6 +655,9 @@ def test_the_probes_keep_their_own_torch_equal(monkeypatch):
     import autograder.probes.nb05  # noqa: F401  (imported before the learner's code, as the kernel's setup does)
 
     monkeypatch.setattr(torch, "equal", lambda a, b: True)
-    verdict, report = run(nb05.check_fused_activation, fn("FusedSiLU", _silu_forward_saving_sigmoid,
-                                                          _silu_backward_from_logit), **FUSED_PARAMS)
+    verdict, report = run(
+        nb05.check_fused_activation,
+        fn("FusedSiLU", _silu_forward_saving_sigmoid, _silu_backward_from_logit),
+        **FUSED_PARAMS,
+    )
     assert "memory" in {p.name for p in verdict.parts if p.passed is False} and "but not x" in report, report

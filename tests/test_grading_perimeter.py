@@ -1,6 +1,7 @@
 """The grading perimeter end to end, through the instructor's real command (`python -m autograder grade`):
 hostile student ids in the CSV export and the terminal table; a course and a Python kept in private
 folders (mode 0700), with and without bubblewrap."""
+
 from __future__ import annotations
 
 import csv
@@ -16,13 +17,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402
-
 from nbgrader.api import Gradebook  # noqa: E402
 from nbgrader.plugins import CsvExportPlugin  # noqa: E402
 
+from autograder.coursedir import REPO  # noqa: E402
 from autograder.grading import safe_text  # noqa: E402
 from autograder.grading.report import nbgrader_rows  # noqa: E402
-from autograder.coursedir import REPO  # noqa: E402
 from autograder.grading.sandbox import detect  # noqa: E402
 
 HOSTILE_IDS = ["=2+5+cmd|' -C calc'!A0", "+ben", "@SUM(A1)", "-carl", "ada\x1b[2J\x1b[Hforged\rrow"]
@@ -41,9 +41,24 @@ def _course(root: Path, students: list[str]) -> None:
 
 
 def _grade(python: str, root: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    argv = [python, "-m", "autograder", "grade", hostile.ASSIGNMENT, "--course-dir", str(root), "--quiet",
-            "--workers", "2", "--timeout", "120", *extra]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=str(root), env={**os.environ, **(env or {})})
+    argv = [
+        python,
+        "-m",
+        "autograder",
+        "grade",
+        hostile.ASSIGNMENT,
+        "--course-dir",
+        str(root),
+        "--quiet",
+        "--workers",
+        "2",
+        "--timeout",
+        "120",
+        *extra,
+    ]
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=600, cwd=str(root), env={**os.environ, **(env or {})}
+    )
 
 
 def test_hostile_student_ids_are_inert_in_the_csv_and_the_terminal(tmp_path):
@@ -126,9 +141,18 @@ def test_a_kernel_killed_while_it_starts_is_started_again(tmp_path, monkeypatch)
     scratch = Path(tempfile.mkdtemp(prefix="rg-test-", dir="/tmp"))
     os.chmod(scratch, 0o711)
     (scratch / "work").mkdir()
-    job = Job(student="ada", spec="", submission="", out=str(tmp_path), scratch=str(scratch), slot=0,
-              uid_seq=int.from_bytes(os.urandom(2), "little"), limits=sandbox.Limits(timeout_s=120),
-              sandbox=SandboxSettings(info.tool, info.as_root, info.drop_uid), sandbox_text=info.describe())
+    job = Job(
+        student="ada",
+        spec="",
+        submission="",
+        out=str(tmp_path),
+        scratch=str(scratch),
+        slot=0,
+        uid_seq=int.from_bytes(os.urandom(2), "little"),
+        limits=sandbox.Limits(timeout_s=120),
+        sandbox=SandboxSettings(info.tool, info.as_root, info.drop_uid),
+        sandbox_text=info.describe(),
+    )
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
     try:
         report = running.execute(nb, scratch, job)

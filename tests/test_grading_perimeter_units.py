@@ -2,6 +2,7 @@
 (intake), text safe for spreadsheets and terminals (safe_text), reading any notebook JSON
 (notebook_json), showing a notebook without live learner HTML (sanitize), reaching the kernel's
 files as its uid (reach), retrying a kernel start (kernel_start)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -26,6 +27,7 @@ SECRET = "TOP-SECRET-CONTENT-4711"
 
 
 # ----------------------------------------------------------------------------------------- intake
+
 
 @pytest.fixture
 def submitted(tmp_path):
@@ -130,6 +132,7 @@ def test_too_big_files_are_left_out_and_said(submitted, tmp_path, monkeypatch):
 
 # -------------------------------------------------------------------------------------- safe_text
 
+
 @pytest.mark.parametrize("value", ["=2+5+cmd|' /C calc'!A0", "+1", "-1+2", "@SUM(A1)", "\t=1", "\r=1"])
 def test_formula_cells_are_neutralised(value):
     out = safe_text.spreadsheet_cell(value)
@@ -165,6 +168,7 @@ def test_terminal_text_escapes_what_it_must():
 
 
 # ---------------------------------------------------------------------------------- notebook_json
+
 
 def _v4_notebook() -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
@@ -202,8 +206,15 @@ def test_shallow_notebooks_are_read_untouched():
     assert data == json.loads(raw) and notes == []
 
 
-@pytest.mark.parametrize("raw, text", [(b"not json {", "not a readable notebook"), (b"[1, 2]", "not a Jupyter notebook"),
-                                       (b'{"nbformat": 4}', "not a Jupyter notebook"), (b"[" * 100_000, "not a readable")])
+@pytest.mark.parametrize(
+    "raw, text",
+    [
+        (b"not json {", "not a readable notebook"),
+        (b"[1, 2]", "not a Jupyter notebook"),
+        (b'{"nbformat": 4}', "not a Jupyter notebook"),
+        (b"[" * 100_000, "not a readable"),
+    ],
+)
 def test_what_is_not_a_notebook_gets_a_message(raw, text):
     with pytest.raises(notebook_json.NotebookUnreadable, match=text):
         notebook_json.load(raw, "tiny.ipynb")
@@ -211,13 +222,22 @@ def test_what_is_not_a_notebook_gets_a_message(raw, text):
 
 # --------------------------------------------------------------------------------------- sanitize
 
-ATTACKS = ["<script>pwn('md')</script>", "<img src=\"x\" onerror=\"pwn('md')\">", "[click](javascript:pwn('md'))",
-           "[click](JaVa&#83;cript:pwn('md'))", "<javascript:pwn('md')>", "[r][ref]\n\n[ref]: javascript:pwn('md')",
-           "<a href='javascript:pwn(1)'>a</a>", "<svg onload=\"pwn('md')\"></svg>", "<iframe src='http://x'></iframe>"]
+ATTACKS = [
+    "<script>pwn('md')</script>",
+    "<img src=\"x\" onerror=\"pwn('md')\">",
+    "[click](javascript:pwn('md'))",
+    "[click](JaVa&#83;cript:pwn('md'))",
+    "<javascript:pwn('md')>",
+    "[r][ref]\n\n[ref]: javascript:pwn('md')",
+    "<a href='javascript:pwn(1)'>a</a>",
+    "<svg onload=\"pwn('md')\"></svg>",
+    "<iframe src='http://x'></iframe>",
+]
 
 
 def _rendered(nb) -> str:
     from nbconvert import HTMLExporter
+
     html, _ = HTMLExporter(template_name="classic").from_notebook_node(nb)
     return html
 
@@ -233,18 +253,34 @@ def test_markdown_attacks_are_shown_as_text(attack):
 
 def test_outputs_lose_scripts_and_keep_text():
     cell = nbformat.v4.new_code_cell("x")
-    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<b>hi</b><script>pwn('out')</script>",
-                                                                  "application/javascript": "pwn('js')",
-                                                                  "image/svg+xml": "<svg onload=pwn('svg')/>",
-                                                                  "text/plain": "plain"}),
-                    nbformat.v4.new_output("display_data", data={"text/markdown": "[x](javascript:pwn('mdout'))"}),
-                    nbformat.v4.new_output("display_data", data={"application/javascript": "pwn('js only')"}),
-                    nbformat.v4.new_output("stream", name="stdout", text="<script>pwn('stream')</script>")]
-    nb = nbformat.v4.new_notebook(cells=[cell], metadata={"widgets": {"x": "</script><script>pwn('w')</script>"},
-                                                           "kernelspec": {"name": "python3", "display_name": "P"}})
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={
+                "text/html": "<b>hi</b><script>pwn('out')</script>",
+                "application/javascript": "pwn('js')",
+                "image/svg+xml": "<svg onload=pwn('svg')/>",
+                "text/plain": "plain",
+            },
+        ),
+        nbformat.v4.new_output("display_data", data={"text/markdown": "[x](javascript:pwn('mdout'))"}),
+        nbformat.v4.new_output("display_data", data={"application/javascript": "pwn('js only')"}),
+        nbformat.v4.new_output("stream", name="stdout", text="<script>pwn('stream')</script>"),
+    ]
+    nb = nbformat.v4.new_notebook(
+        cells=[cell],
+        metadata={
+            "widgets": {"x": "</script><script>pwn('w')</script>"},
+            "kernelspec": {"name": "python3", "display_name": "P"},
+        },
+    )
     sanitize.sanitize_notebook(nb)
     data = nb.cells[0].outputs[0]["data"]
-    assert set(data) == {"text/html", "text/plain"} and "<script>" not in data["text/html"] and "<b>hi</b>" in data["text/html"]
+    assert (
+        set(data) == {"text/html", "text/plain"}
+        and "<script>" not in data["text/html"]
+        and "<b>hi</b>" in data["text/html"]
+    )
     assert nb.cells[0].outputs[1]["data"] == {"text/plain": "[x](javascript:pwn('mdout'))"}
     assert len(nb.cells[0].outputs) == 3  # the JavaScript-only output is gone; the stream stays
     assert set(nb.metadata) == {"kernelspec"}
@@ -261,8 +297,10 @@ def test_honest_markdown_is_kept():
 
 # ------------------------------------------------------------------------------------------ reach
 
+
 def test_a_private_folder_blocks_another_uid():
     import tempfile
+
     tmp_path = Path(tempfile.mkdtemp(dir="/tmp"))  # pytest's own tmp folders are private already
     private = tmp_path / "home"
     (private / "venv" / "bin").mkdir(parents=True)
@@ -281,6 +319,7 @@ def test_a_private_folder_blocks_another_uid():
 
 
 # ------------------------------------------------------------------------------------ kernel_start
+
 
 def test_a_failed_start_is_retried_then_given_up():
     calls, cleaned = [], []

@@ -1,5 +1,6 @@
 """A grading run killed part-way and started again finishes the rest, grades nothing twice, and leaves
 the gradebook as an uninterrupted run would."""
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402
 
-from autograder.grading import record  # noqa: E402
 from autograder.coursedir import REPO  # noqa: E402
+from autograder.grading import record  # noqa: E402
 
 KINDS = ["h_correct", "h_partly_wrong", "h_blank", "x_change_points"]
 N = 8
@@ -34,9 +35,29 @@ def _course(root: Path) -> None:
 
 
 def _grade(root: Path, **popen) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "autograder", "grade", hostile.ASSIGNMENT, "--course-dir", str(root),
-                             "--workers", "2", "--quiet", "--cell-timeout", "20", "--timeout", "60"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            hostile.ASSIGNMENT,
+            "--course-dir",
+            str(root),
+            "--workers",
+            "2",
+            "--quiet",
+            "--cell-timeout",
+            "20",
+            "--timeout",
+            "60",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **popen,
+    )
 
 
 def _completed(root: Path) -> int:

@@ -6,6 +6,7 @@
 - the judges and the grading command cannot be imported inside the sandbox;
 - the screen flags code that reaches for the grader, and nothing in the honest solutions.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -30,7 +31,9 @@ from autograder.registry import CHECKS
 from autograder.release import generate_release, untrusted_test_cells
 
 SOLUTION_NOTEBOOKS = sorted(p for p in SOLUTIONS.glob("*/*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-for _module in sorted(f"autograder.{p.name[:-3]}" for p in (Path(__file__).resolve().parents[1] / "autograder").glob("nb[0-9][0-9].py")):
+for _module in sorted(
+    f"autograder.{p.name[:-3]}" for p in (Path(__file__).resolve().parents[1] / "autograder").glob("nb[0-9][0-9].py")
+):
     importlib.import_module(_module)  # every notebook's checks, so that their test cells parse
 
 
@@ -43,26 +46,30 @@ def _test_cells(path):
 
 # ------------------------------------------------------------------------------------------ trusted cells
 
+
 @pytest.mark.parametrize("path", SOLUTION_NOTEBOOKS, ids=lambda p: p.parent.name)
 def test_every_graded_test_cell_of_the_solutions_is_read_as_trusted(path):
     for module in {m for _, source in _test_cells(path) for m in check_modules(source)}:
         importlib.import_module(module)
     for gid, source in _test_cells(path):
-        calls = parse_check_calls(source, set(CHECKS))   # raises UntrustedCell otherwise
+        calls = parse_check_calls(source, set(CHECKS))  # raises UntrustedCell otherwise
         assert calls, gid
         hidden = [c for c in calls if c.hidden]
         assert hidden and all("draw" in c.params for c in hidden), f"{gid}: hidden tests name generated cases (draw=N)"
     assert untrusted_test_cells(path.parent) == []
 
 
-@pytest.mark.parametrize("body", [
-    "for p in [(1.0, 2.0)]:\n    check_primal_trace(primal_trace, points=[p])",
-    "if True:\n    check_primal_trace(primal_trace, points=[(1.0, 2.0)])",
-    "def run():\n    check_primal_trace(primal_trace, points=[(1.0, 2.0)])\nrun()",
-    "ok = [check_primal_trace(primal_trace, points=[(1.0, 2.0)])]",
-    "check_primal_trace(primal_trace, points=[(1.0, 2.0 + x)])",
-    "print('no check at all')",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "for p in [(1.0, 2.0)]:\n    check_primal_trace(primal_trace, points=[p])",
+        "if True:\n    check_primal_trace(primal_trace, points=[(1.0, 2.0)])",
+        "def run():\n    check_primal_trace(primal_trace, points=[(1.0, 2.0)])\nrun()",
+        "ok = [check_primal_trace(primal_trace, points=[(1.0, 2.0)])]",
+        "check_primal_trace(primal_trace, points=[(1.0, 2.0 + x)])",
+        "print('no check at all')",
+    ],
+)
 def test_release_refuses_a_test_cell_the_grader_cannot_trust(tmp_path, body):
     source = "from autograder.nb01 import check_primal_trace\n" + body
     with pytest.raises(UntrustedCell):
@@ -70,8 +77,21 @@ def test_release_refuses_a_test_cell_the_grader_cannot_trust(tmp_path, body):
     folder = tmp_path / "solutions" / "99-untrusted"
     folder.mkdir(parents=True)
     nb = nbformat.v4.new_notebook()
-    nb.cells.append(nbformat.v4.new_code_cell(source, metadata={"nbgrader": {
-        "grade": True, "solution": False, "locked": True, "points": 1, "grade_id": "test_x", "schema_version": 3}}))
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            source,
+            metadata={
+                "nbgrader": {
+                    "grade": True,
+                    "solution": False,
+                    "locked": True,
+                    "points": 1,
+                    "grade_id": "test_x",
+                    "schema_version": 3,
+                }
+            },
+        )
+    )
     nbformat.write(nb, folder / "untrusted.ipynb")
     with pytest.raises(SystemExit, match="(?s)Refusing to release.*untrusted.ipynb: test_x"):
         generate_release(tmp_path / "course", solutions=tmp_path / "solutions")
@@ -79,11 +99,12 @@ def test_release_refuses_a_test_cell_the_grader_cannot_trust(tmp_path, body):
 
 # ------------------------------------------------------------------------------------------ complete answers
 
+
 def _drawn_calls():
     out = []
     for path in SOLUTION_NOTEBOOKS:
         for gid, source in _test_cells(path):
-            for module in check_modules(source):      # the notebook's checks, registered before its cells are read
+            for module in check_modules(source):  # the notebook's checks, registered before its cells are read
                 importlib.import_module(module)
             for k, call in enumerate(c for c in parse_check_calls(source, set(CHECKS)) if c.hidden):
                 params = CHECKS[call.check].drawn(call.params, random.Random(f"test/{gid}/{k}"))
@@ -92,14 +113,30 @@ def _drawn_calls():
 
 
 def _cases(params):
-    return next((v for k, v in params.items() if k in ("points", "cases", "graphs", "seeds", "problems")
-                 and isinstance(v, list)), None)
+    return next(
+        (
+            v
+            for k, v in params.items()
+            if k in ("points", "cases", "graphs", "seeds", "problems") and isinstance(v, list)
+        ),
+        None,
+    )
 
 
 @pytest.mark.parametrize("call, params", _drawn_calls())
 def test_no_judge_accepts_missing_empty_extra_or_mistyped_data(call, params):
     cases = _cases(params)
-    forged = [None, [], {}, "ok", 1.0, [None], [{}], {"cases": []}, {"name": "x", "function_class": True, "cases": [{}]}]
+    forged = [
+        None,
+        [],
+        {},
+        "ok",
+        1.0,
+        [None],
+        [{}],
+        {"cases": []},
+        {"name": "x", "function_class": True, "cases": [{}]},
+    ]
     if cases is not None:
         forged += [[{}] * len(cases), [None] * len(cases), [[]] * (len(cases) + 1), [0.0] * len(cases)]
     for data in forged:
@@ -116,9 +153,21 @@ def test_a_judge_fails_with_a_message_when_answers_are_missing():
 
 # ------------------------------------------------------------------------------------------ hidden cases
 
+
 def _job(draw_key):
-    return Job(student="s", spec="", submission="", out="", scratch="", slot=0, uid_seq=0, limits=sandbox.Limits(),
-               sandbox=SandboxSettings(None, False, False), sandbox_text="", draw_key=draw_key)
+    return Job(
+        student="s",
+        spec="",
+        submission="",
+        out="",
+        scratch="",
+        slot=0,
+        uid_seq=0,
+        limits=sandbox.Limits(),
+        sandbox=SandboxSettings(None, False, False),
+        sandbox_text="",
+        draw_key=draw_key,
+    )
 
 
 def test_hidden_cases_are_reproducible_for_a_regrade_and_new_for_a_new_submission():
@@ -127,54 +176,81 @@ def test_hidden_cases_are_reproducible_for_a_regrade_and_new_for_a_new_submissio
     again = check.drawn({"draw": 4}, hidden_rng(_job("key-1"), "nb", "test_adjoint_trace", 1))
     other = check.drawn({"draw": 4}, hidden_rng(_job("key-2"), "nb", "test_adjoint_trace", 1))
     assert first == again and first != other and len(first["points"]) == 4
-    assert check.drawn({"draw": 4}) != check.drawn({"draw": 4})   # outside the grader: fresh every time
+    assert check.drawn({"draw": 4}) != check.drawn({"draw": 4})  # outside the grader: fresh every time
 
 
 def test_the_gradebook_keeps_one_secret(tmp_path):
     from autograder.grading import record
+
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
-    assert record.course_secret(url) == record.course_secret(url) != record.course_secret(f"sqlite:///{tmp_path / 'b.db'}")
+    assert (
+        record.course_secret(url) == record.course_secret(url) != record.course_secret(f"sqlite:///{tmp_path / 'b.db'}")
+    )
 
 
 # ------------------------------------------------------------------------------------------ the sandbox
 
+
 @pytest.mark.skipif(sandbox.detect().protections_off() != [], reason="needs the bubblewrap sandbox")
-@pytest.mark.parametrize("code", [
-    "import autograder.judges.nb01",
-    "from autograder.judges.function import judge_function",
-    "import autograder.grading.record",
-    "import os, autograder; assert os.listdir(os.path.join(os.path.dirname(autograder.__file__), 'judges')) != []",
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import autograder.judges.nb01",
+        "from autograder.judges.function import judge_function",
+        "import autograder.grading.record",
+        "import os, autograder; assert os.listdir(os.path.join(os.path.dirname(autograder.__file__), 'judges')) != []",
+    ],
+)
 def test_judges_and_the_grading_command_are_not_in_the_sandbox(tmp_path, code):
     info = sandbox.detect()
     (tmp_path / "work").mkdir()
     argv = sandbox.bwrap_argv(info, tmp_path) + ["--", sys.executable, "-c", code]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0, out.stdout
-    probes = sandbox.bwrap_argv(info, tmp_path) + ["--", sys.executable, "-c", "import autograder.probes.nb01, autograder.nb03"]
+    probes = sandbox.bwrap_argv(info, tmp_path) + [
+        "--",
+        sys.executable,
+        "-c",
+        "import autograder.probes.nb01, autograder.nb03",
+    ]
     assert subprocess.run(probes, capture_output=True, text=True, timeout=60).returncode == 0
 
 
 # ------------------------------------------------------------------------------------------ screening
 
-@pytest.mark.parametrize("code, reason", [
-    ("import inspect\ninspect.stack()", "inspect"), ("import sys\nsys._getframe(1)", "frame"),
-    ("f.__code__ = g.__code__", "code objects"), ("fn.__globals__['x'] = 1", "globals"),
-    ("import gc\ngc.get_objects()", "gc"), ("import ctypes", "ctypes"), ("import threading", "threads"),
-    ("get_ipython().events.register('post_run_cell', f)", "IPython"), ("import autograder.probes.nb01", "autograder"),
-    ("from autograder.judges.nb01 import reference_adjoints", "autograder"), ("import autograder.nb01", "autograder"),
-    ("from torch.overrides import TorchFunctionMode", "mode"), ("exec('import inspect')", "exec"),
-    ("import builtins\nbuiltins.abs = None", "builtins"), ("ip.display_pub.publish = None", "IPython"),
-    ("x = frame.f_back.f_locals", "frame"),
-])
+
+@pytest.mark.parametrize(
+    "code, reason",
+    [
+        ("import inspect\ninspect.stack()", "inspect"),
+        ("import sys\nsys._getframe(1)", "frame"),
+        ("f.__code__ = g.__code__", "code objects"),
+        ("fn.__globals__['x'] = 1", "globals"),
+        ("import gc\ngc.get_objects()", "gc"),
+        ("import ctypes", "ctypes"),
+        ("import threading", "threads"),
+        ("get_ipython().events.register('post_run_cell', f)", "IPython"),
+        ("import autograder.probes.nb01", "autograder"),
+        ("from autograder.judges.nb01 import reference_adjoints", "autograder"),
+        ("import autograder.nb01", "autograder"),
+        ("from torch.overrides import TorchFunctionMode", "mode"),
+        ("exec('import inspect')", "exec"),
+        ("import builtins\nbuiltins.abs = None", "builtins"),
+        ("ip.display_pub.publish = None", "IPython"),
+        ("x = frame.f_back.f_locals", "frame"),
+    ],
+)
 def test_the_screen_names_each_route(code, reason):
     assert any(reason in found for found in reaches(code)), reaches(code)
 
 
 def test_the_screen_spares_honest_code():
-    honest = ("import math, torch, numpy as np\nfrom IPython.display import display\nimport matplotlib.pyplot as plt\n"
-              "class F(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, g):\n        return g * ctx.saved_tensors[0]\n"
-              "def helper(x):\n    return sorted(x, key=lambda v: -v)\nloss = f(variables)\nloss.backward()")
+    honest = (
+        "import math, torch, numpy as np\nfrom IPython.display import display\nimport matplotlib.pyplot as plt\n"
+        "class F(torch.autograd.Function):\n    @staticmethod\n    def backward(ctx, g):\n        return g * "
+        "ctx.saved_tensors[0]\n"
+        "def helper(x):\n    return sorted(x, key=lambda v: -v)\nloss = f(variables)\nloss.backward()"
+    )
     assert reaches(honest) == [] and uses_autograd(honest) == []
     assert reaches("from autograder.nb02 import example_graph, random_expression_text") == []
     assert uses_autograd("import torch\nx = torch.ones(1, requires_grad=True)\n(x * 2).backward()")
@@ -189,8 +265,15 @@ def test_no_solution_raises_a_screening_flag(path):
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("grade_id"):
-            cells.append({"grade_id": meta["grade_id"], "cell_type": cell.cell_type, "grade": bool(meta.get("grade")),
-                          "solution": bool(meta.get("solution")), "source": cell.source})
+            cells.append(
+                {
+                    "grade_id": meta["grade_id"],
+                    "cell_type": cell.cell_type,
+                    "grade": bool(meta.get("grade")),
+                    "solution": bool(meta.get("solution")),
+                    "source": cell.source,
+                }
+            )
     assert screen(nb, {"cells": cells, "plain": plain}, CHECKS) == []
 
 
@@ -202,6 +285,7 @@ def test_without_bubblewrap_the_judges_are_reachable_and_the_docs_say_so():
 
 # ------------------------------------------------------------------------------------------ crash hint
 
+
 def test_a_crash_during_a_test_scores_it_zero_with_the_checks_crash_hint(tmp_path):
     from autograder.grading.jobs import NotebookResult
     from autograder.grading.spec import CheckCall
@@ -210,8 +294,12 @@ def test_a_crash_during_a_test_scores_it_zero_with_the_checks_crash_hint(tmp_pat
 
     name = "check_crash_hint_example"
     if name not in CHECKS:
-        register(name, probe="autograder.probes.nb01:probe_primal_trace", judge="autograder.judges.nb01:judge_primal_trace",
-                 crash_hint="likely an unmasked tl.load/tl.store")
+        register(
+            name,
+            probe="autograder.probes.nb01:probe_primal_trace",
+            judge="autograder.judges.nb01:judge_primal_trace",
+            crash_hint="likely an unmasked tl.load/tl.store",
+        )
     call = CheckCall(name, "kernel", {"points": [(1.0, 2.0)]}, 1, 1, False)
     plan = Plan(nbformat.v4.new_notebook(), {"test_k": [call]}, [], {"test_k": 1}, tmp_path)
     result = NotebookResult("nb")
@@ -223,8 +311,10 @@ def test_a_crash_during_a_test_scores_it_zero_with_the_checks_crash_hint(tmp_pat
 
 # ------------------------------------------------------------------ one score, hidden reports not repeated
 
+
 def _verdict(title, score, failing, message="entries [0] and [2] are off by 0.5"):
     from autograder.judges.verdict import Part, Verdict
+
     parts = [Part("forward", 1.0), Part("gradcheck", 2.0), Part("interface", 1.0)]
     for p in parts:
         if p.name in failing:
@@ -234,6 +324,7 @@ def _verdict(title, score, failing, message="entries [0] and [2] are off by 0.5"
 
 def test_a_hidden_report_failing_the_shown_parts_is_one_line_under_one_score():
     from autograder.grading.judge import partial_reports
+
     shown, hidden = _verdict("Exp", 3.0, {"interface"}), _verdict("Exp", 3.0, {"interface"}, "entry [5] is off")
     text = "\n".join(partial_reports([(False, shown), (True, hidden)]))
     assert text.startswith("Exp: 3 of 4 points")
@@ -243,9 +334,12 @@ def test_a_hidden_report_failing_the_shown_parts_is_one_line_under_one_score():
 
 def test_a_hidden_report_failing_other_parts_is_shown_whole_and_labelled():
     from autograder.grading.judge import partial_reports
+
     shown, hidden = _verdict("Exp", 3.0, {"interface"}), _verdict("Exp", 1.0, {"interface", "gradcheck"})
     lines = partial_reports([(False, shown), (True, hidden)])
     assert lines[0].startswith("Exp: 3 of 4 points") and lines[0].count("[FAIL]") == 1
     assert lines[1].startswith("Hidden tests (cases your notebook does not show) — Exp: 1 of 4 points")
     assert lines[1].count("[FAIL]") == 2
-    assert partial_reports([(True, hidden)])[0].startswith("Hidden tests (cases your notebook does not show) — Exp: 1 of 4")
+    assert partial_reports([(True, hidden)])[0].startswith(
+        "Hidden tests (cases your notebook does not show) — Exp: 1 of 4"
+    )

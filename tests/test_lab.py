@@ -1,4 +1,5 @@
 """`make lab` serves the course on loopback, headless, with nbgrader's extension enabled."""
+
 from __future__ import annotations
 
 import json
@@ -32,12 +33,23 @@ def _get(url: str) -> tuple[int, str]:
 @pytest.fixture
 def lab_server(tmp_path):
     port = _free_port()
-    args = (f"--no-browser --port={port} --ServerApp.port_retries=0 --IdentityProvider.token={TOKEN} "
-            f"--exchange {tmp_path / 'exchange'} --config-dir {tmp_path / 'config'} --work-dir {tmp_path / 'work'}")
-    proc = subprocess.Popen(["make", "-s", "lab", f"LAB_ARGS={args}"], cwd=REPO, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "BROWSER": "false",
-                                 # nbgrader keeps its record of submissions here: one of the test's own
-                                 "JUPYTER_DATA_DIR": str(tmp_path / "data")})
+    args = (
+        f"--no-browser --port={port} --ServerApp.port_retries=0 --IdentityProvider.token={TOKEN} "
+        f"--exchange {tmp_path / 'exchange'} --config-dir {tmp_path / 'config'} --work-dir {tmp_path / 'work'}"
+    )
+    proc = subprocess.Popen(
+        ["make", "-s", "lab", f"LAB_ARGS={args}"],
+        cwd=REPO,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={
+            **os.environ,
+            "BROWSER": "false",
+            # nbgrader keeps its record of submissions here: one of the test's own
+            "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+        },
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -69,12 +81,18 @@ def test_lab_serves_the_course_with_nbgrader(lab_server):
     assert (tmp / "work" / "01-reverse-accumulation" / "reverse_accumulation.ipynb").is_file(), "made from course/"
 
     status, page = _get(f"{base}/lab?token={TOKEN}")
-    assert status == 200 and "@jupyter/nbgrader" in page, "the nbgrader lab extension is in the page's federated extensions"
+    assert status == 200 and "@jupyter/nbgrader" in page, (
+        "the nbgrader lab extension is in the page's federated extensions"
+    )
     status, version = _get(f"{base}/nbgrader_version?version=0.9.6")
     assert status == 200, "the nbgrader server extension (validate button) answers"
 
-    listening = {c.laddr.ip for p in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
-                 for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+    listening = {
+        c.laddr.ip
+        for p in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+        for c in p.net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN and c.laddr.port == port
+    }
     assert listening == {"127.0.0.1"}, f"listens on {listening}: it must be loopback only"
 
 
@@ -83,8 +101,14 @@ def test_lab_is_the_learners_interface_with_a_local_exchange(lab_server):
     """No instructor tools for learners; nbgrader's Assignments panel lists the course from the local exchange."""
     proc, base, port, tmp = lab_server
     status, page = _get(f"{base}/lab?token={TOKEN}")
-    disabled = json.loads(page.split('id="jupyter-config-data"')[1].split(">", 1)[1].split("</script>")[0])["disabledExtensions"]
-    assert {"@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:course-list"} <= set(disabled)
+    disabled = json.loads(page.split('id="jupyter-config-data"')[1].split(">", 1)[1].split("</script>")[0])[
+        "disabledExtensions"
+    ]
+    assert {
+        "@jupyter/nbgrader:create-assignment",
+        "@jupyter/nbgrader:formgrader",
+        "@jupyter/nbgrader:course-list",
+    } <= set(disabled)
     with pytest.raises(urllib.error.HTTPError) as missing:
         _get(f"{base}/formgrader?token={TOKEN}")
     assert missing.value.code == 404, "formgrader is not served to learners"
@@ -94,4 +118,6 @@ def test_lab_is_the_learners_interface_with_a_local_exchange(lab_server):
     released = sorted(p.name for p in (Path(__file__).resolve().parent.parent / "course").iterdir() if p.is_dir())
     assert len(released) >= 5, released
     assert {a["assignment_id"]: a["status"] for a in listed["value"]} == {name: "fetched" for name in released}
-    assert (tmp / "exchange" / "revad" / "outbound" / "01-reverse-accumulation" / "reverse_accumulation.ipynb").is_file()
+    assert (
+        tmp / "exchange" / "revad" / "outbound" / "01-reverse-accumulation" / "reverse_accumulation.ipynb"
+    ).is_file()

@@ -1,4 +1,5 @@
 """A failed check in a learner's notebook shows the check's message and the learner's code, never the grader's."""
+
 from __future__ import annotations
 
 import re
@@ -15,7 +16,9 @@ NOTEBOOKS = [p for a in assignments() for p in sorted((COURSE / a).glob("*.ipynb
 
 def run(cells: list[str], cwd) -> list[nbformat.NotebookNode]:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=300, resources={"metadata": {"path": str(cwd)}}).execute()
+    NotebookClient(
+        nb, kernel_name="python3", allow_errors=True, timeout=300, resources={"metadata": {"path": str(cwd)}}
+    ).execute()
     return nb.cells
 
 
@@ -33,10 +36,11 @@ def words(text: str) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.parent.name)
 def test_first_exercise_left_blank_shows_the_message_and_no_grader_frames(notebook):
-    """Released notebook, run up to its first test cell with the exercise blank: the same kind of traceback in every notebook."""
+    """Released notebook, run up to its first test cell with the exercise blank: the same kind of traceback in every
+    notebook."""
     cells = nbformat.read(notebook, as_version=4).cells
     first_test = next(i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("grade"))
-    ran = run([c.source for c in cells[:first_test + 1] if c.cell_type == "code"], notebook.parent)
+    ran = run([c.source for c in cells[: first_test + 1] if c.cell_type == "code"], notebook.parent)
     text = traceback_text(ran[-1])
     assert "is not written yet" in words(text)
     assert "autograder" + "/" not in text and "registry.py" not in text and "function_checks" not in text, text
@@ -45,9 +49,15 @@ def test_first_exercise_left_blank_shows_the_message_and_no_grader_frames(notebo
 
 @pytest.mark.slow
 def test_a_crash_in_the_learners_function_shows_their_frame():
-    text = traceback_text(run([
-        "def central_difference(f, x, h):\n    steps = [x - h, x + h]\n    return steps[2]",
-        "from autograder.nb01 import check_central_difference\n"
-        "check_central_difference(central_difference, cases=[('sin', 1.0, 1e-3)])"], COURSE)[-1])
+    text = traceback_text(
+        run(
+            [
+                "def central_difference(f, x, h):\n    steps = [x - h, x + h]\n    return steps[2]",
+                "from autograder.nb01 import check_central_difference\n"
+                "check_central_difference(central_difference, cases=[('sin', 1.0, 1e-3)])",
+            ],
+            COURSE,
+        )[-1]
+    )
     assert "IndexError" in text and "return steps[2]" in text, "the learner sees the line of theirs that failed"
     assert "autograder" + "/" not in text and "registry.py" not in text, text

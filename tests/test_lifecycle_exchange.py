@@ -2,6 +2,7 @@
 separate home directories: release_assignment -> fetch_assignment -> (answers) -> submit -> collect ->
 `python -m autograder grade` -> release_feedback -> fetch_feedback. Each learner's fetched feedback holds
 their own score and messages and nobody else's; feedback asked for before grading says there is none."""
+
 from __future__ import annotations
 
 import os
@@ -50,9 +51,10 @@ def nbgrader(cwd: Path, *args: str, home: Path | None = None, user: str | None =
     env.pop("JUPYTER_DATA_DIR", None)
     if home is not None:
         env.update(HOME=str(home), USER=user, LOGNAME=user)
-    out = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert ok is None or (out.returncode == 0) == ok, f"nbgrader {' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    out = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert ok is None or (out.returncode == 0) == ok, (
+        f"nbgrader {' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    )
     return out.stdout + out.stderr
 
 
@@ -79,8 +81,13 @@ def cycle(tmp_path_factory):
         before[learner] = nbgrader(home, "fetch_feedback", ASSIGNMENT, home=home, user=learner, ok=False)
 
     nbgrader(instructor, "collect", ASSIGNMENT)
-    graded = subprocess.run([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course-dir", str(instructor)],
-                            cwd=tmp, capture_output=True, text=True, timeout=1200)
+    graded = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course-dir", str(instructor)],
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
     released = nbgrader(instructor, "release_feedback", ASSIGNMENT)
     pages = {}
@@ -89,7 +96,7 @@ def cycle(tmp_path_factory):
         found = list((home / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK.replace('.ipynb', '.html')}"))
         assert len(found) == 1, f"{learner} fetched {found}"
         pages[learner] = found[0].read_text()
-    nbgrader(instructor, "generate_feedback", ASSIGNMENT, "--force")   # nbgrader's own feedback, from autograded/
+    nbgrader(instructor, "generate_feedback", ASSIGNMENT, "--force")  # nbgrader's own feedback, from autograded/
     return {"before": before, "pages": pages, "graded": graded.stdout, "released": released, "instructor": instructor}
 
 

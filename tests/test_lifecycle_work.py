@@ -6,6 +6,7 @@ release, check (all notebooks and one), lab again, the instructor's collect, gra
 feedback, clean — and a course update is pulled (`git pull` of a commit that changes course/ and adds an
 assignment). The learner's files stay byte for byte what they wrote; the new assignment is added beside them.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,10 +22,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from browser import REPO, free_port
 
 from autograder.submissions import fill_answers, solution_sources
 from coursetools.workspace import ORIGINS
-from browser import REPO, free_port
 
 pytestmark = [pytest.mark.lifecycle, pytest.mark.slow]
 
@@ -44,18 +45,26 @@ def make(clone: Path, *targets: str, timeout: int = 900) -> str:
 
 
 def snapshot(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and ".ipynb_checkpoints" not in p.parts
-            and p.name != ORIGINS}   # the course's own record of where each copy came from
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and ".ipynb_checkpoints" not in p.parts and p.name != ORIGINS
+    }  # the course's own record of where each copy came from
 
 
 def start_lab(clone: Path, tmp: Path) -> None:
     """`make lab` until JupyterLab answers, then stopped: what a learner's first session does to the files."""
     port = free_port()
-    args = f"--no-browser --port={port} --ServerApp.port_retries=0 --IdentityProvider.token=t --exchange {tmp / 'exchange'}"
-    proc = subprocess.Popen(["make", "-s", f"VENV={VENV}", "-o", f"{VENV}/.installed", "lab", f"LAB_ARGS={args}"],
-                            cwd=clone, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env={**os.environ, "BROWSER": "false", "JUPYTER_DATA_DIR": str(tmp / "data")})
+    exchange = tmp / "exchange"
+    args = f"--no-browser --port={port} --ServerApp.port_retries=0 --IdentityProvider.token=t --exchange {exchange}"
+    proc = subprocess.Popen(
+        ["make", "-s", f"VENV={VENV}", "-o", f"{VENV}/.installed", "lab", f"LAB_ARGS={args}"],
+        cwd=clone,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "BROWSER": "false", "JUPYTER_DATA_DIR": str(tmp / "data")},
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -94,7 +103,7 @@ def answer_everything(work: Path) -> None:
         first, *rest = sorted(answers)
         answers[first] = answers[first] + "\n# my own note: I am not sure about this one\n"
         if rest:
-            answers.pop(rest[-1])   # left blank
+            answers.pop(rest[-1])  # left blank
         nbformat.write(fill_answers(notebook, answers), notebook)
     (work / "01-reverse-accumulation" / "my_notes.md").write_text("What I learned today.\n")
 
@@ -104,7 +113,8 @@ def test_no_command_ever_overwrites_a_learners_file(clone):
     start_lab(learner, tmp)
     work = learner / "work"
     assert sorted(p.name for p in work.iterdir() if p.is_dir()) == sorted(
-        p.name for p in (learner / "course").iterdir() if p.is_dir()), "make lab copies the whole course into work/"
+        p.name for p in (learner / "course").iterdir() if p.is_dir()
+    ), "make lab copies the whole course into work/"
     answer_everything(work)
     before = snapshot(work)
     assert run(learner, "git", "status", "--porcelain") == "", "the learner's work is not in any tracked file"
@@ -123,8 +133,10 @@ def test_no_command_ever_overwrites_a_learners_file(clone):
     # a learner from before work/ existed answered in course/: grading with a fresh gradebook once regenerated
     # course/ from solutions/ over those answers
     old_style = learner / "course" / "01-reverse-accumulation" / "reverse_accumulation.ipynb"
-    nbformat.write(fill_answers(old_style, solution_sources(REPO / "solutions" / old_style.parent.name / old_style.name)),
-                   old_style)
+    nbformat.write(
+        fill_answers(old_style, solution_sources(REPO / "solutions" / old_style.parent.name / old_style.name)),
+        old_style,
+    )
     old_bytes = old_style.read_bytes()
     make(learner, "hand-out", "ASSIGNMENT=01-reverse-accumulation")
     make(learner, "collect", "ASSIGNMENT=01-reverse-accumulation")
@@ -133,8 +145,9 @@ def test_no_command_ever_overwrites_a_learners_file(clone):
     run(learner, "git", "checkout", "--", "course")
     make(learner, "feedback", "ASSIGNMENT=01-reverse-accumulation")
     make(learner, "clean")
-    assert run(learner, "git", "status", "--porcelain", "--", "course", "solutions", "autograder") == "", \
+    assert run(learner, "git", "status", "--porcelain", "--", "course", "solutions", "autograder") == "", (
         "grading and release write no tracked file"
+    )
 
     # a course update: course/01 changes, an assignment is added; the learner pulls it and opens the lab
     changed = upstream / "course" / "01-reverse-accumulation" / "reverse_accumulation.ipynb"
@@ -158,17 +171,24 @@ def test_no_command_ever_overwrites_a_learners_file(clone):
 RUN_ABOVE = {"lab", "release", "check", "hand-out", "collect", "grade", "feedback", "clean"}
 NOT_RUN = {
     "venv": "installs into .venv/",
-    "system-deps": "apt packages", "sandbox": "alias of system-deps",
-    "test": "the test suite itself", "lint": "reads the code",
-    "demo": "writes build/demo/ only", "formgrader": "runs the demo into build/demo/ when it is missing, then a server",
-    "bench-engine": "prints figures", "bench-checks": "prints figures", "bench-grading": "grades in a temporary folder",
+    "system-deps": "apt packages",
+    "sandbox": "alias of system-deps",
+    "test": "the test suite itself",
+    "lint": "reads the code",
+    "demo": "writes build/demo/ only",
+    "formgrader": "runs the demo into build/demo/ when it is missing, then a server",
+    "bench-engine": "prints figures",
+    "bench-checks": "prints figures",
+    "bench-grading": "grades in a temporary folder",
 }
 
 
 def test_every_make_target_is_accounted_for():
     targets = set(re.findall(r"^([a-z][a-z0-9-]*):(?!=)", (REPO / "Makefile").read_text(), re.M))
     assert {"lab", "check", "grade"} <= targets
-    assert targets <= RUN_ABOVE | set(NOT_RUN), f"place these in RUN_ABOVE or NOT_RUN: {targets - RUN_ABOVE - set(NOT_RUN)}"
+    assert targets <= RUN_ABOVE | set(NOT_RUN), (
+        f"place these in RUN_ABOVE or NOT_RUN: {targets - RUN_ABOVE - set(NOT_RUN)}"
+    )
     for target in NOT_RUN:
         recipe = (REPO / "Makefile").read_text().split(f"\n{target}:", 1)
         if len(recipe) == 2:

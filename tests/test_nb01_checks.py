@@ -1,12 +1,14 @@
 """The checks of notebook 01 accept correct answers (however written), reject wrong ones with the
 hint meant for them, and never print the expected value."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autograder import nb01
 from autograder.feedback import CheckFailed
@@ -24,8 +26,13 @@ def adjoints(x1, x2):
 
 
 def tangents(x1, x2, d1, d2):
-    return {"w1": d1, "w2": d2, "w3": d1 * x2 + x1 * d2, "w4": math.cos(x1) * d1,
-            "w5": d1 * x2 + x1 * d2 + math.cos(x1) * d1}
+    return {
+        "w1": d1,
+        "w2": d2,
+        "w3": d1 * x2 + x1 * d2,
+        "w4": math.cos(x1) * d1,
+        "w5": d1 * x2 + x1 * d2 + math.cos(x1) * d1,
+    }
 
 
 def _fails(check, fn, contains=(), **params):
@@ -49,6 +56,7 @@ def test_correct_answers_pass_everywhere(x1, x2):
 def test_missing_sine_path_always_caught(x1, x2):
     def one_path(a, b):
         return {**adjoints(a, b), "w1": b}
+
     if abs(math.cos(x1)) < 1e-6:
         return  # the sine path contributes nothing there: both answers agree
     _fails(nb01.check_adjoint_trace, one_path, points=[(x1, x2)], contains=("two operations",))
@@ -57,43 +65,58 @@ def test_missing_sine_path_always_caught(x1, x2):
 def test_blank_answer_says_what_to_do():
     def blank(x1, x2):
         raise NotImplementedError()
+
     message = _fails(nb01.check_primal_trace, blank, points=[(2.0, 3.0)], contains=("not written yet",))
     assert "raise NotImplementedError()" in message
 
 
 def test_wrong_return_type_and_missing_keys():
     _fails(nb01.check_primal_trace, lambda a, b: [a, b], points=[(2.0, 3.0)], contains=("should return a dict",))
-    _fails(nb01.check_primal_trace, lambda a, b: {"w1": a}, points=[(2.0, 3.0)], contains=("no entry for w2, w3, w4, w5",))
-    _fails(nb01.check_primal_trace, lambda a, b: {**primal(a, b), "w3": "six"}, points=[(2.0, 3.0)], contains=("should be a number",))
+    _fails(
+        nb01.check_primal_trace, lambda a, b: {"w1": a}, points=[(2.0, 3.0)], contains=("no entry for w2, w3, w4, w5",)
+    )
+    _fails(
+        nb01.check_primal_trace,
+        lambda a, b: {**primal(a, b), "w3": "six"},
+        points=[(2.0, 3.0)],
+        contains=("should be a number",),
+    )
 
 
 def test_crash_is_reported_with_the_call():
     def crashes(x1, x2):
         return {"w1": x1 / 0}
-    _fails(nb01.check_primal_trace, crashes, points=[(2.0, 3.0)], contains=("primal_trace(2.0, 3.0)", "ZeroDivisionError"))
+
+    _fails(
+        nb01.check_primal_trace, crashes, points=[(2.0, 3.0)], contains=("primal_trace(2.0, 3.0)", "ZeroDivisionError")
+    )
 
 
 def test_degrees_hint():
     def degrees(x1, x2):
         return {**primal(x1, x2), "w4": math.sin(math.radians(x1)), "w5": x1 * x2 + math.sin(math.radians(x1))}
+
     _fails(nb01.check_primal_trace, degrees, points=[(2.0, 3.0)], contains=("radians",))
 
 
 def test_swapped_adjoints_hint():
     def swapped(x1, x2):
         return {**adjoints(x1, x2), "w1": x1, "w2": x2 + math.cos(x1)}
+
     _fails(nb01.check_adjoint_trace, swapped, points=[(2.0, 3.0)], contains=("swapped",))
 
 
 def test_wrong_seed_hint():
     def seed_zero(x1, x2):
         return {**adjoints(x1, x2), "w5": 0.0}
+
     _fails(nb01.check_adjoint_trace, seed_zero, points=[(2.0, 3.0)], contains=("seed",))
 
 
 def test_messages_do_not_reveal_the_expected_value():
     def one_path(a, b):
         return {**adjoints(a, b), "w1": b}
+
     message = _fails(nb01.check_adjoint_trace, one_path, points=[(2.0, 3.0)])
     expected = 3.0 + math.cos(2.0)
     assert f"{expected:.4f}" not in message and f"{expected:.6g}" not in message
@@ -102,17 +125,21 @@ def test_messages_do_not_reveal_the_expected_value():
 def test_tangent_hints():
     def no_chain(x1, x2, d1, d2):
         return {**tangents(x1, x2, d1, d2), "w4": math.cos(x1), "w5": d1 * x2 + x1 * d2 + math.cos(x1)}
+
     _fails(nb01.check_tangent_trace, no_chain, cases=[(2.0, 3.0, 0.5, 0.0)], contains=("chain rule",))
 
     def half_product(x1, x2, d1, d2):
         return {**tangents(x1, x2, d1, d2), "w3": d1 * x2, "w5": d1 * x2 + math.cos(x1) * d1}
+
     _fails(nb01.check_tangent_trace, half_product, cases=[(2.0, 3.0, 0.0, 1.0)], contains=("product rule",))
 
 
 def _jacobian_reverse(F, x):
     x = x.detach().requires_grad_()
     y = F(x)
-    rows = [torch.autograd.grad(y, x, grad_outputs=torch.eye(y.numel())[i], retain_graph=True)[0] for i in range(y.numel())]
+    rows = [
+        torch.autograd.grad(y, x, grad_outputs=torch.eye(y.numel())[i], retain_graph=True)[0] for i in range(y.numel())
+    ]
     return torch.stack(rows)
 
 
@@ -123,19 +150,32 @@ def test_jacobian_reverse_accepts_correct_and_other_correct_ways():
 
 
 def test_jacobian_reverse_catches_transposed_and_forward_mode():
-    _fails(nb01.check_jacobian_reverse, lambda F, x: _jacobian_reverse(F, x).T, cases=[(3, 2, 0)], contains=("transposed",))
-    forward = lambda F, x: torch.stack([torch.func.jvp(F, (x,), (torch.eye(x.numel())[i],))[1] for i in range(x.numel())], 1)  # noqa: E731
+    _fails(
+        nb01.check_jacobian_reverse, lambda F, x: _jacobian_reverse(F, x).T, cases=[(3, 2, 0)], contains=("transposed",)
+    )
+
+    def forward(F, x):
+        return torch.stack([torch.func.jvp(F, (x,), (torch.eye(x.numel())[i],))[1] for i in range(x.numel())], 1)
+
     _fails(nb01.check_jacobian_reverse, forward, cases=[(3, 2, 0)], contains=("forward mode", "no reverse sweep"))
 
 
 def test_jacobian_reverse_tells_jacrev_and_jacfwd_apart_truthfully():
     """jacrev is reverse mode (vectorised): it is told so, not that no reverse sweep ran; jacfwd is forward
     mode and is told so, without a crash that names the check's internals."""
-    jacrev = _fails(nb01.check_jacobian_reverse, lambda F, x: torch.func.jacrev(F)(x), cases=[(3, 2, 0)],
-                    contains=("vectorised reverse sweep", "torch.func.jacrev"))
+    jacrev = _fails(
+        nb01.check_jacobian_reverse,
+        lambda F, x: torch.func.jacrev(F)(x),
+        cases=[(3, 2, 0)],
+        contains=("vectorised reverse sweep", "torch.func.jacrev"),
+    )
     assert "without any" not in jacrev
-    jacfwd = _fails(nb01.check_jacobian_reverse, lambda F, x: torch.func.jacfwd(F)(x), cases=[(2, 3, 0)],
-                    contains=("forward mode", "torch.func.jacfwd"))
+    jacfwd = _fails(
+        nb01.check_jacobian_reverse,
+        lambda F, x: torch.func.jacfwd(F)(x),
+        cases=[(2, 3, 0)],
+        contains=("forward mode", "torch.func.jacfwd"),
+    )
     for message in (jacrev, jacfwd):
         assert "Count" not in message and "vmap" not in message and "raised" not in message
     # with one output, one vectorised sweep is one sweep per output: reverse mode, accepted
@@ -151,19 +191,36 @@ def test_jacobian_reverse_catches_too_many_sweeps():
             for j in range(x.numel()):
                 J[i, j] = torch.autograd.grad(y[i], x, retain_graph=True)[0][j]
         return J
+
     _fails(nb01.check_jacobian_reverse, sweep_per_entry, cases=[(3, 2, 0)], contains=("reverse sweeps",))
 
 
 def test_central_difference_hints():
     good = lambda f, x, h: (f(x + h) - f(x - h)) / (2 * h)  # noqa: E731
     nb01.check_central_difference(good, cases=[("sin", 1.0, 1e-3), ("cube", 2.0, 1e-4)])
-    _fails(nb01.check_central_difference, lambda f, x, h: (f(x + h) - f(x)) / h, cases=[("sin", 1.0, 1e-3)], contains=("one-sided",))
-    _fails(nb01.check_central_difference, lambda f, x, h: (f(x + h) - f(x - h)) / h, cases=[("sin", 1.0, 1e-3)], contains=("2h",))
-    _fails(nb01.check_central_difference, lambda f, x, h: (f(x - h) - f(x + h)) / (2 * h), cases=[("sin", 1.0, 1e-3)], contains=("other way round",))
+    _fails(
+        nb01.check_central_difference,
+        lambda f, x, h: (f(x + h) - f(x)) / h,
+        cases=[("sin", 1.0, 1e-3)],
+        contains=("one-sided",),
+    )
+    _fails(
+        nb01.check_central_difference,
+        lambda f, x, h: (f(x + h) - f(x - h)) / h,
+        cases=[("sin", 1.0, 1e-3)],
+        contains=("2h",),
+    )
+    _fails(
+        nb01.check_central_difference,
+        lambda f, x, h: (f(x - h) - f(x + h)) / (2 * h),
+        cases=[("sin", 1.0, 1e-3)],
+        contains=("other way round",),
+    )
 
     def three_evaluations(f, x, h):
         f(x)
         return good(f, x, h)
+
     _fails(nb01.check_central_difference, three_evaluations, cases=[("sin", 1.0, 1e-3)], contains=("exactly 2",))
 
 
@@ -187,13 +244,25 @@ def test_numerical_gradient_checks():
             x[i] -= 2 * h
             g[i] = (up - f(x)) / (2 * h)
         return g  # forgot to restore x[i]
+
     _fails(nb01.check_numerical_gradient, in_place, cases=[(3, 0)], contains=("changed x",))
-    _fails(nb01.check_numerical_gradient, lambda f, x, h=1e-6: 2 * _numerical_gradient(f, x, h), cases=[(3, 0)], contains=("twice",))
-    _fails(nb01.check_numerical_gradient, lambda f, x, h=1e-6: _numerical_gradient(f, x, h)[:-1], cases=[(3, 0)], contains=("shape",))
+    _fails(
+        nb01.check_numerical_gradient,
+        lambda f, x, h=1e-6: 2 * _numerical_gradient(f, x, h),
+        cases=[(3, 0)],
+        contains=("twice",),
+    )
+    _fails(
+        nb01.check_numerical_gradient,
+        lambda f, x, h=1e-6: _numerical_gradient(f, x, h)[:-1],
+        cases=[(3, 0)],
+        contains=("shape",),
+    )
 
     def extra_evaluations(f, x, h=1e-6):
         f(x)
         return _numerical_gradient(f, x, h)
+
     _fails(nb01.check_numerical_gradient, extra_evaluations, cases=[(3, 0)], contains=("2n = 6",))
 
 
@@ -213,6 +282,7 @@ def test_probe_data_is_plain_and_the_judge_alone_decides():
 
     def blank(a, b):
         raise NotImplementedError()
+
     assert FAILED in check.collect(blank, points=[(2.0, 3.0)])
 
 

@@ -1,20 +1,22 @@
 """The checks of notebook 03 give full marks to correct Functions however they are written, and take
 points from realistic wrong ones on the part that should catch them, with the hint meant for them."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch.autograd import Function
 
 from autograder import nb03
+from autograder.feedback import CheckFailed
 from autograder.judges.verdict import PART_TITLES, WEIGHTS
 from autograder.probes.function import probe_function
 from autograder.probes.function_cases import case_args, inputs_for
 from autograder.probes.torch_errors import translate
-from autograder.feedback import CheckFailed
 from autograder.registry import CHECKS, FAILED
 
 pytestmark = pytest.mark.nb03
@@ -30,7 +32,7 @@ def run(F, reference, **params):
     params = {"points": 5, "seed": 0, **params}
     try:
         return nb03.check_function(F, reference=reference, **params), None
-    except CheckFailed as failure:   # a partly right answer fails too, carrying its verdict
+    except CheckFailed as failure:  # a partly right answer fails too, carrying its verdict
         verdict = getattr(failure, "verdict", None)
         return (verdict, None) if verdict is not None and float(verdict) > 0 else (None, str(failure))
 
@@ -40,6 +42,7 @@ def part(verdict, name):
 
 
 # --------------------------------------------------------------------------- correct answers (the solution's)
+
 
 def _save(ctx, *ts):
     ctx.save_for_backward(*ts)
@@ -83,10 +86,15 @@ def _lin_b(ctx, g):
 
 def _lin_b_from(grad_x, grad_W, grad_b=lambda g: g.sum(0)):
     """A LinearFunction backward with one mistake in a formula, needs_input_grad and the bias handled right."""
+
     def backward(ctx, g):
         x, W = ctx.saved_tensors
-        return (grad_x(g, x, W) if ctx.needs_input_grad[0] else None, grad_W(g, x, W) if ctx.needs_input_grad[1] else None,
-                grad_b(g) if ctx.has_bias and ctx.needs_input_grad[2] else None)
+        return (
+            grad_x(g, x, W) if ctx.needs_input_grad[0] else None,
+            grad_W(g, x, W) if ctx.needs_input_grad[1] else None,
+            grad_b(g) if ctx.has_bias and ctx.needs_input_grad[2] else None,
+        )
+
     return backward
 
 
@@ -99,7 +107,7 @@ def _kill_f(ctx, x, n):
 
 def _kill_b(ctx, g):
     gx = g.clone()
-    gx[:, :ctx.n] = 0
+    gx[:, : ctx.n] = 0
     return gx, None
 
 
@@ -143,8 +151,14 @@ KillHead = fn("KillHead", _kill_f, _kill_b)
 AbsProduct = fn("AbsProduct", _abs_f, _abs_b)
 NumLSE = fn("NumericalLogSumExp", _lse_f, _lse_b)
 
-CORRECT = [(Mul, "mul", 4), (Exp, "exp", 4), (Linear, "linear", 5), (KillHead, "kill_head", 4),
-           (AbsProduct, "abs_product", 4), (NumLSE, "numerical_logsumexp", 4)]
+CORRECT = [
+    (Mul, "mul", 4),
+    (Exp, "exp", 4),
+    (Linear, "linear", 5),
+    (KillHead, "kill_head", 4),
+    (AbsProduct, "abs_product", 4),
+    (NumLSE, "numerical_logsumexp", 4),
+]
 
 
 @pytest.mark.parametrize("F, reference, cases", CORRECT, ids=[c[1] for c in CORRECT])
@@ -156,7 +170,8 @@ def test_solutions_get_full_marks(F, reference, cases):
 
 # --------------------------------------------------------------------------- correct, written differently
 
-def _mul_attr_f(ctx, a, b):          # keeps the inputs as attributes, not saved tensors
+
+def _mul_attr_f(ctx, a, b):  # keeps the inputs as attributes, not saved tensors
     ctx.a, ctx.b = a, b
     return torch.mul(a, b)
 
@@ -165,12 +180,12 @@ def _mul_attr_b(ctx, g):
     return torch.mul(ctx.b, g), torch.mul(g, ctx.a)
 
 
-def _exp_b_alt(ctx, g):              # torch.mul, and an explicit tuple
+def _exp_b_alt(ctx, g):  # torch.mul, and an explicit tuple
     (y,) = ctx.saved_tensors
     return (torch.mul(y, g),)
 
 
-def _lin_einsum_b(ctx, g):           # einsum, ones-vector bias sum, and trailing None handled by one return
+def _lin_einsum_b(ctx, g):  # einsum, ones-vector bias sum, and trailing None handled by one return
     x, W = ctx.saved_tensors
     out = [None, None, None]
     if ctx.needs_input_grad[0]:
@@ -188,7 +203,7 @@ def _lin_f_functional(ctx, x, W, b=None):
     return torch.nn.functional.linear(x, W.T, b)
 
 
-def _kill_mask_f(ctx, x, n):         # a mask instead of indexing; the mask saved as a tensor
+def _kill_mask_f(ctx, x, n):  # a mask instead of indexing; the mask saved as a tensor
     keep = (torch.arange(x.shape[1]) >= n).to(x.dtype)
     ctx.save_for_backward(keep)
     return x * keep
@@ -199,19 +214,19 @@ def _kill_mask_b(ctx, g):
     return g * keep, None
 
 
-def _abs_prod_f(ctx, u, v):          # saves the product only, and the inputs
+def _abs_prod_f(ctx, u, v):  # saves the product only, and the inputs
     p = u * v
     ctx.save_for_backward(u, v, p)
     return p.abs()
 
 
-def _abs_prod_b(ctx, g):             # d|p|/dp = p / |p| away from 0
+def _abs_prod_b(ctx, g):  # d|p|/dp = p / |p| away from 0
     u, v, p = ctx.saved_tensors
     s = p / p.abs()
     return g * s * v, g * s * u
 
 
-def _lse_vector_b(ctx, g):           # one perturbation per entry: 2 x numel evaluations
+def _lse_vector_b(ctx, g):  # one perturbation per entry: 2 x numel evaluations
     (x,) = ctx.saved_tensors
     h = 1e-6
     grad = torch.zeros_like(x)
@@ -244,11 +259,13 @@ def test_correct_alternatives_get_full_marks(F, reference):
 def test_a_function_built_on_a_function_is_checked_through_autograd():
     def linear(x, W, b=None):
         return Linear.apply(x, W, b)
+
     verdict, message = run(linear, "linear", cases=4)
     assert message is None and float(verdict) == 5, message or verdict.report()
 
 
 # --------------------------------------------------------------------------- the catalogue of wrong backwards
+
 
 def _b(backward):
     return backward
@@ -256,76 +273,210 @@ def _b(backward):
 
 WRONG = {
     # name: (Function, reference, params, the part(s) that must fail, text expected in the report)
-    "mul: grad_output ignored": (fn("MulFunction", _mul_f, lambda ctx, g: tuple(reversed(ctx.saved_tensors))),
-                                 "mul", {}, ["gradcheck", "reference"], "multiply your local derivative by grad_output"),
-    "mul: gradients swapped": (fn("MulFunction", _mul_f, lambda ctx, g: (g * ctx.saved_tensors[0], g * ctx.saved_tensors[1])),
-                               "mul", {}, ["gradcheck", "reference"], "belongs to `b`"),
-    "mul: wrong sign": (fn("MulFunction", _mul_f, lambda ctx, g: (-g * ctx.saved_tensors[1], -g * ctx.saved_tensors[0])),
-                        "mul", {}, ["gradcheck", "reference"], "wrong sign"),
-    "mul: one gradient returned": (fn("MulFunction", _mul_f, lambda ctx, g: g * ctx.saved_tensors[1]),
-                                   "mul", {}, ["interface", "gradcheck", "reference"],   # autograd itself refuses it
-                                   "wrong number of returned gradients"),
+    "mul: grad_output ignored": (
+        fn("MulFunction", _mul_f, lambda ctx, g: tuple(reversed(ctx.saved_tensors))),
+        "mul",
+        {},
+        ["gradcheck", "reference"],
+        "multiply your local derivative by grad_output",
+    ),
+    "mul: gradients swapped": (
+        fn("MulFunction", _mul_f, lambda ctx, g: (g * ctx.saved_tensors[0], g * ctx.saved_tensors[1])),
+        "mul",
+        {},
+        ["gradcheck", "reference"],
+        "belongs to `b`",
+    ),
+    "mul: wrong sign": (
+        fn("MulFunction", _mul_f, lambda ctx, g: (-g * ctx.saved_tensors[1], -g * ctx.saved_tensors[0])),
+        "mul",
+        {},
+        ["gradcheck", "reference"],
+        "wrong sign",
+    ),
+    "mul: one gradient returned": (
+        fn("MulFunction", _mul_f, lambda ctx, g: g * ctx.saved_tensors[1]),
+        "mul",
+        {},
+        ["interface", "gradcheck", "reference"],  # autograd itself refuses it
+        "wrong number of returned gradients",
+    ),
     "mul: backward detaches (no double backward)": (
-        fn("MulFunction", _mul_f, lambda ctx, g: ((g * ctx.saved_tensors[1]).detach(), (g * ctx.saved_tensors[0]).detach())),
-        "mul", {"double_backward": True}, ["double_backward"], "differentiable torch operations"),
-    "exp: saves its input": (fn("Exp", lambda ctx, x: (_save(ctx, x), torch.exp(x))[1],
-                                lambda ctx, g: g * torch.exp(ctx.saved_tensors[0])),
-                             "exp", {}, ["interface"], "save the result of forward"),
-    "exp: off by a factor 2": (fn("Exp", _exp_f, lambda ctx, g: 2 * g * ctx.saved_tensors[0]),
-                               "exp", {}, ["gradcheck", "reference"], "same factor (about 2)"),
-    "exp: grad_output changed in place": (fn("Exp", _exp_f, lambda ctx, g: g.mul_(ctx.saved_tensors[0])),
-                                          "exp", {}, ["interface"], "changed grad_output in place"),
+        fn(
+            "MulFunction",
+            _mul_f,
+            lambda ctx, g: ((g * ctx.saved_tensors[1]).detach(), (g * ctx.saved_tensors[0]).detach()),
+        ),
+        "mul",
+        {"double_backward": True},
+        ["double_backward"],
+        "differentiable torch operations",
+    ),
+    "exp: saves its input": (
+        fn("Exp", lambda ctx, x: (_save(ctx, x), torch.exp(x))[1], lambda ctx, g: g * torch.exp(ctx.saved_tensors[0])),
+        "exp",
+        {},
+        ["interface"],
+        "save the result of forward",
+    ),
+    "exp: off by a factor 2": (
+        fn("Exp", _exp_f, lambda ctx, g: 2 * g * ctx.saved_tensors[0]),
+        "exp",
+        {},
+        ["gradcheck", "reference"],
+        "same factor (about 2)",
+    ),
+    "exp: grad_output changed in place": (
+        fn("Exp", _exp_f, lambda ctx, g: g.mul_(ctx.saved_tensors[0])),
+        "exp",
+        {},
+        ["interface"],
+        "changed grad_output in place",
+    ),
     "linear: transposed weight gradient": (
-        fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1].T, g.T @ ctx.saved_tensors[0],
-                                                     g.sum(0) if ctx.has_bias else None)),
-        "linear", {}, ["interface", "gradcheck", "reference"], "transpose"),
+        fn(
+            "LinearFunction",
+            _lin_f,
+            lambda ctx, g: (g @ ctx.saved_tensors[1].T, g.T @ ctx.saved_tensors[0], g.sum(0) if ctx.has_bias else None),
+        ),
+        "linear",
+        {},
+        ["interface", "gradcheck", "reference"],
+        "transpose",
+    ),
     "linear: bias gradient not summed over the batch": (
-        fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1].T, ctx.saved_tensors[0].T @ g,
-                                                     g if ctx.has_bias else None)),
-        "linear", {}, ["interface"], "the sum over the batch"),
+        fn(
+            "LinearFunction",
+            _lin_f,
+            lambda ctx, g: (g @ ctx.saved_tensors[1].T, ctx.saved_tensors[0].T @ g, g if ctx.has_bias else None),
+        ),
+        "linear",
+        {},
+        ["interface"],
+        "the sum over the batch",
+    ),
     "linear: W instead of W transposed (square W)": (
         fn("LinearFunction", _lin_f, _lin_b_from(lambda g, x, W: g @ W, lambda g, x, W: x.T @ g)),
-        "linear", {"seed": 1, "cases": 4}, ["gradcheck", "reference", "interface"],   # it raises when W is not square:
-        "check which factor is transposed"),                                              # no interface to see then
+        "linear",
+        {"seed": 1, "cases": 4},
+        ["gradcheck", "reference", "interface"],  # it raises when W is not square:
+        "check which factor is transposed",
+    ),  # no interface to see then
     "linear: needs_input_grad ignored": (
-        fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1].T, ctx.saved_tensors[0].T @ g,
-                                                     g.sum(0) if ctx.has_bias else None)),
-        "linear", {}, ["interface"], "needs_input_grad"),
+        fn(
+            "LinearFunction",
+            _lin_f,
+            lambda ctx, g: (g @ ctx.saved_tensors[1].T, ctx.saved_tensors[0].T @ g, g.sum(0) if ctx.has_bias else None),
+        ),
+        "linear",
+        {},
+        ["interface"],
+        "needs_input_grad",
+    ),
     "linear: bias gradient returned when there is no bias": (
         fn("LinearFunction", _lin_f, lambda ctx, g: (g @ ctx.saved_tensors[1].T, ctx.saved_tensors[0].T @ g, g.sum(0))),
-        "linear", {"cases": 3}, ["interface"], "non-tensor argument"),
-    "kill_head: a gradient for n": (fn("KillHead", _kill_f, lambda ctx, g: (_kill_b(ctx, g)[0], 0)),
-                                    "kill_head", {}, ["interface"], "non-tensor argument"),
-    "kill_head: no None for n": (fn("KillHead", _kill_f, lambda ctx, g: _kill_b(ctx, g)[0]),
-                                 "kill_head", {}, ["interface"], "wrong number of returned gradients"),
-    "kill_head: gradient not masked": (fn("KillHead", _kill_f, lambda ctx, g: (g, None)),
-                                       "kill_head", {}, ["gradcheck", "reference"], "dout[0, 0]/dx[0, 0]"),
+        "linear",
+        {"cases": 3},
+        ["interface"],
+        "non-tensor argument",
+    ),
+    "kill_head: a gradient for n": (
+        fn("KillHead", _kill_f, lambda ctx, g: (_kill_b(ctx, g)[0], 0)),
+        "kill_head",
+        {},
+        ["interface"],
+        "non-tensor argument",
+    ),
+    "kill_head: no None for n": (
+        fn("KillHead", _kill_f, lambda ctx, g: _kill_b(ctx, g)[0]),
+        "kill_head",
+        {},
+        ["interface"],
+        "wrong number of returned gradients",
+    ),
+    "kill_head: gradient not masked": (
+        fn("KillHead", _kill_f, lambda ctx, g: (g, None)),
+        "kill_head",
+        {},
+        ["gradcheck", "reference"],
+        "dout[0, 0]/dx[0, 0]",
+    ),
     "kill_head: new tensor in the default dtype": (
-        fn("KillHead", _kill_f, lambda ctx, g: (torch.zeros(g.shape, dtype=torch.float32).copy_(g).index_fill_(1, torch.arange(ctx.n), 0), None)),
-        "kill_head", {}, ["interface"], "zeros_like"),
+        fn(
+            "KillHead",
+            _kill_f,
+            lambda ctx, g: (
+                torch.zeros(g.shape, dtype=torch.float32).copy_(g).index_fill_(1, torch.arange(ctx.n), 0),
+                None,
+            ),
+        ),
+        "kill_head",
+        {},
+        ["interface"],
+        "zeros_like",
+    ),
     "kill_head: rows instead of columns": (
-        fn("KillHead", lambda ctx, x, n: (setattr(ctx, "n", n), torch.cat([torch.zeros_like(x[:n]), x[n:]]))[1],
-           lambda ctx, g: (torch.cat([torch.zeros_like(g[:ctx.n]), g[ctx.n:]]), None)),
-        "kill_head", {}, ["forward", "reference"], "*rows*"),
+        fn(
+            "KillHead",
+            lambda ctx, x, n: (setattr(ctx, "n", n), torch.cat([torch.zeros_like(x[:n]), x[n:]]))[1],
+            lambda ctx, g: (torch.cat([torch.zeros_like(g[: ctx.n]), g[ctx.n :]]), None),
+        ),
+        "kill_head",
+        {},
+        ["forward", "reference"],
+        "*rows*",
+    ),
     "abs_product: sign of u instead of u·v": (
-        fn("AbsProduct", _abs_f, lambda ctx, g: (g * torch.sign(ctx.saved_tensors[0]) * ctx.saved_tensors[1],
-                                                 g * torch.sign(ctx.saved_tensors[1]) * ctx.saved_tensors[0])),
-        "abs_product", {}, ["gradcheck", "reference"], "largest absolute error"),
+        fn(
+            "AbsProduct",
+            _abs_f,
+            lambda ctx, g: (
+                g * torch.sign(ctx.saved_tensors[0]) * ctx.saved_tensors[1],
+                g * torch.sign(ctx.saved_tensors[1]) * ctx.saved_tensors[0],
+            ),
+        ),
+        "abs_product",
+        {},
+        ["gradcheck", "reference"],
+        "largest absolute error",
+    ),
     "abs_product: the sign forgotten": (
         fn("AbsProduct", _abs_f, lambda ctx, g: (g * ctx.saved_tensors[1], g * ctx.saved_tensors[0])),
-        "abs_product", {}, ["gradcheck", "reference"], "entries"),
+        "abs_product",
+        {},
+        ["gradcheck", "reference"],
+        "entries",
+    ),
     "abs_product: |v| in place of sign(u)|v|": (
         fn("AbsProduct", _abs_f, lambda ctx, g: (g * ctx.saved_tensors[1].abs(), g * ctx.saved_tensors[0].abs())),
-        "abs_product", {}, ["gradcheck", "reference"], "wrong sign where u < 0"),
+        "abs_product",
+        {},
+        ["gradcheck", "reference"],
+        "wrong sign where u < 0",
+    ),
     "linear: x @ grad_output (a published mistake, runs when batch = inputs)": (
         fn("LinearFunction", _lin_f, _lin_b_from(lambda g, x, W: g @ W.T, lambda g, x, W: x @ g)),
-        "linear_batch_equals_inputs", {}, ["gradcheck", "reference"], "batch size equals the number of inputs"),
+        "linear_batch_equals_inputs",
+        {},
+        ["gradcheck", "reference"],
+        "batch size equals the number of inputs",
+    ),
     "numerical backward: one-sided difference": (
-        fn("NumericalLogSumExp", _lse_f, lambda ctx, g: _lse_numeric(ctx.saved_tensors[0], one_sided=True) * g[:, None]),
-        "numerical_logsumexp", {}, ["reference"], "disagrees with the reference backward"),
+        fn(
+            "NumericalLogSumExp", _lse_f, lambda ctx, g: _lse_numeric(ctx.saved_tensors[0], one_sided=True) * g[:, None]
+        ),
+        "numerical_logsumexp",
+        {},
+        ["reference"],
+        "disagrees with the reference backward",
+    ),
     "numerical backward: grad_output ignored": (
         fn("NumericalLogSumExp", _lse_f, lambda ctx, g: _lse_numeric(ctx.saved_tensors[0])),
-        "numerical_logsumexp", {}, ["gradcheck", "reference"], "multiply your local derivative by grad_output"),
+        "numerical_logsumexp",
+        {},
+        ["gradcheck", "reference"],
+        "multiply your local derivative by grad_output",
+    ),
 }
 
 
@@ -361,6 +512,7 @@ def test_published_linear_mistake_runs_only_when_batch_equals_inputs_and_the_hid
     report = message if verdict is None else verdict.report()
     assert "batch size equals the number of inputs" in report, report
     from autograder.probes.nb03 import _LINEAR_CASES
+
     assert _LINEAR_CASES[5][0] == _LINEAR_CASES[5][1] != _LINEAR_CASES[5][2]
 
 
@@ -376,7 +528,8 @@ def test_unsummed_bias_loses_only_the_interface_part():
 
 
 def test_partial_credit_values():
-    """Each part earns its share: a Function correct except for its interface gets 4/5 of the points (weights 1, 2, 1, 1)."""
+    """Each part earns its share: a Function correct except for its interface gets 4/5 of the points
+    (weights 1, 2, 1, 1)."""
     verdict, _ = run(*WRONG["exp: saves its input"][:2], points=5)
     assert float(verdict) == 4.0
     verdict, _ = run(*WRONG["numerical backward: one-sided difference"][:2], points=5)
@@ -388,6 +541,7 @@ def test_partial_credit_values():
 def test_blank_function_says_not_written():
     def blank(ctx, *args):
         raise NotImplementedError()
+
     Blank = fn("LinearFunction", blank, blank)
     _, message = run(Blank, "linear")
     assert "not written yet" in message and "LinearFunction.forward" in message
@@ -396,6 +550,7 @@ def test_blank_function_says_not_written():
 def test_blank_backward_only_keeps_the_forward_points():
     def blank(ctx, *args):
         raise NotImplementedError()
+
     verdict, message = run(fn("Exp", _exp_f, blank), "exp")
     assert verdict is not None and float(verdict) == 1.0
     assert "`Exp.backward` is not written yet" in verdict.report()
@@ -404,7 +559,8 @@ def test_blank_backward_only_keeps_the_forward_points():
 def test_crash_in_backward_is_translated():
     def crash(ctx, g):
         x, W = ctx.saved_tensors
-        return g @ W, x.T @ g, None     # shapes do not fit for a non-square W
+        return g @ W, x.T @ g, None  # shapes do not fit for a non-square W
+
     verdict, message = run(fn("LinearFunction", _lin_f, crash), "linear", cases=2)
     report = message or verdict.report()
     assert "shapes that do not fit" in report and "PyTorch said" in report
@@ -428,6 +584,7 @@ def test_translation_of_pytorch_errors():
         @staticmethod
         def backward(ctx, g):
             return g
+
     x = torch.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError) as info:
         TooFew.apply(x, 3).sum().backward()
@@ -447,10 +604,12 @@ def test_messages_do_not_reveal_the_expected_gradient():
 def test_fast_mode_is_used_for_large_inputs_and_catches_mistakes():
     data = probe_function(Linear, reference="linear", seed=0, cases=5)
     assert [c["mode"] for c in data["cases"]] == ["full"] * 4 + ["fast"]
+
     # only the large case (index 4) is wrong: the bias gradient doubled when the batch is large
     def sneaky_b(ctx, g):
         gx, gW, gb = _lin_b(ctx, g)
         return gx, gW, (gb * 2 if gb is not None and g.shape[0] > 32 else gb)
+
     verdict, message = run(fn("LinearFunction", _lin_f, sneaky_b), "linear", cases=5)
     assert verdict is not None and not part(verdict, "gradcheck").passed, message
     assert "u·J·v" in verdict.report() and "case 5" in verdict.report()
@@ -471,6 +630,7 @@ def test_cuda_part_catches_a_cpu_only_gradient():
     def cpu_grad(ctx, g):
         (y,) = ctx.saved_tensors
         return (g * y).cpu()
+
     verdict, _ = run(fn("Exp", _exp_f, cpu_grad), "exp")
     assert part(verdict, "cuda").passed is False
 
@@ -488,18 +648,22 @@ def test_probe_data_is_plain_and_the_judge_alone_decides():
         if isinstance(value, torch.Tensor):
             return value.device.type == "cpu" and value.grad_fn is None and not value.requires_grad
         return value is None or isinstance(value, (bool, int, float, str))
+
     assert plain(data)
     assert float(check.decide(data, **params)) == 4
     # the data of a wrong answer, judged alone, loses points
     wrong = check.collect(WRONG["linear: transposed weight gradient"][0], **params)
     assert float(check.decide(wrong, **params)) < 4
+
     # a blank answer is data too
     def blank(ctx, *a):
         raise NotImplementedError()
+
     assert FAILED in check.collect(fn("LinearFunction", blank, blank), **params)
 
 
 # --------------------------------------------------------------------------- property-based
+
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), reference=st.sampled_from(["mul", "exp", "kill_head", "abs_product", "linear"]))
@@ -519,8 +683,10 @@ def test_any_constant_factor_is_named(factor, seed):
 
 
 @settings(max_examples=15, deadline=None)
-@given(name=st.sampled_from([n for n, w in WRONG.items() if w[1] != "numerical_logsumexp" and "double" not in n]),
-       seed=st.integers(0, 500))
+@given(
+    name=st.sampled_from([n for n, w in WRONG.items() if w[1] != "numerical_logsumexp" and "double" not in n]),
+    seed=st.integers(0, 500),
+)
 def test_gradcheck_part_agrees_with_torch_gradcheck(name, seed):
     """Our numerical-Jacobian verdict (computed outside the learner's process) is torch.autograd.gradcheck's."""
     F, reference, params, _, _ = WRONG[name]
@@ -547,6 +713,7 @@ def test_gradcheck_part_agrees_with_torch_gradcheck(name, seed):
 
 # --------------------------------------------------------------------------- the other checks
 
+
 def _numerical_jacobian(f, inputs, eps=1e-6):
     out_numel = f(*inputs).numel()
     result = []
@@ -568,9 +735,13 @@ PROBLEMS = ["product_sine", "matrix_vector", "sum_of_squares", "softmax"]
 def test_numerical_jacobian_checks():
     nb03.check_numerical_jacobian(_numerical_jacobian, problems=PROBLEMS)
     with pytest.raises(CheckFailed, match="transposed"):
-        nb03.check_numerical_jacobian(lambda f, xs, eps=1e-6: [J.T for J in _numerical_jacobian(f, xs, eps)], problems=["matrix_vector"])
+        nb03.check_numerical_jacobian(
+            lambda f, xs, eps=1e-6: [J.T for J in _numerical_jacobian(f, xs, eps)], problems=["matrix_vector"]
+        )
     with pytest.raises(CheckFailed, match="2·eps apart"):
-        nb03.check_numerical_jacobian(lambda f, xs, eps=1e-6: [2 * J for J in _numerical_jacobian(f, xs, eps)], problems=["product_sine"])
+        nb03.check_numerical_jacobian(
+            lambda f, xs, eps=1e-6: [2 * J for J in _numerical_jacobian(f, xs, eps)], problems=["product_sine"]
+        )
 
     def one_sided(f, inputs, eps=1e-6):
         base = f(*inputs).reshape(-1)
@@ -583,6 +754,7 @@ def test_numerical_jacobian_checks():
                 J[:, k] = (f(*moved).reshape(-1) - base) / eps
             out.append(J)
         return out
+
     with pytest.raises(CheckFailed, match="one-sided"):
         nb03.check_numerical_jacobian(one_sided, problems=["product_sine"])
 
@@ -590,8 +762,11 @@ def test_numerical_jacobian_checks():
         for x in inputs:
             x.view(-1)[0] += eps
         return _numerical_jacobian(f, inputs, eps)
+
     with pytest.raises(CheckFailed, match="not written yet"):
-        nb03.check_numerical_jacobian(lambda f, xs, eps=1e-6: (_ for _ in ()).throw(NotImplementedError()), problems=PROBLEMS)
+        nb03.check_numerical_jacobian(
+            lambda f, xs, eps=1e-6: (_ for _ in ()).throw(NotImplementedError()), problems=PROBLEMS
+        )
     with pytest.raises(CheckFailed, match="changed the inputs"):
         nb03.check_numerical_jacobian(in_place, problems=["product_sine"])
 
@@ -599,6 +774,7 @@ def test_numerical_jacobian_checks():
 @pytest.mark.parametrize("shortcut", ["autograd.functional.jacobian", "func.jacrev", "func.jacfwd"])
 def test_numerical_jacobian_is_not_passed_by_one_autograd_call(shortcut):
     """Points follow effort: one call of an autograd Jacobian is refused, with a message saying why."""
+
     def jacobian(f, inputs, eps=1e-6):
         if shortcut == "autograd.functional.jacobian":
             jac = torch.autograd.functional.jacobian(f, tuple(inputs))
@@ -607,6 +783,7 @@ def test_numerical_jacobian_is_not_passed_by_one_autograd_call(shortcut):
             jac = transform(f, argnums=tuple(range(len(inputs))))(*inputs)
         out_numel = f(*inputs).numel()
         return [J.reshape(out_numel, x.numel()) for J, x in zip(jac, inputs)]
+
     for problem in PROBLEMS:
         with pytest.raises(CheckFailed, match="no autograd") as info:
             nb03.check_numerical_jacobian(jacobian, problems=[problem])
@@ -623,6 +800,7 @@ def _my_gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
             grads = torch.autograd.grad(out, inputs, seed.view_as(out), retain_graph=True, allow_unused=True)
             rows.append([torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)])
         return [torch.stack([r[i].reshape(-1) for r in rows]) for i in range(len(inputs))]
+
     with torch.no_grad():
         numerical = _numerical_jacobian(fn, [x.detach() for x in inputs], eps)
     return all(bool(((a - n).abs() <= atol + rtol * n.abs()).all()) for a, n in zip(analytical(fn, inputs), numerical))
@@ -668,11 +846,12 @@ def test_kill_head_training_checks():
             opt.step()
             losses.append(loss.item())
         return x.detach(), losses
+
     with pytest.raises(CheckFailed, match="(?s)loss at step 2.*zero_grad"):
         nb03.check_kill_head_training(no_zero_grad, cases=cases)
 
     def trains_x0(x0, target, n, lr, steps):
-        x = x0.requires_grad_()          # no copy: SGD moves the caller's tensor
+        x = x0.requires_grad_()  # no copy: SGD moves the caller's tensor
         opt = torch.optim.SGD([x], lr=lr)
         losses = []
         for _ in range(steps):
@@ -682,6 +861,7 @@ def test_kill_head_training_checks():
             opt.step()
             losses.append(loss.item())
         return x.detach(), losses
+
     with pytest.raises(CheckFailed, match="changed x0"):
         nb03.check_kill_head_training(trains_x0, cases=cases)
 
@@ -693,6 +873,7 @@ def test_kill_head_training_checks():
             torch.mean((x - target) ** 2).backward()
             opt.step()
         return x.detach(), [0.0] * steps
+
     with pytest.raises(CheckFailed, match="first 2 column"):
         nb03.check_kill_head_training(leaky, cases=cases)
 
@@ -703,10 +884,16 @@ def test_notebook_grades_neither_double_backward_nor_cuda():
     from pathlib import Path
 
     import nbformat
+
     root = Path(__file__).resolve().parent.parent
     nb = nbformat.read(root / "solutions/03-custom-functions/custom_functions.ipynb", as_version=4)
-    calls = [line for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")
-             for line in cell.source.splitlines() if line.startswith("check_function(")]
+    calls = [
+        line
+        for cell in nb.cells
+        if cell.metadata.get("nbgrader", {}).get("grade")
+        for line in cell.source.splitlines()
+        if line.startswith("check_function(")
+    ]
     assert len(calls) == 12, calls
     for call in calls:
         assert "double_backward" not in call and re.search(r"cuda=False\)$", call), call
@@ -765,10 +952,17 @@ def test_in_a_notebook_a_passing_cell_shows_nothing_and_a_partial_one_fails_nami
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in NOTEBOOK_CELLS])
     for cell, points in zip(nb.cells[1:], (2, 2)):
-        cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "points": points,
-                                     "grade_id": f"t{points}{len(cell.source)}", "schema_version": 3}
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(tmp_path)}})
+        cell.metadata["nbgrader"] = {
+            "grade": True,
+            "solution": False,
+            "locked": True,
+            "points": points,
+            "grade_id": f"t{points}{len(cell.source)}",
+            "schema_version": 3,
+        }
+    client = NotebookClient(
+        nb, timeout=300, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}
+    )
     try:
         client.execute()
     except CellExecutionError:
@@ -780,7 +974,9 @@ def test_in_a_notebook_a_passing_cell_shows_nothing_and_a_partial_one_fails_nami
     assert error.ename == "CheckFailed"
     assert "[FAIL]" in error.evalue and "[ok  ]" in error.evalue, "the parts are named, failed and passed"
     assert "Hint:" in error.evalue
-    assert "1.6 of 2 points" in " ".join(error.evalue.split()), "the visible check fails first and says what the cell would earn"
+    assert "1.6 of 2 points" in " ".join(error.evalue.split()), (
+        "the visible check fails first and says what the cell would earn"
+    )
 
 
 def test_a_torch_equal_made_always_true_does_not_hide_a_changed_grad_output(monkeypatch):

@@ -1,5 +1,6 @@
 """The checks of notebook 04 give full marks to correct answers however they are written, and take from
 realistic wrong ones exactly the part meant to catch them, with the hint meant for them."""
+
 from __future__ import annotations
 
 import copy
@@ -11,13 +12,15 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
 from autograder import nb04
 from autograder.feedback import CheckFailed
-from autograder.judges import answers, nb04 as judges
+from autograder.judges import answers
+from autograder.judges import nb04 as judges
 from autograder.probes import nb04 as probes
 
 pytestmark = pytest.mark.nb04
@@ -31,6 +34,7 @@ def float64_by_default():
     torch.set_default_dtype(torch.float64)
     yield
     torch.set_default_dtype(before)
+
 
 _names = (f"n{i}" for i in itertools.count())
 
@@ -46,7 +50,7 @@ def run(check, obj, **params):
     """(verdict, None) when points were earned, (None, message) when none."""
     try:
         return check(obj, **params), None
-    except CheckFailed as failure:   # a partly right answer fails too, carrying its verdict
+    except CheckFailed as failure:  # a partly right answer fails too, carrying its verdict
         verdict = getattr(failure, "verdict", None)
         return (verdict, None) if verdict is not None and float(verdict) > 0 else (None, str(failure))
 
@@ -61,14 +65,15 @@ def hints(verdict):
 
 # =============================================================================== references, as a learner writes them
 
+
 def _cube_f(ctx, x):
     ctx.save_for_backward(x)
-    return x ** 3
+    return x**3
 
 
 def _cube_b(ctx, g):
     (x,) = ctx.saved_tensors
-    return g * 3 * x ** 2
+    return g * 3 * x**2
 
 
 def _relu_f(ctx, x):
@@ -178,7 +183,7 @@ def make_layer(Fn=None, init="kaiming", repr_text=None, bias_param=True):
                 with torch.no_grad():
                     self.weight.normal_()
             elif init == "default":
-                nn.init.kaiming_uniform_(self.weight, a=5 ** 0.5)
+                nn.init.kaiming_uniform_(self.weight, a=5**0.5)
 
         def forward(self, x):
             return Fn.apply(x, self.weight, self.bias)
@@ -211,8 +216,13 @@ def _softplus_jvp(ctx, t):
 
 
 def modern(setup=_softplus_setup, jvp=_softplus_jvp, backward=_softplus_bwd, **extra):
-    body = {"forward": staticmethod(_softplus_fwd), "setup_context": staticmethod(setup),
-            "backward": staticmethod(backward), "jvp": staticmethod(jvp), "generate_vmap_rule": True}
+    body = {
+        "forward": staticmethod(_softplus_fwd),
+        "setup_context": staticmethod(setup),
+        "backward": staticmethod(backward),
+        "jvp": staticmethod(jvp),
+        "generate_vmap_rule": True,
+    }
     body.update(extra)
     return type(f"Softplus{next(_names)}", (Function,), body)
 
@@ -221,8 +231,11 @@ Softplus = modern()
 
 
 def with_vmap(rule):
-    body = {"forward": staticmethod(_softplus_fwd), "setup_context": staticmethod(_softplus_setup),
-            "backward": staticmethod(_softplus_bwd)}
+    body = {
+        "forward": staticmethod(_softplus_fwd),
+        "setup_context": staticmethod(_softplus_setup),
+        "backward": staticmethod(_softplus_bwd),
+    }
     cls = type(f"SoftplusVmap{next(_names)}", (Function,), body)
     cls.vmap = staticmethod(lambda info, in_dims, x: rule(cls, info, in_dims, x))
     return cls
@@ -336,12 +349,15 @@ def _lin_b_einsum(ctx, g):
 def _lin_b_broadcast_then_sum(ctx, g):
     # the seed's broadcasting, with the batch sum done here: right shapes, right values
     x, w = ctx.saved_tensors
-    return ((g.unsqueeze(-1) * w.unsqueeze(0)).sum(1), (g.unsqueeze(-1) * x.unsqueeze(-2)).sum(0),
-            g.sum(0) if ctx.has_bias else None)
+    return (
+        (g.unsqueeze(-1) * w.unsqueeze(0)).sum(1),
+        (g.unsqueeze(-1) * x.unsqueeze(-2)).sum(0),
+        g.sum(0) if ctx.has_bias else None,
+    )
 
 
 def hvp_functional(f, x, v):
-    return torch.autograd.functional.vhp(f, x.detach(), v)[1]   # symmetric Hessian: vᵀH = Hv
+    return torch.autograd.functional.vhp(f, x.detach(), v)[1]  # symmetric Hessian: vᵀH = Hv
 
 
 def hvp_dot(f, x, v):
@@ -401,18 +417,19 @@ def test_correct_answers_written_differently_get_full_marks(name, answer):
 # =============================================================================== wrong answers: the catalogue
 # (name, answer, the part that must fail, a phrase of the hint it must get). Every other part must pass.
 
+
 def _cube_f_attribute(ctx, x):
     ctx.x = x
-    return x ** 3
+    return x**3
 
 
 def _cube_b_attribute(ctx, g):
-    return g * 3 * ctx.x ** 2
+    return g * 3 * ctx.x**2
 
 
 def _cube_f_copy(ctx, x):
     ctx.save_for_backward(x.clone())
-    return x ** 3
+    return x**3
 
 
 def _relu_f_clone(ctx, x):
@@ -454,7 +471,7 @@ def _sincos_b_sign_slip(ctx, gs, gc):
     if gs is not None:
         out = gs * torch.cos(x)
     if gc is not None:
-        out = (0 if out is None else out) + gc * torch.sin(x)     # d cos/dx taken as +sin x
+        out = (0 if out is None else out) + gc * torch.sin(x)  # d cos/dx taken as +sin x
     return out
 
 
@@ -499,8 +516,11 @@ def _lin_f_seed(ctx, x, w, b=None):
 
 def _lin_b_seed(ctx, g):
     x, w = ctx.saved_tensors
-    return ((g.unsqueeze(-1) * w.unsqueeze(0)).sum(1), g.unsqueeze(-1) * x.unsqueeze(-2),
-            g.clone() if ctx.has_bias else None)
+    return (
+        (g.unsqueeze(-1) * w.unsqueeze(0)).sum(1),
+        g.unsqueeze(-1) * x.unsqueeze(-2),
+        g.clone() if ctx.has_bias else None,
+    )
 
 
 def _lin_b_bias_per_sample(ctx, g):
@@ -541,31 +561,106 @@ def _softplus_bwd_wrong(ctx, g):
 
 
 CATALOGUE = [
-    ("cube: tensor kept as a ctx attribute", "cube", fn(_cube_f_attribute, _cube_b_attribute), "version_counter", "save_for_backward"),
+    (
+        "cube: tensor kept as a ctx attribute",
+        "cube",
+        fn(_cube_f_attribute, _cube_b_attribute),
+        "version_counter",
+        "save_for_backward",
+    ),
     ("cube: saves a copy of x", "cube", fn(_cube_f_copy, _cube_b), "version_counter", "not a copy"),
     ("inplace: out-of-place ReLU", "inplace", fn(_relu_f_clone, _relu_b), "in_place", "change x itself"),
     ("inplace: no mark_dirty", "inplace", fn(_relu_f_unmarked, _relu_b), "mark_dirty", "mark_dirty"),
-    ("inplace: backward lets everything through", "inplace", fn(_relu_f, _relu_b_pass_through), "values", "0 where x was negative"),
-    ("mask: not marked non-differentiable", "mask", fn(_mask_f_unmarked, _mask_b), "non_differentiable", "mark_non_differentiable"),
+    (
+        "inplace: backward lets everything through",
+        "inplace",
+        fn(_relu_f, _relu_b_pass_through),
+        "values",
+        "0 where x was negative",
+    ),
+    (
+        "mask: not marked non-differentiable",
+        "mask",
+        fn(_mask_f_unmarked, _mask_b),
+        "non_differentiable",
+        "mark_non_differentiable",
+    ),
     ("mask: bool mask", "mask", fn(_mask_f_bool, _mask_b_bool), "mask_dtype", "x.dtype"),
-    ("sincos: materialising (default)", "sincos", fn(_sincos_f_materialized, _sincos_b), "materialize", "set_materialize_grads(False)"),
-    ("sincos: a sign slip in d cos/dx (None handled right: one part lost, not two)", "sincos",
-     fn(_sincos_f, _sincos_b_sign_slip), "values", "d cos/dx = -sin x"),
+    (
+        "sincos: materialising (default)",
+        "sincos",
+        fn(_sincos_f_materialized, _sincos_b),
+        "materialize",
+        "set_materialize_grads(False)",
+    ),
+    (
+        "sincos: a sign slip in d cos/dx (None handled right: one part lost, not two)",
+        "sincos",
+        fn(_sincos_f, _sincos_b_sign_slip),
+        "values",
+        "d cos/dx = -sin x",
+    ),
     ("sincos: backward does not handle None", "sincos", fn(_sincos_f, _sincos_b_naive), "none_grads", "None"),
-    ("tanh: detached recomputation in backward", "tanh", fn(_tanh_f_input, _tanh_b_detached), "second_derivatives", "detached"),
+    (
+        "tanh: detached recomputation in backward",
+        "tanh",
+        fn(_tanh_f_input, _tanh_b_detached),
+        "second_derivatives",
+        "detached",
+    ),
     ("tanh: once_differentiable", "tanh", fn(_tanh_f, _tanh_b_once), "second_derivatives", "once_differentiable"),
-    ("sinh: ignores the extra outputs' gradients", "sinh", fn(_sinh_f, _sinh_b_ignores_extra), "intermediates", "extra outputs"),
-    ("linear: the seed's per-sample gradients", "linear", fn(_lin_f_seed, _lin_b_seed), "parameter_shapes", "one gradient per sample"),
-    ("linear: per-sample bias gradient", "linear", fn(_lin_f, _lin_b_bias_per_sample), "parameter_shapes", "one gradient per sample"),
-    ("linear: a bias gradient when there is no bias", "linear", fn(_lin_f, _lin_b_always_bias),
-     {"parameter_shapes", "gradients"}, "return None"),   # autograd itself refuses it, so the gradients fail too
+    (
+        "sinh: ignores the extra outputs' gradients",
+        "sinh",
+        fn(_sinh_f, _sinh_b_ignores_extra),
+        "intermediates",
+        "extra outputs",
+    ),
+    (
+        "linear: the seed's per-sample gradients",
+        "linear",
+        fn(_lin_f_seed, _lin_b_seed),
+        "parameter_shapes",
+        "one gradient per sample",
+    ),
+    (
+        "linear: per-sample bias gradient",
+        "linear",
+        fn(_lin_f, _lin_b_bias_per_sample),
+        "parameter_shapes",
+        "one gradient per sample",
+    ),
+    (
+        "linear: a bias gradient when there is no bias",
+        "linear",
+        fn(_lin_f, _lin_b_always_bias),
+        {"parameter_shapes", "gradients"},
+        "return None",
+    ),  # autograd itself refuses it, so the gradients fail too
     ("hvp: returns the gradient", "hvp", hvp_gradient_only, "values", "not the Hessian-vector product"),
     ("layer: randn initialisation", "layer", make_layer(init="randn"), "initialisation", "torch.randn"),
-    ("layer: nn.Linear's default initialisation", "layer", make_layer(init="default"), "initialisation", "nn.Linear's default"),
-    ("layer: bias not a Parameter", "layer", make_layer(bias_param=False), {"parameters", "training"},
-     "nn.Parameter"),   # a bias that is not a Parameter gets no gradient, so training goes wrong as well
+    (
+        "layer: nn.Linear's default initialisation",
+        "layer",
+        make_layer(init="default"),
+        "initialisation",
+        "nn.Linear's default",
+    ),
+    (
+        "layer: bias not a Parameter",
+        "layer",
+        make_layer(bias_param=False),
+        {"parameters", "training"},
+        "nn.Parameter",
+    ),  # a bias that is not a Parameter gets no gradient, so training goes wrong as well
     ("layer: no extra_repr text", "layer", make_layer(repr_text=""), "extra_repr", None),
-    ("softplus: saved for backward only", "softplus", modern(setup=_setup_backward_only), "forward_mode", "save_for_forward"),
+    (
+        "softplus: saved for backward only",
+        "softplus",
+        modern(setup=_setup_backward_only),
+        "forward_mode",
+        "save_for_forward",
+    ),
     ("softplus: jvp returns the tangent", "softplus", modern(jvp=_jvp_identity), "forward_mode", "sigmoid"),
     ("vmap: out_dims always 0", "vmap", with_vmap(_vmap_zero), "vmap", "in_dims[0]"),
     ("op: no register_fake", "op", custom_op("nofake", fake=False), "opcheck", "register_fake"),
@@ -577,16 +672,16 @@ CATALOGUE = [
 def test_wrong_answers_lose_their_part_with_their_hint(label, name, answer, part, hint):
     check, params, _ = CHECKS[name]
     verdict, message = run(check, answer, **params)
-    if name == "hvp":                               # a one-part check: a wrong answer earns nothing, says why
+    if name == "hvp":  # a one-part check: a wrong answer earns nothing, says why
         assert verdict is None and (hint is None or hint in message), message
         return
     assert message is None, f"{label}: lost every point instead of only '{part}':\n{message}"
     lost = failed_parts(verdict)
-    if name == "op" and part == "opcheck":          # without a fake, compiling fails too: the same missing piece
+    if name == "op" and part == "opcheck":  # without a fake, compiling fails too: the same missing piece
         assert lost == {"opcheck", "compile"}, verdict.report()
-    elif name == "op" and part == "values":         # opcheck does not check values; compile shares the gradient
+    elif name == "op" and part == "values":  # opcheck does not check values; compile shares the gradient
         assert lost == {"values", "compile"}, verdict.report()
-    elif name == "sinh":                            # ignoring the extra outputs' gradients is a double-backward bug
+    elif name == "sinh":  # ignoring the extra outputs' gradients is a double-backward bug
         assert lost == {"intermediates", "second_derivatives"}, verdict.report()
     else:
         expected = part if isinstance(part, set) else {part}
@@ -602,14 +697,21 @@ def test_catalogue_is_large_enough():
 
 # =============================================================================== blank answers, and what fails loudly
 
+
 def _blank(*args, **kwargs):
     raise NotImplementedError()
 
 
 BLANKS = {
-    "cube": fn(_blank, _blank), "inplace": fn(_blank, _blank), "mask": fn(_blank, _blank),
-    "sincos": fn(_blank, _blank), "tanh": fn(_blank, _blank), "sinh": fn(_blank, _blank),
-    "linear": fn(_blank, _blank), "hvp": _blank, "softplus": modern(setup=_blank, jvp=_blank, backward=_blank),
+    "cube": fn(_blank, _blank),
+    "inplace": fn(_blank, _blank),
+    "mask": fn(_blank, _blank),
+    "sincos": fn(_blank, _blank),
+    "tanh": fn(_blank, _blank),
+    "sinh": fn(_blank, _blank),
+    "linear": fn(_blank, _blank),
+    "hvp": _blank,
+    "softplus": modern(setup=_blank, jvp=_blank, backward=_blank),
     "vmap": with_vmap(lambda cls, info, in_dims, x: _blank()),
 }
 
@@ -634,7 +736,9 @@ def test_blank_layer_says_what_to_do():
 
 
 def test_blank_custom_op_says_what_to_do():
-    _, message = run(nb04.check_custom_op, custom_op("blank", impl=_blank, fake=False, autograd=False), seed=0, cases=1, points=4)
+    _, message = run(
+        nb04.check_custom_op, custom_op("blank", impl=_blank, fake=False, autograd=False), seed=0, cases=1, points=4
+    )
     assert "not written yet" in message
 
 
@@ -643,7 +747,8 @@ def test_not_a_function_class_is_named():
     assert "subclass of torch.autograd.Function" in message
 
 
-# =============================================================================== the judges accept only complete answers
+# ============================================================================== the judges accept only complete answers
+
 
 @pytest.mark.parametrize("name", ["cube", "inplace", "mask", "sincos", "tanh", "linear"])
 def test_judge_refuses_data_for_other_cases(name):
@@ -657,7 +762,7 @@ def test_judge_refuses_data_for_other_cases(name):
 def test_judge_refuses_data_for_other_seed():
     check, params, answer = CHECKS["cube"]
     data = check.probe(answer, **{**params, "seed": params["seed"] + 1})
-    verdict = check.judge(data, **params)            # other inputs' values: the values part fails
+    verdict = check.judge(data, **params)  # other inputs' values: the values part fails
     assert "values" in failed_parts(verdict) and float(verdict) < params["points"]
 
 
@@ -666,7 +771,7 @@ def test_judge_refuses_data_for_other_seed():
 def test_any_scaled_gradient_loses_the_values_part(seed, scale):
     def wrong_b(ctx, g):
         (x,) = ctx.saved_tensors
-        return scale * g * 3 * x ** 2
+        return scale * g * 3 * x**2
 
     verdict, message = run(nb04.check_saved_tensors, fn(_cube_f, wrong_b), seed=seed, points=2)
     assert message is None and failed_parts(verdict) == {"values"}
@@ -695,6 +800,7 @@ def test_probes_return_plain_data_only():
 
 # =============================================================================== odd answers get a clear message
 
+
 def _returns_number(ctx, x):
     return 1.0
 
@@ -703,13 +809,16 @@ def _returns_one_output(ctx, x):
     return torch.sin(x)
 
 
-@pytest.mark.parametrize("check_name, answer, words", [
-    ("cube", fn(_returns_number, _cube_b), "should return 1 tensor"),
-    ("sincos", fn(_returns_one_output, _sincos_b), "should return 2 tensor"),
-    ("cube", Cube(), "subclass of torch.autograd.Function"),
-    ("layer", FunctionalLinear, "subclass of torch.nn.Module"),
-    ("op", F.softplus, "CustomOpDef"),
-])
+@pytest.mark.parametrize(
+    "check_name, answer, words",
+    [
+        ("cube", fn(_returns_number, _cube_b), "should return 1 tensor"),
+        ("sincos", fn(_returns_one_output, _sincos_b), "should return 2 tensor"),
+        ("cube", Cube(), "subclass of torch.autograd.Function"),
+        ("layer", FunctionalLinear, "subclass of torch.nn.Module"),
+        ("op", F.softplus, "CustomOpDef"),
+    ],
+)
 def test_odd_answers_are_named(check_name, answer, words):
     check, params, _ = CHECKS[check_name]
     verdict, message = run(check, answer, **params)
@@ -741,6 +850,7 @@ def honest_data():
             check, params, answer = CHECKS[name]
             cache[name] = check.probe(answer, **params)
         return copy.deepcopy(cache[name])
+
     return data
 
 
@@ -758,18 +868,24 @@ def _first(value, kind):
 
 def _entry_forgeries(entry: dict):
     """Ways to spoil one entry (a dict): a key missing, a key added, a tensor/flag/string of the wrong type."""
+
     def spoil(change):
         forged = copy.deepcopy(entry)
         change(forged)
         return forged
+
     yield "a key missing", spoil(lambda e: e.pop(next(iter(e))))
     yield "a key added", spoil(lambda e: e.__setitem__("extra", 1.0))
-    for kind, label, replace in ((torch.Tensor, "a tensor as a list", lambda t: t.tolist()),
-                                 (bool, "a flag as a number", lambda b: int(b)),
-                                 (str, "a string as a number", lambda s: 0.0)):
+    for kind, label, replace in (
+        (torch.Tensor, "a tensor as a list", lambda t: t.tolist()),
+        (bool, "a flag as a number", lambda b: int(b)),
+        (str, "a string as a number", lambda s: 0.0),
+    ):
+
         def change(e, kind=kind, replace=replace):
             container, key = _first(e, kind)
             container[key] = replace(container[key])
+
         if _first(entry, kind):
             yield label, spoil(change)
 
@@ -786,8 +902,10 @@ def _forgeries(data):
     else:
         yield "a dict instead of the list", {"cases": data}
     if isinstance(cases, list):
+
         def with_cases(items):
             return items if isinstance(data, list) else {**data, "cases": items}
+
         yield "one case missing", with_cases(cases[:-1])
         yield "no cases", with_cases([])
         yield "an extra case", with_cases(cases + [copy.deepcopy(cases[-1])])
@@ -801,7 +919,7 @@ def _forgeries(data):
 @pytest.mark.parametrize("name", list(CHECKS))
 def test_judges_refuse_missing_empty_extra_or_mistyped_data(name, honest_data):
     check, params, _ = CHECKS[name]
-    assert float(check.judge(honest_data(name), **params)) == params["points"]     # the honest data passes
+    assert float(check.judge(honest_data(name), **params)) == params["points"]  # the honest data passes
     forged = list(_forgeries(honest_data(name)))
     assert len(forged) >= 8
     for label, data in forged:
@@ -810,24 +928,27 @@ def test_judges_refuse_missing_empty_extra_or_mistyped_data(name, honest_data):
         assert str(failure.value).startswith(MISMATCH_START), f"{name}, {label}: {failure.value}"
 
 
-@pytest.mark.parametrize("name, spoil", [
-    ("sincos", lambda d: d[0]["calls"]["both"].update(returned={"kind": "tensor"})),          # a summary cut short
-    ("sincos", lambda d: d[0]["calls"].pop("neither")),
-    ("sincos", lambda d: d[0].update(received_when_sin_only="tensor")),
-    ("tanh", lambda d: d[0]["outputs"].append(d[0]["outputs"][0])),                         # an output too many
-    ("sinh", lambda d: d[0]["outputs"].pop()),
-    ("linear", lambda d: d[0]["grads"].pop()),                                                # a gradient missing
-    ("linear", lambda d: d[0]["returned"][0].update(kind="tensor ")),
-    ("layer", lambda d: d["losses"].append("nan")),
-    ("layer", lambda d: d.update(parameters={"weight": {"shape": [2, 3]}})),
-    ("layer", lambda d: d.update(grad_shapes=[[2, 3]])),
-    ("softplus", lambda d: d["cases"][0]["vmap"].update({"in_dims=0": {"value": [1.0]}})),
-    ("softplus", lambda d: d["cases"][0].update(gradcheck_forward_ad=1)),
-    ("vmap", lambda d: d.pop("vmap_defined")),
-    ("op", lambda d: d["cases"][0].pop("compiled")),                                         # the compiled run missing
-    ("op", lambda d: d["cases"][0]["opcheck"].update(test_schema=True)),
-    ("hvp", lambda d: d[0].update(hvp=d[0]["hvp"].tolist())),
-])
+@pytest.mark.parametrize(
+    "name, spoil",
+    [
+        ("sincos", lambda d: d[0]["calls"]["both"].update(returned={"kind": "tensor"})),  # a summary cut short
+        ("sincos", lambda d: d[0]["calls"].pop("neither")),
+        ("sincos", lambda d: d[0].update(received_when_sin_only="tensor")),
+        ("tanh", lambda d: d[0]["outputs"].append(d[0]["outputs"][0])),  # an output too many
+        ("sinh", lambda d: d[0]["outputs"].pop()),
+        ("linear", lambda d: d[0]["grads"].pop()),  # a gradient missing
+        ("linear", lambda d: d[0]["returned"][0].update(kind="tensor ")),
+        ("layer", lambda d: d["losses"].append("nan")),
+        ("layer", lambda d: d.update(parameters={"weight": {"shape": [2, 3]}})),
+        ("layer", lambda d: d.update(grad_shapes=[[2, 3]])),
+        ("softplus", lambda d: d["cases"][0]["vmap"].update({"in_dims=0": {"value": [1.0]}})),
+        ("softplus", lambda d: d["cases"][0].update(gradcheck_forward_ad=1)),
+        ("vmap", lambda d: d.pop("vmap_defined")),
+        ("op", lambda d: d["cases"][0].pop("compiled")),  # the compiled run missing
+        ("op", lambda d: d["cases"][0]["opcheck"].update(test_schema=True)),
+        ("hvp", lambda d: d[0].update(hvp=d[0]["hvp"].tolist())),
+    ],
+)
 def test_judges_refuse_data_spoiled_deep_inside(name, spoil, honest_data):
     check, params, _ = CHECKS[name]
     data = honest_data(name)
@@ -839,10 +960,18 @@ def test_judges_refuse_data_spoiled_deep_inside(name, spoil, honest_data):
 # =============================================================================== hidden cases: drawn
 
 DRAWN = {  # name -> (the test cell's fixed params, draw)
-    "cube": ({"points": 2}, 4), "inplace": ({"points": 3}, 4), "mask": ({"points": 3}, 4),
-    "sincos": ({"points": 3}, 4), "tanh": ({"reference": "tanh", "points": 3}, 4), "hvp": ({"points": 2}, 4),
-    "sinh": ({"reference": "sinh", "points": 3}, 4), "linear": ({"points": 4}, 4), "layer": ({"points": 3}, 1),
-    "softplus": ({"points": 3}, 4), "vmap": ({"hand_written_vmap": True, "points": 2}, 4), "op": ({"points": 4}, 2),
+    "cube": ({"points": 2}, 4),
+    "inplace": ({"points": 3}, 4),
+    "mask": ({"points": 3}, 4),
+    "sincos": ({"points": 3}, 4),
+    "tanh": ({"reference": "tanh", "points": 3}, 4),
+    "hvp": ({"points": 2}, 4),
+    "sinh": ({"reference": "sinh", "points": 3}, 4),
+    "linear": ({"points": 4}, 4),
+    "layer": ({"points": 3}, 1),
+    "softplus": ({"points": 3}, 4),
+    "vmap": ({"hand_written_vmap": True, "points": 2}, 4),
+    "op": ({"points": 4}, 2),
 }
 
 
@@ -861,10 +990,10 @@ def test_reference_answers_get_full_marks_on_drawn_cases(name):
 def test_drawers_cover_what_the_visible_tests_do_not():
     rng = random.Random(4)
     elementwise = [judges.draw_elementwise_cases(rng, 4) for _ in range(20)]
-    assert all(len(d["cases"]) == 4 and [] in d["cases"] for d in elementwise)      # a 0-dimensional tensor each time
+    assert all(len(d["cases"]) == 4 and [] in d["cases"] for d in elementwise)  # a 0-dimensional tensor each time
     assert len({d["seed"] for d in elementwise}) == 20
     linear = [judges.draw_linear_cases(rng, 4)["cases"] for _ in range(20)]
-    assert all(any(i == o and b != i for b, i, o, _ in cases) for cases in linear)   # a square weight, batch != in
+    assert all(any(i == o and b != i for b, i, o, _ in cases) for cases in linear)  # a square weight, batch != in
     assert all(any(b == 1 for b, *_ in cases) for cases in linear)
     hvp_draws = [judges.draw_hvp_problems(rng, 4) for _ in range(20)]
     assert {n for d in hvp_draws for n in d["problems"]} == set(probes.HVP_PROBLEMS)
@@ -873,13 +1002,16 @@ def test_drawers_cover_what_the_visible_tests_do_not():
     assert len({tuple(d["features"]) for d in layers}) > 1
 
 
-@pytest.mark.parametrize("label, name, answer, part", [
-    ("linear: per-sample bias gradient", "linear", fn(_lin_f, _lin_b_bias_per_sample), "parameter_shapes"),
-    ("linear: the seed's per-sample gradients", "linear", fn(_lin_f_seed, _lin_b_seed), "parameter_shapes"),
-    ("inplace: no mark_dirty", "inplace", fn(_relu_f_unmarked, _relu_b), "mark_dirty"),
-    ("tanh: once_differentiable", "tanh", fn(_tanh_f, _tanh_b_once), "second_derivatives"),
-    ("mask: not marked non-differentiable", "mask", fn(_mask_f_unmarked, _mask_b), "non_differentiable"),
-])
+@pytest.mark.parametrize(
+    "label, name, answer, part",
+    [
+        ("linear: per-sample bias gradient", "linear", fn(_lin_f, _lin_b_bias_per_sample), "parameter_shapes"),
+        ("linear: the seed's per-sample gradients", "linear", fn(_lin_f_seed, _lin_b_seed), "parameter_shapes"),
+        ("inplace: no mark_dirty", "inplace", fn(_relu_f_unmarked, _relu_b), "mark_dirty"),
+        ("tanh: once_differentiable", "tanh", fn(_tanh_f, _tanh_b_once), "second_derivatives"),
+        ("mask: not marked non-differentiable", "mask", fn(_mask_f_unmarked, _mask_b), "non_differentiable"),
+    ],
+)
 def test_wrong_answers_lose_their_part_on_drawn_cases(label, name, answer, part):
     """The demo's partly-wrong learner loses the same parts in the hidden tests as in the visible ones."""
     check, _, _ = CHECKS[name]
@@ -890,7 +1022,7 @@ def test_wrong_answers_lose_their_part_on_drawn_cases(label, name, answer, part)
         assert message is None and failed_parts(verdict) == {part}, message or verdict.report()
 
 
-# =============================================================================== by hand: a backward handed to autograd is flagged
+# ==================================================================== by hand: a backward handed to autograd is flagged
 
 _TANH_BY_AUTOGRAD = '''import torch
 
@@ -921,9 +1053,17 @@ def test_a_backward_handed_to_autograd_is_flagged_and_the_hvp_is_not():
 
     path = SOLUTIONS / "04-ctx-toolbox" / "ctx_toolbox.ipynb"
     nb = nbformat.read(path, as_version=4)
-    cells = [{"grade_id": c.metadata["nbgrader"]["grade_id"], "cell_type": c.cell_type, "solution":
-              bool(c.metadata["nbgrader"].get("solution")), "grade": bool(c.metadata["nbgrader"].get("grade")),
-              "source": c.source} for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")]
+    cells = [
+        {
+            "grade_id": c.metadata["nbgrader"]["grade_id"],
+            "cell_type": c.cell_type,
+            "solution": bool(c.metadata["nbgrader"].get("solution")),
+            "grade": bool(c.metadata["nbgrader"].get("grade")),
+            "source": c.source,
+        }
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id")
+    ]
     plain = [normalized(c.source) for c in nb.cells if c.cell_type == "code" and not c.metadata.get("nbgrader")]
     spec = {"cells": cells, "plain": plain}
     assert screen(nb, spec, REGISTERED) == []

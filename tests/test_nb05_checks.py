@@ -1,33 +1,35 @@
 """The checks of notebook 05 give full marks to correct answers however they are written, and take points
 from realistic wrong ones on the part that should catch them, with the hint meant for them. Everything
 here runs on a CPU: Triton kernels in Triton's interpreter, devices on the meta device."""
+
 from __future__ import annotations
 
 import math
 import os
 import shutil
 
-os.environ.setdefault("TRITON_INTERPRET", "1")   # before triton is imported: kernels defined here are interpreted
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: kernels defined here are interpreted
 
+import nbformat  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
-from hypothesis import given, settings, strategies as st  # noqa: E402
-from torch.autograd import Function  # noqa: E402
-
-import nbformat  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 from nbgrader.api import Gradebook  # noqa: E402
+from torch.autograd import Function  # noqa: E402
 
 from autograder import nb05  # noqa: E402
 from autograder.coursedir import SOLUTIONS  # noqa: E402
-from autograder.grading import grade_assignment, sandbox  # noqa: E402
-from autograder.release import generate_in_course  # noqa: E402
-from autograder.submissions import fill_answers, solution_sources  # noqa: E402
 from autograder.feedback import CheckFailed  # noqa: E402
+from autograder.grading import grade_assignment, sandbox  # noqa: E402
+from autograder.judges.verdict import PART_TITLES  # noqa: E402
 from autograder.probes.nb05 import RECOMPUTE_PROBLEMS, SAVED_BYTES_PROBLEMS  # noqa: E402
 from autograder.registry import CHECKS, FAILED  # noqa: E402
+from autograder.release import generate_in_course  # noqa: E402
+from autograder.submissions import fill_answers, solution_sources  # noqa: E402
 
 pytestmark = pytest.mark.nb05
 C = math.sqrt(2 / math.pi)
@@ -42,7 +44,7 @@ def run(check, obj, **params):
     """(verdict or None, report or message)."""
     try:
         verdict = check(obj, **params)
-    except CheckFailed as failure:   # a partly right answer fails too, carrying its verdict
+    except CheckFailed as failure:  # a partly right answer fails too, carrying its verdict
         verdict = getattr(failure, "verdict", None)
         if verdict is None or float(verdict) == 0:
             return None, str(failure)
@@ -55,6 +57,7 @@ def part(verdict, name):
 
 
 # =========================================================================== reference answers (as in the solution)
+
 
 def _gather_f(ctx, weight, index):
     ctx.save_for_backward(index)
@@ -80,11 +83,11 @@ def _silu_b(ctx, g):
 
 def _gelu_f(ctx, x):
     ctx.save_for_backward(x)
-    return 0.5 * x * (1 + torch.tanh(C * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + torch.tanh(C * (x + 0.044715 * x**3)))
 
 
 def _gelu_local(x, three=3):
-    t = torch.tanh(C * (x + 0.044715 * x ** 3))
+    t = torch.tanh(C * (x + 0.044715 * x**3))
     return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * C * (1 + three * 0.044715 * x * x)
 
 
@@ -135,9 +138,16 @@ def silu_backward_kernel(x_ptr, grad_out_ptr, grad_in_ptr, n_elements, BLOCK_SIZ
     tl.store(grad_in_ptr + offsets, (gc * s * (1 + xc * (1 - s))).to(x.dtype), mask=mask)
 
 
-def triton_silu(forward_kernel=silu_forward_kernel, backward_kernel=silu_backward_kernel, block=1024,
-                contiguous_x=True, contiguous_grad=True, out_dtype=None):
+def triton_silu(
+    forward_kernel=silu_forward_kernel,
+    backward_kernel=silu_backward_kernel,
+    block=1024,
+    contiguous_x=True,
+    contiguous_grad=True,
+    out_dtype=None,
+):
     """A TritonSiLU built from these kernels; the flags switch off the steps learners forget."""
+
     def forward(ctx, x):
         if contiguous_x:
             x = x.contiguous()
@@ -153,6 +163,7 @@ def triton_silu(forward_kernel=silu_forward_kernel, backward_kernel=silu_backwar
         out = torch.empty_like(x)
         backward_kernel[(triton.cdiv(x.numel(), block),)](x, g, out, x.numel(), BLOCK_SIZE=block)
         return out
+
     return fn("TritonSiLU", forward, backward)
 
 
@@ -164,6 +175,7 @@ def _linear32(forward_decorator=True, backward_decorator=True):
     def backward(ctx, g):
         x, W = ctx.saved_tensors
         return g @ W.T, x.T @ g, g.sum(0)
+
     if forward_decorator:
         forward = torch.amp.custom_fwd(forward, device_type="cpu", cast_inputs=torch.float32)
     if backward_decorator:
@@ -177,6 +189,7 @@ def _saved_bytes(f, *inputs):
     def pack(t):
         storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
         return t
+
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         f(*inputs)
     return sum(storages.values())
@@ -196,21 +209,33 @@ Linear32 = _linear32()
 KERNEL_SIZES = [(10, 16), (100, 32), (1, 16)]
 BANDWIDTH_CASES = [(1 << 24, 4, 1e-4, "forward"), (1000, 2, 1e-6, "backward")]
 
-CHECK_CALLS = {   # exercise -> (check, params): the same shapes as the notebook's test cells
+CHECK_CALLS = {  # exercise -> (check, params): the same shapes as the notebook's test cells
     "gather_rows": (nb05.check_gather_rows, {"points": 3, "seed": 0, "cases": 2}),
     "fused_silu": (nb05.check_fused_activation, {"activation": "silu", "points": 3, "seed": 0, "cases": 2}),
     "fused_gelu": (nb05.check_fused_activation, {"activation": "gelu_tanh", "points": 3, "seed": 0, "cases": 2}),
     "checkpoint": (nb05.check_recompute, {"problems": list(RECOMPUTE_PROBLEMS), "seed": 0, "points": 3}),
     "forward_kernel": (nb05.check_forward_kernel, {"kind": "forward", "sizes": KERNEL_SIZES, "seed": 0}),
     "backward_kernel": (nb05.check_backward_kernel, {"kind": "backward", "sizes": KERNEL_SIZES, "seed": 0}),
-    "triton_silu": (nb05.check_triton_function, {"activation": "silu", "triton": True, "points": 4, "seed": 0, "cases": 2}),
+    "triton_silu": (
+        nb05.check_triton_function,
+        {"activation": "silu", "triton": True, "points": 4, "seed": 0, "cases": 2},
+    ),
     "linear32": (nb05.check_autocast_linear, {"seed": 0, "cases": 2, "points": 3}),
     "saved_bytes": (nb05.check_saved_bytes, {"problems": list(SAVED_BYTES_PROBLEMS)}),
     "bandwidth": (nb05.check_bandwidth, {"cases": BANDWIDTH_CASES}),
 }
-CORRECT = {"gather_rows": GatherRows, "fused_silu": FusedSiLU, "fused_gelu": FusedGELU, "checkpoint": Checkpoint,
-           "forward_kernel": silu_forward_kernel, "backward_kernel": silu_backward_kernel, "triton_silu": TritonSiLU,
-           "linear32": Linear32, "saved_bytes": _saved_bytes, "bandwidth": _bandwidth}
+CORRECT = {
+    "gather_rows": GatherRows,
+    "fused_silu": FusedSiLU,
+    "fused_gelu": FusedGELU,
+    "checkpoint": Checkpoint,
+    "forward_kernel": silu_forward_kernel,
+    "backward_kernel": silu_backward_kernel,
+    "triton_silu": TritonSiLU,
+    "linear32": Linear32,
+    "saved_bytes": _saved_bytes,
+    "bandwidth": _bandwidth,
+}
 
 
 def _full_marks(exercise, obj, **extra):
@@ -234,13 +259,14 @@ def test_the_solutions_get_full_marks(exercise):
 
 # =========================================================================== correct, written differently
 
-def _gather_put_b(ctx, g):        # index_put_ with accumulate=True, zeros made with device= and dtype=
+
+def _gather_put_b(ctx, g):  # index_put_ with accumulate=True, zeros made with device= and dtype=
     (index,) = ctx.saved_tensors
     grad = torch.zeros(ctx.weight_shape, device=g.device, dtype=g.dtype)
     return grad.index_put_((index,), g, accumulate=True), None
 
 
-def _silu_f_native(ctx, x):        # F.silu forward; backward with torch.special.expit
+def _silu_f_native(ctx, x):  # F.silu forward; backward with torch.special.expit
     ctx.save_for_backward(x)
     return F.silu(x)
 
@@ -251,13 +277,13 @@ def _silu_b_expit(ctx, g):
     return g * (s + x * s * (1 - s))
 
 
-def _gelu_b_cosh(ctx, g):          # sech² written with cosh
+def _gelu_b_cosh(ctx, g):  # sech² written with cosh
     (x,) = ctx.saved_tensors
-    u = C * (x + 0.044715 * x ** 3)
+    u = C * (x + 0.044715 * x**3)
     return g * (0.5 * (1 + torch.tanh(u)) + 0.5 * x * C * (1 + 0.134145 * x * x) / torch.cosh(u) ** 2)
 
 
-def _ckpt_b_backward(ctx, g):      # y.backward(g) and x.grad instead of autograd.grad
+def _ckpt_b_backward(ctx, g):  # y.backward(g) and x.grad instead of autograd.grad
     (x,) = ctx.saved_tensors
     x = x.detach().requires_grad_(True)
     with torch.enable_grad():
@@ -279,7 +305,7 @@ def silu_forward_with_exp(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     tl.store(y_ptr + offsets, y.to(x.dtype), mask=in_bounds)
 
 
-def _linear32_functional():        # F.linear inside, needs_input_grad respected
+def _linear32_functional():  # F.linear inside, needs_input_grad respected
     @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.float32)
     def forward(ctx, x, W, b):
         ctx.save_for_backward(x, W)
@@ -288,12 +314,16 @@ def _linear32_functional():        # F.linear inside, needs_input_grad respected
     @torch.amp.custom_bwd(device_type="cpu")
     def backward(ctx, g):
         x, W = ctx.saved_tensors
-        return (g.mm(W.t()) if ctx.needs_input_grad[0] else None, x.t().mm(g) if ctx.needs_input_grad[1] else None,
-                g.sum(dim=0) if ctx.needs_input_grad[2] else None)
+        return (
+            g.mm(W.t()) if ctx.needs_input_grad[0] else None,
+            x.t().mm(g) if ctx.needs_input_grad[1] else None,
+            g.sum(dim=0) if ctx.needs_input_grad[2] else None,
+        )
+
     return fn("Linear32", forward, backward)
 
 
-def _saved_bytes_numel(f, *inputs):   # numel × element_size, deduplicated by data_ptr in a set
+def _saved_bytes_numel(f, *inputs):  # numel × element_size, deduplicated by data_ptr in a set
     seen, total = set(), 0
 
     def pack(t):
@@ -302,6 +332,7 @@ def _saved_bytes_numel(f, *inputs):   # numel × element_size, deduplicated by d
             seen.add(t.data_ptr())
             total += t.numel() * t.element_size()
         return t
+
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         f(*inputs)
     return total
@@ -334,19 +365,20 @@ def test_correct_alternatives_get_full_marks(name):
 
 # =========================================================================== the catalogue of wrong answers
 
-def _gather_b_cpu(ctx, g):              # the gradient made on the default device
+
+def _gather_b_cpu(ctx, g):  # the gradient made on the default device
     (index,) = ctx.saved_tensors
     return torch.zeros(ctx.weight_shape, dtype=g.dtype).index_add_(0, index, g), None
 
 
-def _gather_b_assign(ctx, g):           # assignment keeps one contribution of a repeated row
+def _gather_b_assign(ctx, g):  # assignment keeps one contribution of a repeated row
     (index,) = ctx.saved_tensors
     grad = g.new_zeros(ctx.weight_shape)
     grad[index] = g
     return grad, None
 
 
-def _silu_f_saves_composed(ctx, x):     # keeps the composed intermediates
+def _silu_f_saves_composed(ctx, x):  # keeps the composed intermediates
     s = torch.sigmoid(x)
     ctx.save_for_backward(x, s)
     return x * s
@@ -357,7 +389,7 @@ def _silu_b_from_saved(ctx, g):
     return g * s * (1 + x * (1 - s))
 
 
-def _silu_f_attribute(ctx, x):          # x kept as an attribute: invisible to save_for_backward and the hooks
+def _silu_f_attribute(ctx, x):  # x kept as an attribute: invisible to save_for_backward and the hooks
     ctx.x = x
     return x * torch.sigmoid(x)
 
@@ -367,31 +399,31 @@ def _silu_b_attribute(ctx, g):
     return g * s * (1 + ctx.x * (1 - s))
 
 
-def _silu_f_decoy(ctx, x):              # saves a decoy of x's shape and keeps x itself out of sight
+def _silu_f_decoy(ctx, x):  # saves a decoy of x's shape and keeps x itself out of sight
     ctx.save_for_backward(torch.empty_like(x))
     ctx.x = x
     return x * torch.sigmoid(x)
 
 
-def _silu_b_product_rule(ctx, g):       # d/dx x·σ(x) taken as σ(x)
+def _silu_b_product_rule(ctx, g):  # d/dx x·σ(x) taken as σ(x)
     (x,) = ctx.saved_tensors
     return g * torch.sigmoid(x)
 
 
-def _silu_f_fixed_device(ctx, x):       # the output made on the default device
+def _silu_f_fixed_device(ctx, x):  # the output made on the default device
     ctx.save_for_backward(x)
     y = torch.empty(x.shape, dtype=x.dtype)
     y.copy_(x * torch.sigmoid(x))
     return y
 
 
-def _gelu_b_no_three(ctx, g):           # d/dx (x + 0.044715 x³) without the 3
+def _gelu_b_no_three(ctx, g):  # d/dx (x + 0.044715 x³) without the 3
     (x,) = ctx.saved_tensors
     return g * _gelu_local(x, three=1)
 
 
 def _gelu_f_saves_tanh(ctx, x):
-    t = torch.tanh(C * (x + 0.044715 * x ** 3))
+    t = torch.tanh(C * (x + 0.044715 * x**3))
     ctx.save_for_backward(x, t)
     return 0.5 * x * (1 + t)
 
@@ -401,7 +433,7 @@ def _gelu_b_from_tanh(ctx, g):
     return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * C * (1 + 3 * 0.044715 * x * x))
 
 
-def _ckpt_f_records(ctx, f, x):         # records the graph in forward: stores every intermediate
+def _ckpt_f_records(ctx, f, x):  # records the graph in forward: stores every intermediate
     with torch.enable_grad():
         xr = x.detach().requires_grad_(True)
         y = f(xr)
@@ -415,7 +447,7 @@ def _ckpt_b_records(ctx, g):
     return None, torch.autograd.grad(y, xr, g)[0]
 
 
-def _ckpt_b_no_grad(ctx, g):            # recomputes without switching recording on
+def _ckpt_b_no_grad(ctx, g):  # recomputes without switching recording on
     (x,) = ctx.saved_tensors
     x = x.detach().requires_grad_(True)
     y = ctx.f(x)
@@ -439,7 +471,7 @@ def off_by_one_mask_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 
 @triton.jit
 def no_program_id_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    offsets = tl.arange(0, BLOCK_SIZE)          # every program does block 0
+    offsets = tl.arange(0, BLOCK_SIZE)  # every program does block 0
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask)
     tl.store(y_ptr + offsets, x * tl.sigmoid(x), mask=mask)
@@ -469,7 +501,7 @@ def backward_shifted_grad_kernel(x_ptr, grad_out_ptr, grad_in_ptr, n_elements, B
     offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask)
-    g = tl.load(grad_out_ptr + offsets + BLOCK_SIZE * 0 + 1, mask=mask)    # an indexing slip: the neighbour's g
+    g = tl.load(grad_out_ptr + offsets + BLOCK_SIZE * 0 + 1, mask=mask)  # an indexing slip: the neighbour's g
     s = tl.sigmoid(x)
     tl.store(grad_in_ptr + offsets, g * s * (1 + x * (1 - s)), mask=mask)
 
@@ -481,58 +513,149 @@ def backward_unmasked_store_kernel(x_ptr, grad_out_ptr, grad_in_ptr, n_elements,
     x = tl.load(x_ptr + offsets, mask=mask)
     g = tl.load(grad_out_ptr + offsets, mask=mask)
     s = tl.sigmoid(x)
-    tl.store(grad_in_ptr + offsets, g * s * (1 + x * (1 - s)))       # the mask forgotten on the store only
+    tl.store(grad_in_ptr + offsets, g * s * (1 + x * (1 - s)))  # the mask forgotten on the store only
 
 
 WRONG = {
     # name: (exercise, object, parts that must fail (None: the check raises), text the report must contain)
-    "gather: gradient on the default device": ("gather_rows", fn("GatherRows", _gather_f, _gather_b_cpu),
-                                               ["device"], "zeros_like"),
-    "gather: assignment loses repeated rows": ("gather_rows", fn("GatherRows", _gather_f, _gather_b_assign),
-                                               ["gradcheck", "reference"], "index_add_"),
-    "silu: saves the composed intermediates": ("fused_silu", fn("FusedSiLU", _silu_f_saves_composed, _silu_b_from_saved),
-                                               ["memory"], "save only x"),
-    "silu: x kept as a ctx attribute": ("fused_silu", fn("FusedSiLU", _silu_f_attribute, _silu_b_attribute),
-                                        ["memory"], "ctx.save_for_backward(x)"),
-    "silu: a decoy saved, x kept as an attribute": ("fused_silu", fn("FusedSiLU", _silu_f_decoy, _silu_b_attribute),
-                                                    ["memory"], "not x"),
-    "silu: product rule forgotten": ("fused_silu", fn("FusedSiLU", _silu_f, _silu_b_product_rule),
-                                     ["gradcheck", "reference"], "product rule"),
-    "silu: output on the default device": ("fused_silu", fn("FusedSiLU", _silu_f_fixed_device, _silu_b),
-                                           ["device"], "torch.empty_like(x)"),
-    "gelu: the factor 3 of x³'s derivative": ("fused_gelu", fn("FusedGELU", _gelu_f, _gelu_b_no_three),
-                                              ["gradcheck", "reference"], "factor 3"),
-    "gelu: saves tanh as well": ("fused_gelu", fn("FusedGELU", _gelu_f_saves_tanh, _gelu_b_from_tanh),
-                                 ["memory"], "at most 0.25"),
-    "checkpoint: records the graph in forward": ("checkpoint", fn("Checkpoint", _ckpt_f_records, _ckpt_b_records),
-                                                 ["memory"], "intermediates were stored"),
-    "checkpoint: recomputes without enable_grad": ("checkpoint", fn("Checkpoint", _ckpt_f, _ckpt_b_no_grad),
-                                                   ["reference", "interface"], "does not require grad"),
+    "gather: gradient on the default device": (
+        "gather_rows",
+        fn("GatherRows", _gather_f, _gather_b_cpu),
+        ["device"],
+        "zeros_like",
+    ),
+    "gather: assignment loses repeated rows": (
+        "gather_rows",
+        fn("GatherRows", _gather_f, _gather_b_assign),
+        ["gradcheck", "reference"],
+        "index_add_",
+    ),
+    "silu: saves the composed intermediates": (
+        "fused_silu",
+        fn("FusedSiLU", _silu_f_saves_composed, _silu_b_from_saved),
+        ["memory"],
+        "save only x",
+    ),
+    "silu: x kept as a ctx attribute": (
+        "fused_silu",
+        fn("FusedSiLU", _silu_f_attribute, _silu_b_attribute),
+        ["memory"],
+        "ctx.save_for_backward(x)",
+    ),
+    "silu: a decoy saved, x kept as an attribute": (
+        "fused_silu",
+        fn("FusedSiLU", _silu_f_decoy, _silu_b_attribute),
+        ["memory"],
+        "not x",
+    ),
+    "silu: product rule forgotten": (
+        "fused_silu",
+        fn("FusedSiLU", _silu_f, _silu_b_product_rule),
+        ["gradcheck", "reference"],
+        "product rule",
+    ),
+    "silu: output on the default device": (
+        "fused_silu",
+        fn("FusedSiLU", _silu_f_fixed_device, _silu_b),
+        ["device"],
+        "torch.empty_like(x)",
+    ),
+    "gelu: the factor 3 of x³'s derivative": (
+        "fused_gelu",
+        fn("FusedGELU", _gelu_f, _gelu_b_no_three),
+        ["gradcheck", "reference"],
+        "factor 3",
+    ),
+    "gelu: saves tanh as well": (
+        "fused_gelu",
+        fn("FusedGELU", _gelu_f_saves_tanh, _gelu_b_from_tanh),
+        ["memory"],
+        "at most 0.25",
+    ),
+    "checkpoint: records the graph in forward": (
+        "checkpoint",
+        fn("Checkpoint", _ckpt_f_records, _ckpt_b_records),
+        ["memory"],
+        "intermediates were stored",
+    ),
+    "checkpoint: recomputes without enable_grad": (
+        "checkpoint",
+        fn("Checkpoint", _ckpt_f, _ckpt_b_no_grad),
+        ["reference", "interface"],
+        "does not require grad",
+    ),
     # (a backward that raises returns nothing whose interface could pass)
     "kernel: unmasked tl.store": ("forward_kernel", unmasked_store_kernel, None, "unmasked tl.store"),
     "kernel: mask offsets <= n": ("forward_kernel", off_by_one_mask_kernel, None, "past the end"),
-    "kernel: every program does block 0": ("forward_kernel", no_program_id_kernel, None, "tl.program_id(0) * BLOCK_SIZE"),
-    "backward kernel: grad_output not used": ("backward_kernel", backward_without_grad_kernel, None,
-                                              "multiply it by grad_output"),
-    "backward kernel: unmasked tl.store": ("backward_kernel", backward_unmasked_store_kernel, None, "unmasked tl.store"),
-    "backward kernel: float64 computed in float32": ("backward_kernel", backward_always_float32_kernel, None,
-                                                     "computed in float32"),
-    "backward kernel: loads the neighbour's grad_output": ("backward_kernel", backward_shifted_grad_kernel, None,
-                                                           "is wrong in"),
-    "triton: grad_output not made contiguous": ("triton_silu", triton_silu(contiguous_grad=False), ["layout"],
-                                                ".contiguous()"),
-    "triton: a kernel that ignores x's strides": ("triton_silu", triton_silu(contiguous_x=False), ["layout"],
-                                                  "ignores strides"),
-    "triton: output allocated as float32": ("triton_silu", triton_silu(out_dtype=torch.float32), ["forward"],
-                                            "keep x's dtype"),
-    "triton: backward kernel without grad_output": ("triton_silu", triton_silu(backward_kernel=backward_without_grad_kernel),
-                                                        ["gradcheck", "reference"], "multiply it by grad_output"),
+    "kernel: every program does block 0": (
+        "forward_kernel",
+        no_program_id_kernel,
+        None,
+        "tl.program_id(0) * BLOCK_SIZE",
+    ),
+    "backward kernel: grad_output not used": (
+        "backward_kernel",
+        backward_without_grad_kernel,
+        None,
+        "multiply it by grad_output",
+    ),
+    "backward kernel: unmasked tl.store": (
+        "backward_kernel",
+        backward_unmasked_store_kernel,
+        None,
+        "unmasked tl.store",
+    ),
+    "backward kernel: float64 computed in float32": (
+        "backward_kernel",
+        backward_always_float32_kernel,
+        None,
+        "computed in float32",
+    ),
+    "backward kernel: loads the neighbour's grad_output": (
+        "backward_kernel",
+        backward_shifted_grad_kernel,
+        None,
+        "is wrong in",
+    ),
+    "triton: grad_output not made contiguous": (
+        "triton_silu",
+        triton_silu(contiguous_grad=False),
+        ["layout"],
+        ".contiguous()",
+    ),
+    "triton: a kernel that ignores x's strides": (
+        "triton_silu",
+        triton_silu(contiguous_x=False),
+        ["layout"],
+        "ignores strides",
+    ),
+    "triton: output allocated as float32": (
+        "triton_silu",
+        triton_silu(out_dtype=torch.float32),
+        ["forward"],
+        "keep x's dtype",
+    ),
+    "triton: backward kernel without grad_output": (
+        "triton_silu",
+        triton_silu(backward_kernel=backward_without_grad_kernel),
+        ["gradcheck", "reference"],
+        "multiply it by grad_output",
+    ),
     "linear32: no custom_bwd": ("linear32", _linear32(backward_decorator=False), ["autocast_backward"], "custom_bwd"),
     "linear32: no decorators": ("linear32", _linear32(False, False), ["autocast", "autocast_backward"], "cast_inputs"),
     "saved_bytes: a tensor saved twice counted twice": (
-        "saved_bytes", lambda f, *xs: _count_every_save(f, *xs), None, "count each storage once"),
-    "saved_bytes: counts tensors, not bytes": ("saved_bytes", lambda f, *xs: _count_saves(f, *xs), None, "numel × element_size"),
-    "bandwidth: GiB instead of GB": ("bandwidth", lambda n, s, t, d: _bandwidth(n, s, t, d) * 1e9 / 2 ** 30, None, "10⁹"),
+        "saved_bytes",
+        lambda f, *xs: _count_every_save(f, *xs),
+        None,
+        "count each storage once",
+    ),
+    "saved_bytes: counts tensors, not bytes": (
+        "saved_bytes",
+        lambda f, *xs: _count_saves(f, *xs),
+        None,
+        "numel × element_size",
+    ),
+    "bandwidth: GiB instead of GB": ("bandwidth", lambda n, s, t, d: _bandwidth(n, s, t, d) * 1e9 / 2**30, None, "10⁹"),
     "bandwidth: 2N for backward too": ("bandwidth", lambda n, s, t, d: 2 * n * s / t / 1e9, None, "3·N·bytes"),
 }
 
@@ -544,6 +667,7 @@ def _count_every_save(f, *inputs):
         nonlocal total
         total += t.untyped_storage().nbytes()
         return t
+
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         f(*inputs)
     return total
@@ -565,9 +689,9 @@ def test_wrong_answers_lose_their_part_with_a_hint(name):
     if failing is None:
         assert verdict is None, "the check should fail"
         return
-    if verdict is None:       # every part failed: the message is the whole report
+    if verdict is None:  # every part failed: the message is the whole report
         for p in failing:
-            assert "[FAIL]" in report
+            assert f"[FAIL] {PART_TITLES.get(p, p)}" in report, report
         return
     assert float(verdict) < params["points"], report
     lost = {p.name for p in verdict.parts if p.passed is False}
@@ -580,15 +704,29 @@ def test_the_catalogue_is_large_enough():
 
 def test_partial_credit_for_a_fused_silu_that_saves_too_much():
     """Everything right but the memory: the memory part's weight (2 of 12) is lost; for Triton, layout (1 of 8)."""
-    verdict, _ = run(nb05.check_fused_activation, fn("FusedSiLU", _silu_f_saves_composed, _silu_b_from_saved),
-                     activation="silu", points=3, seed=0, cases=2)
+    verdict, _ = run(
+        nb05.check_fused_activation,
+        fn("FusedSiLU", _silu_f_saves_composed, _silu_b_from_saved),
+        activation="silu",
+        points=3,
+        seed=0,
+        cases=2,
+    )
     assert float(verdict) == 2.5
-    verdict, _ = run(nb05.check_triton_function, triton_silu(contiguous_grad=False), activation="silu", triton=True,
-                     points=4, seed=0, cases=2)
+    verdict, _ = run(
+        nb05.check_triton_function,
+        triton_silu(contiguous_grad=False),
+        activation="silu",
+        triton=True,
+        points=4,
+        seed=0,
+        cases=2,
+    )
     assert float(verdict) == 3.5
 
 
 # =========================================================================== blank answers, odd objects
+
 
 def _blank(*args, **kwargs):
     raise NotImplementedError()
@@ -599,16 +737,19 @@ def blank_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     raise NotImplementedError()
 
 
-@pytest.mark.parametrize("exercise, obj, name", [
-    ("gather_rows", fn("GatherRows", _blank, _blank), "GatherRows.forward"),
-    ("fused_silu", fn("FusedSiLU", _blank, _blank), "FusedSiLU.forward"),
-    ("checkpoint", fn("Checkpoint", _blank, _blank), "Checkpoint.forward"),
-    ("forward_kernel", blank_kernel, "blank_kernel"),
-    ("triton_silu", triton_silu(blank_kernel), "blank_kernel"),
-    ("linear32", fn("Linear32", _blank, _blank), "Linear32.forward"),
-    ("saved_bytes", _blank, "saved_bytes"),
-    ("bandwidth", _blank, "effective_bandwidth"),
-])
+@pytest.mark.parametrize(
+    "exercise, obj, name",
+    [
+        ("gather_rows", fn("GatherRows", _blank, _blank), "GatherRows.forward"),
+        ("fused_silu", fn("FusedSiLU", _blank, _blank), "FusedSiLU.forward"),
+        ("checkpoint", fn("Checkpoint", _blank, _blank), "Checkpoint.forward"),
+        ("forward_kernel", blank_kernel, "blank_kernel"),
+        ("triton_silu", triton_silu(blank_kernel), "blank_kernel"),
+        ("linear32", fn("Linear32", _blank, _blank), "Linear32.forward"),
+        ("saved_bytes", _blank, "saved_bytes"),
+        ("bandwidth", _blank, "effective_bandwidth"),
+    ],
+)
 def test_blank_answers_say_not_written(exercise, obj, name):
     check, params = CHECK_CALLS[exercise]
     _, message = run(check, obj, **params)
@@ -616,8 +757,9 @@ def test_blank_answers_say_not_written(exercise, obj, name):
 
 
 def test_blank_backward_keeps_the_forward_points():
-    verdict, report = run(nb05.check_fused_activation, fn("FusedSiLU", _silu_f, _blank), activation="silu", points=9,
-                          seed=0, cases=2)
+    verdict, report = run(
+        nb05.check_fused_activation, fn("FusedSiLU", _silu_f, _blank), activation="silu", points=9, seed=0, cases=2
+    )
     assert verdict is not None and part(verdict, "forward").passed and not part(verdict, "gradcheck").passed
     assert "not written yet" in report
 
@@ -630,6 +772,7 @@ def test_a_kernel_check_refuses_something_that_is_not_a_kernel():
 def test_messages_do_not_reveal_the_expected_values():
     _, message = run(nb05.check_backward_kernel, backward_without_grad_kernel, **CHECK_CALLS["backward_kernel"][1])
     from autograder.probes.nb05 import kernel_case
+
     case = kernel_case(0, 10, "float64")
     x = case["x"].requires_grad_()
     (want,) = torch.autograd.grad(F.silu(x), x, case["g"])
@@ -646,6 +789,7 @@ def test_probe_data_is_plain_and_the_judge_alone_decides():
         if isinstance(value, torch.Tensor):
             return value.device.type == "cpu" and value.grad_fn is None and not value.requires_grad
         return value is None or isinstance(value, (bool, int, float, str))
+
     for exercise, obj in CORRECT.items():
         check, params = CHECK_CALLS[exercise]
         data = CHECKS[check.name].collect(obj, **params)
@@ -667,13 +811,14 @@ def test_kernels_compiled_for_a_gpu_are_checked_in_the_interpreter():
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
-    compiled = JITFunction(silu_forward_kernel.fn)          # what @triton.jit gives on a GPU machine
+    compiled = JITFunction(silu_forward_kernel.fn)  # what @triton.jit gives on a GPU machine
     assert not isinstance(compiled, InterpretedFunction)
     check, params = CHECK_CALLS["forward_kernel"]
     assert check(compiled, **params) is None
 
 
 # =========================================================================== property-based
+
 
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), activation=st.sampled_from(["silu", "gelu_tanh"]))
@@ -697,6 +842,7 @@ def test_kernels_pass_on_any_size_and_the_unmasked_one_never_does_past_a_block(n
 def test_targets_of_the_composed_expressions():
     """The notebook's memory targets rest on these counts: composed SiLU keeps 2 tensors, tanh-GELU 4."""
     from autograder.judges.nb05 import composed_saved_bytes
+
     assert composed_saved_bytes("silu", (1000,), torch.float32) == 2 * 4000
     assert composed_saved_bytes("gelu_tanh", (1000,), torch.float32) == 4 * 4000
 
@@ -735,8 +881,15 @@ def test_a_crashing_kernel_costs_only_its_own_exercises(tmp_path):
     folder.mkdir(parents=True)
     nbformat.write(fill_answers(released, {**answers, "silu_forward_kernel": CRASHING_KERNEL}), folder / released.name)
     (folder / "timestamp.txt").write_text("2026-11-01 12:00:00.000000 UTC")
-    (row,) = grade_assignment(root, CRASH_ASSIGNMENT, db_url=db_url, workers=1, progress=False, log=lambda *a: None,
-                              limits=sandbox.Limits(cell_timeout_s=120, timeout_s=900))
+    (row,) = grade_assignment(
+        root,
+        CRASH_ASSIGNMENT,
+        db_url=db_url,
+        workers=1,
+        progress=False,
+        log=lambda *a: None,
+        limits=sandbox.Limits(cell_timeout_s=120, timeout_s=900),
+    )
     with Gradebook(db_url) as gb:
         scores = {g.name: g.score for g in gb.find_submission_notebook(released.stem, CRASH_ASSIGNMENT, "dora").grades}
     assert scores["test_silu_forward_kernel"] == 0 and scores["test_triton_silu"] == 0
@@ -784,11 +937,17 @@ def test_kernels_using_tl_helpers_pass_whichever_mode_triton_was_imported_in(int
     scope of a kernel")."""
     import subprocess
     import sys
-    script = tmp_path / "kernels.py"           # Triton reads a kernel's source from its file
+
+    script = tmp_path / "kernels.py"  # Triton reads a kernel's source from its file
     script.write_text(HELPER_KERNELS)
-    out = subprocess.run([sys.executable, str(script), interpret], capture_output=True, text=True,
-                         timeout=600, env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": ""})
-    assert out.returncode == 0, out.stderr[-3000:]      # a failing check raises CheckFailed
+    out = subprocess.run(
+        [sys.executable, str(script), interpret],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert out.returncode == 0, out.stderr[-3000:]  # a failing check raises CheckFailed
     assert out.stdout.strip().endswith("passed") and "not passed" not in out.stdout, out.stdout
 
 
@@ -796,6 +955,7 @@ def test_a_kernel_runs_compiled_on_a_gpu_and_interpreted_without_one(monkeypatch
     from triton.runtime.jit import JITFunction
 
     from autograder.probes import nb05 as probes
+
     compiled = JITFunction(silu_forward_kernel.fn)
     launcher, device, _ = probes.kernel_launcher(compiled, "k")
     assert device == "cpu" and launcher is not compiled, "no GPU here: the interpreter, on CPU tensors"

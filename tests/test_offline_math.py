@@ -1,10 +1,12 @@
 """Feedback and formgrader render maths without a network: LaTeX in markdown becomes MathML on the server."""
+
 from __future__ import annotations
 
 import re
 
 import nbformat
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from autograder.coursedir import COURSE, assignments
 from autograder.offline_math import markdown_with_mathml

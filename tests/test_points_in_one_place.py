@@ -1,5 +1,6 @@
 """Points live in one place, the nbgrader cell metadata: a check scores a fraction of its own points and the cell
 earns that fraction of the metadata's; release refuses a test cell whose `points=` says otherwise."""
+
 from __future__ import annotations
 
 import json
@@ -49,12 +50,15 @@ def test_a_cell_without_points_gives_a_right_answer_full_marks(tmp_path):
     root, source = _source_with(tmp_path, lambda s: s.replace("points=4, ", "").replace(", points=4", ""))
     assert not untrusted_test_cells(source)
     from autograder.release import generate_in_course
+
     db_url = f"sqlite:///{root / 'gradebook.db'}"
     generate_in_course(root, [ASSIGNMENT], db_url)
     folder = root / "submitted" / "ada" / ASSIGNMENT
     folder.mkdir(parents=True)
-    nbformat.write(fill_answers(root / "release" / ASSIGNMENT / NOTEBOOK,
-                                solution_sources(SOLUTIONS / ASSIGNMENT / NOTEBOOK)), folder / NOTEBOOK)
+    nbformat.write(
+        fill_answers(root / "release" / ASSIGNMENT / NOTEBOOK, solution_sources(SOLUTIONS / ASSIGNMENT / NOTEBOOK)),
+        folder / NOTEBOOK,
+    )
     (row,) = grade_assignment(root, ASSIGNMENT, db_url=db_url, workers=1, progress=False, log=lambda *_: None)
     assert row.by_cell[CELL] == (4.0, 4.0), json.dumps(row.messages)[:2000]
     assert row.score == row.max_score

@@ -1,4 +1,5 @@
 """The learners' course/ is exactly a fresh nbgrader release of solutions/, and gives nothing away."""
+
 from __future__ import annotations
 
 import json
@@ -6,10 +7,10 @@ import re
 
 import nbformat
 import pytest
+from conftest import RELEASED_NOTEBOOKS, notebooks_of
 
 from autograder.coursedir import COURSE, SOLUTIONS, assignments
 from autograder.release import generate_release
-from conftest import RELEASED_NOTEBOOKS, notebooks_of
 
 MIN_EXERCISES = {"01": 5, "02": 8, "03": 8, "04": 10, "05": 9}
 
@@ -19,13 +20,16 @@ def _id(path):
 
 
 def _files(folder):
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts)
+    return sorted(
+        str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts
+    )
 
 
 def test_course_equals_a_fresh_generation(tmp_path):
     generate_release(tmp_path)
-    assert sorted(p.name for p in COURSE.iterdir() if p.is_dir()) == assignments(), \
+    assert sorted(p.name for p in COURSE.iterdir() if p.is_dir()) == assignments(), (
         "course/ and solutions/ hold different assignments: run `make release`"
+    )
     stale = []
     for assignment in assignments():
         fresh, committed = tmp_path / assignment, COURSE / assignment
@@ -44,7 +48,10 @@ def _solution_regions(notebook):
     nb = nbformat.read(notebook, as_version=4)
     regions = []
     for cell in nb.cells:
-        for begin, end in (("### BEGIN SOLUTION", "### END SOLUTION"), ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")):
+        for begin, end in (
+            ("### BEGIN SOLUTION", "### END SOLUTION"),
+            ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"),
+        ):
             for block in re.findall(re.escape(begin) + r"(.*?)" + re.escape(end), cell.source, flags=re.S):
                 regions.append(block)
     return regions
@@ -56,15 +63,17 @@ def test_release_contains_no_solution_or_hidden_test(assignment):
         text = released.read_text()
         for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
             assert marker not in text, f"{released.name} contains '{marker}'"
-        released_lines = {line.strip() for cell in nbformat.read(released, as_version=4).cells
-                          for line in cell.source.splitlines()}
+        released_lines = {
+            line.strip() for cell in nbformat.read(released, as_version=4).cells for line in cell.source.splitlines()
+        }
         for region in _solution_regions(SOLUTIONS / assignment / released.name):
             # A worked example may share a line or two with a solution (a loop header, say); a region
             # most of whose specific lines show up in the release has been given away.
-            specific = [l.strip() for l in region.splitlines() if len(l.strip()) > 20 and not l.strip().startswith("#")]
-            leaked = [l for l in specific if l in released_lines]
-            assert not specific or len(leaked) * 2 <= len(specific), \
+            specific = [s.strip() for s in region.splitlines() if len(s.strip()) > 20 and not s.strip().startswith("#")]
+            leaked = [line for line in specific if line in released_lines]
+            assert not specific or len(leaked) * 2 <= len(specific), (
                 f"{released.name} shows solution/hidden-test lines: {leaked[:3]}"
+            )
 
 
 @pytest.mark.parametrize("assignment", assignments())
@@ -87,5 +96,9 @@ def test_every_graded_cell_fails_on_the_release_with_a_message(notebook, validat
         errors = [o for o in cell.outputs if o.output_type == "error"]
         assert errors, f"{cell.metadata.nbgrader.grade_id} has no error output"
         # The learner sees our message ('... is not written yet ...'), not a bare NameError or NotImplementedError.
-        assert errors[0].ename == "CheckFailed", f"{cell.metadata.nbgrader.grade_id}: {errors[0].ename}: {errors[0].evalue}"
-        assert "not written yet" in " ".join(errors[0].evalue.split()), f"{cell.metadata.nbgrader.grade_id}: {errors[0].evalue}"
+        assert errors[0].ename == "CheckFailed", (
+            f"{cell.metadata.nbgrader.grade_id}: {errors[0].ename}: {errors[0].evalue}"
+        )
+        assert "not written yet" in " ".join(errors[0].evalue.split()), (
+            f"{cell.metadata.nbgrader.grade_id}: {errors[0].evalue}"
+        )

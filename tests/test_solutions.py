@@ -1,13 +1,13 @@
 """Every solution notebook runs top to bottom and earns every point, with nothing on stderr."""
+
 from __future__ import annotations
 
 import json
 
 import nbformat
 import pytest
-from nbgrader.utils import determine_grade, is_grade
-
 from conftest import SOLUTION_NOTEBOOKS
+from nbgrader.utils import determine_grade, is_grade
 
 
 def _id(path):
@@ -20,7 +20,8 @@ def test_solution_passes_nbgrader_validator(notebook, validated_solutions):
     results, _, seconds = validated_solutions(notebook)
     print(f"{_id(notebook)} executed in {seconds:.1f} s")
     assert "failed" not in results, "graded cells failed:\n" + "\n\n".join(
-        f["source"][:300] + "\n--> " + f["raw_error"][-1500:] for f in results["failed"])
+        f["source"][:300] + "\n--> " + f["raw_error"][-1500:] for f in results["failed"]
+    )
     assert "changed" not in results and "type_changed" not in results, results
 
 
@@ -51,7 +52,11 @@ def test_no_code_cell_errors_in_solution(notebook, validated_solutions):
 @pytest.mark.parametrize("notebook", SOLUTION_NOTEBOOKS, ids=_id)
 def test_solution_stored_without_outputs(notebook):
     nb = json.loads(notebook.read_text())
-    with_outputs = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code" and (c.get("outputs") or c.get("execution_count"))]
+    with_outputs = [
+        i
+        for i, c in enumerate(nb["cells"])
+        if c["cell_type"] == "code" and (c.get("outputs") or c.get("execution_count"))
+    ]
     assert not with_outputs, f"cells {with_outputs} have outputs or execution counts: clear them before committing"
 
 
@@ -63,7 +68,9 @@ def test_solution_follows_the_template(notebook):
     assert "you will be able to" in first.source.lower(), "the title cell lists the learning outcomes"
     assert "time" in first.source.lower(), "the title cell gives an estimated time"
     last = nb.cells[-1].source.lower()
-    assert "what we learned" in last and "pitfall" in last and "next" in last, "closing section: learned / pitfall / next"
+    assert "what we learned" in last and "pitfall" in last and "next" in last, (
+        "closing section: learned / pitfall / next"
+    )
     ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells if "nbgrader" in c.metadata]
     assert len(ids) == len(set(ids)), "grade_ids are unique"
     for cell in nb.cells:

@@ -1,29 +1,30 @@
 """OUTSIDE the sandbox: the instructor's grading command.
 
-    cli       python -m autograder grade ...: arguments
-    command   grade_assignment: spec, jobs, the pool, recording, resuming
-    pool      long-lived worker processes; progress
-    jobs      the typed Job / SubmissionResult contract (JSON) between the command and its workers
-    worker    one submission: read -> flag -> assemble -> execute -> judge -> write, per notebook
-    spec      the assignment's cells; the check calls of an instructor's test cell
-    read      reading submitted notebooks defensively
-    flags     structural and static flags
-    assemble  the notebook the sandbox runs (in-kernel setup: autograder.probes.kernel)
-    execute   the sandboxed kernel (nbclient), limits
-    sandbox   bubblewrap, uids, resource limits
-    judge     probe data read back, judged with the instructor's parameters
-    write     the autograded notebook and the feedback HTML
-    record    nbgrader's gradebook, and what is done (resume)
-    report    score table, CSV export
-    stock     stock nbgrader autograde (the benchmark's baseline)
-  the perimeter (what comes in, what goes out):
-    intake        the submission copied without following a single link; its hash and timestamp likewise
-    notebook_json any notebook JSON read: nbformat 3 upgraded, too-deep parts cut with a note
-    reach         whether the kernel's uid can reach Python (without bubblewrap)
-    kernel_start  a kernel that fails to start is started again
-    sanitize      nothing live from the learner in the autograded notebook and feedback
-    safe_text     CSV cells that are never formulas; terminal text without control characters
+  cli       python -m autograder grade ...: arguments
+  command   grade_assignment: spec, jobs, the pool, recording, resuming
+  pool      long-lived worker processes; progress
+  jobs      the typed Job / SubmissionResult contract (JSON) between the command and its workers
+  worker    one submission: read -> flag -> assemble -> execute -> judge -> write, per notebook
+  spec      the assignment's cells; the check calls of an instructor's test cell
+  read      reading submitted notebooks defensively
+  flags     structural and static flags
+  assemble  the notebook the sandbox runs (in-kernel setup: autograder.probes.kernel)
+  execute   the sandboxed kernel (nbclient), limits
+  sandbox   bubblewrap, uids, resource limits
+  judge     probe data read back, judged with the instructor's parameters
+  write     the autograded notebook and the feedback HTML
+  record    nbgrader's gradebook, and what is done (resume)
+  report    score table, CSV export
+  stock     stock nbgrader autograde (the benchmark's baseline)
+the perimeter (what comes in, what goes out):
+  intake        the submission copied without following a single link; its hash and timestamp likewise
+  notebook_json any notebook JSON read: nbformat 3 upgraded, too-deep parts cut with a note
+  reach         whether the kernel's uid can reach Python (without bubblewrap)
+  kernel_start  a kernel that fails to start is started again
+  sanitize      nothing live from the learner in the autograded notebook and feedback
+  safe_text     CSV cells that are never formulas; terminal text without control characters
 """
+
 from .command import grade_assignment
 from .report import SubmissionScore, export_csv, format_table, read_scores
 from .stock import autograde

@@ -3,6 +3,7 @@ the learner's answer and own cells and the instructor's copy of every locked cel
 cell every check call becomes a probe call (`__revad_probe__(grade_id, k, check, expr, params)`, with
 hidden cases already drawn) and the rest of the hidden-test section is left out: no judge runs in the
 kernel, and no hidden test code enters it."""
+
 from __future__ import annotations
 
 import copy
@@ -14,11 +15,12 @@ from .read import nbgrader_meta, normalized
 from .spec import HIDDEN_BEGIN, HIDDEN_END, CheckCall, hidden_line_numbers, hidden_stripped
 
 
-
 def setup_source(modules: list[str], channel: str) -> str:
-    return (f"from autograder.probes.kernel import install as _revad_install\n"
-            f"__revad_probe__ = _revad_install({modules!r}, {WATCHED!r}, {channel!r})\n"
-            f"del _revad_install")
+    return (
+        f"from autograder.probes.kernel import install as _revad_install\n"
+        f"__revad_probe__ = _revad_install({modules!r}, {WATCHED!r}, {channel!r})\n"
+        f"del _revad_install"
+    )
 
 
 def probed_source(source: str, gid: str, calls: list[CheckCall]) -> str:
@@ -46,8 +48,9 @@ def fresh_ids(nb) -> None:
         cell["id"] = f"cell-{index}"
 
 
-def build_execution(nb, spec_nb: dict, state: dict[str, str], calls: dict[str, list | None], modules: list[str],
-                    channel: str):
+def build_execution(
+    nb, spec_nb: dict, state: dict[str, str], calls: dict[str, list[CheckCall] | None], modules: list[str], channel: str
+):
     """(notebook to run, index of each graded test cell in it). `calls`: grade_id -> the concrete check
     calls of that test cell, or None when it could not be read as trusted (it then runs without its
     hidden tests, and scores 0)."""
@@ -55,8 +58,11 @@ def build_execution(nb, spec_nb: dict, state: dict[str, str], calls: dict[str, l
     order = [c["grade_id"] for c in spec_nb["cells"] if c.get("grade_id")]
     cells = []
     placed = set()
-    stripped = {normalized(c["release_source"]): c["grade_id"] for c in spec_nb["cells"]
-                if c.get("grade_id") and state.get(c["grade_id"]) == "stripped" and not c["solution"]}
+    stripped = {
+        normalized(c["release_source"]): c["grade_id"]
+        for c in spec_nb["cells"]
+        if c.get("grade_id") and state.get(c["grade_id"]) == "stripped" and not c["solution"]
+    }
 
     def instructor_cell(spec_cell):
         if spec_cell["cell_type"] == "code":
@@ -68,7 +74,7 @@ def build_execution(nb, spec_nb: dict, state: dict[str, str], calls: dict[str, l
 
     def insert_missing_before(gid):
         # deleted locked/test cells that come before `gid` in the release go back in, in order
-        for other in order[:order.index(gid)] if gid in order else order:
+        for other in order[: order.index(gid)] if gid in order else order:
             if other not in placed and state.get(other) in ("deleted",):
                 cells.append(instructor_cell(spec_by_id[other]))
                 placed.add(other)
@@ -95,7 +101,9 @@ def build_execution(nb, spec_nb: dict, state: dict[str, str], calls: dict[str, l
         elif gid in spec_by_id:
             continue  # a duplicate of a graded cell: the first one counts
         elif not gid and normalized(cell.source) in stripped:
-            other = stripped.pop(normalized(cell.source))  # a locked cell without its metadata: the instructor's copy runs
+            other = stripped.pop(
+                normalized(cell.source)
+            )  # a locked cell without its metadata: the instructor's copy runs
             insert_missing_before(other)
             cells.append(instructor_cell(spec_by_id[other]))
             placed.add(other)
@@ -120,9 +128,16 @@ def build_execution(nb, spec_nb: dict, state: dict[str, str], calls: dict[str, l
             cell.execution_count = None
         run.cells.append(cell)
         gid = nbgrader_meta(cell).get("grade_id")
-        if gid in spec_by_id and spec_by_id[gid]["grade"] and not spec_by_id[gid]["solution"] and cell.cell_type == "code":
+        if (
+            isinstance(gid, str)
+            and gid in spec_by_id
+            and spec_by_id[gid]["grade"]
+            and not spec_by_id[gid]["solution"]
+            and cell.cell_type == "code"
+        ):
             test_index[gid] = len(run.cells) - 1
             source = spec_by_id[gid]["source"]
-            cell.source = probed_source(source, gid, calls[gid]) if calls.get(gid) else hidden_stripped(source)
+            cell_calls = calls.get(gid)
+            cell.source = probed_source(source, gid, cell_calls) if cell_calls else hidden_stripped(source)
     fresh_ids(run)
     return run, test_index

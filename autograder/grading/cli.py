@@ -8,6 +8,7 @@ Run from anywhere; by default it grades this repository's course directory (sour
 release course/, gradebook .grading/gradebook.db, as in nbgrader_config.py). A killed run started
 again grades only what is left; --force grades everything again.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,19 +23,24 @@ from .sandbox import Limits
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", help="grade submissions of an assignment (sandboxed, parallel, resumable)")
     g.add_argument("assignment", help="assignment id, e.g. 01-reverse-accumulation")
     g.add_argument("--student", nargs="+", default=None, metavar="S", help="grade only these students")
     g.add_argument("--workers", type=int, default=None, help="parallel workers (default: one per core)")
-    g.add_argument("--require-sandbox", action="store_true",
-                   help="refuse to grade unless every sandbox protection is available")
-    g.add_argument("--course-dir", type=Path, default=None,
-                   help="nbgrader course directory (default: this repository)")
-    g.add_argument("--source", default=None, help="source directory name (default: solutions in this repository, else source)")
-    g.add_argument("--release", default=None, help="release directory name (default: course in this repository, else release)")
+    g.add_argument(
+        "--require-sandbox", action="store_true", help="refuse to grade unless every sandbox protection is available"
+    )
+    g.add_argument("--course-dir", type=Path, default=None, help="nbgrader course directory (default: this repository)")
+    g.add_argument(
+        "--source", default=None, help="source directory name (default: solutions in this repository, else source)"
+    )
+    g.add_argument(
+        "--release", default=None, help="release directory name (default: course in this repository, else release)"
+    )
     g.add_argument("--db-url", default=None, help="gradebook URL, e.g. sqlite:///path.db or postgresql://user@host/db")
     g.add_argument("--force", action="store_true", help="grade again submissions that are already graded")
     g.add_argument("--timeout", type=int, default=Limits.timeout_s, help="seconds for a whole notebook (wall clock)")
@@ -42,17 +48,26 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--memory-mb", type=int, default=Limits.memory_mb, help="memory limit of the learner's code")
     g.add_argument("--export", type=Path, default=None, help="also write the CSV export (with flags) here")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
-    g.add_argument("--broker", default=None, help="grade on Celery workers through this broker, e.g. "
-                   "amqp://user:pw@host// or redis://host:6379/0 (default: grade here)")
+    g.add_argument(
+        "--broker",
+        default=None,
+        help="grade on Celery workers through this broker, e.g. "
+        "amqp://user:pw@host// or redis://host:6379/0 (default: grade here)",
+    )
     g.add_argument("--no-wait", action="store_true", help="with --broker: return once the submissions are queued")
     w = sub.add_parser("worker", help="a Celery worker that grades queued submissions (see --broker)")
     w.add_argument("--broker", required=True, help="the broker URL the grading command queues on")
     w.add_argument("--db-url", required=True, help="the gradebook URL (PostgreSQL across machines)")
-    w.add_argument("--course-dir", type=Path, default=None, help="this worker's copy of the course (default: this repository)")
+    w.add_argument(
+        "--course-dir", type=Path, default=None, help="this worker's copy of the course (default: this repository)"
+    )
     w.add_argument("--concurrency", type=int, default=None, help="submissions graded at once (default: one per core)")
     w.add_argument("--hostname", default=None, help="the worker's name in Celery (default: revad@<host>)")
-    o = sub.add_parser("on-submit", help="grade on submit: queue submissions as they reach the exchange, hand "
-                       "feedback back (settings: c.GradeOnSubmit in the course's nbgrader_config.py)")
+    o = sub.add_parser(
+        "on-submit",
+        help="grade on submit: queue submissions as they reach the exchange, hand "
+        "feedback back (settings: c.GradeOnSubmit in the course's nbgrader_config.py)",
+    )
     o.add_argument("--course-dir", type=Path, default=None, help="the course directory (default: this repository)")
     o.add_argument("--once", action="store_true", help="look once, then stop (default: keep watching)")
     return parser
@@ -66,29 +81,56 @@ def main(argv: list[str] | None = None) -> int:
     release = getattr(args, "release", None) or ("course" if in_repo else "release")
     if args.command == "on-submit":
         from ..scale.on_submit import from_course
+
         from_course(root).run(once=args.once)
         return 0
     if args.command == "worker":
         from ..scale.worker import run_worker
+
         return run_worker(args.broker, args.db_url, root, source, release, args.concurrency, args.hostname)
-    db_url = args.db_url or os.environ.get("REVAD_DB_URL") or (
-        f"sqlite:///{root / '.grading' / 'gradebook.db'}" if in_repo else f"sqlite:///{root / 'gradebook.db'}")
+    db_url = (
+        args.db_url
+        or os.environ.get("REVAD_DB_URL")
+        or (f"sqlite:///{root / '.grading' / 'gradebook.db'}" if in_repo else f"sqlite:///{root / 'gradebook.db'}")
+    )
     if db_url.startswith("sqlite:///"):
-        Path(db_url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        Path(db_url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
     limits = Limits(timeout_s=args.timeout, cell_timeout_s=args.cell_timeout, memory_mb=args.memory_mb)
     if args.broker:
         from ..scale.client import queue_assignment, wait
-        keys = queue_assignment(root, args.assignment, args.student, broker=args.broker, db_url=db_url, source=source,
-                                release=release, limits=limits, force=args.force)
+
+        keys = queue_assignment(
+            root,
+            args.assignment,
+            args.student,
+            broker=args.broker,
+            db_url=db_url,
+            source=source,
+            release=release,
+            limits=limits,
+            force=args.force,
+        )
         if args.no_wait:
-            print(f"Queued. Watch the queue with `celery -b BROKER inspect active`; run this again without --no-wait "
-                  f"to wait for the results.\nGradebook: {db_url}")
+            print(
+                f"Queued. Watch the queue with `celery -b BROKER inspect active`; run this again without --no-wait "
+                f"to wait for the results.\nGradebook: {db_url}"
+            )
             return 0
         rows = wait(root, args.assignment, keys, db_url, progress=not args.quiet)
     else:
-        rows = grade_assignment(root, args.assignment, args.student, db_url=db_url, source=source, release=release,
-                                workers=args.workers, require_sandbox=args.require_sandbox, force=args.force,
-                                limits=limits, progress=not args.quiet)
+        rows = grade_assignment(
+            root,
+            args.assignment,
+            args.student,
+            db_url=db_url,
+            source=source,
+            release=release,
+            workers=args.workers,
+            require_sandbox=args.require_sandbox,
+            force=args.force,
+            limits=limits,
+            progress=not args.quiet,
+        )
     print()
     print(format_table(rows))
     if args.export:

@@ -9,6 +9,7 @@ autograded notebooks and feedback HTML into nbgrader's folders, and shows progre
 ``autograded/``, ``feedback/`` and the CSV export are nbgrader's own: whatever an instructor already
 knows about nbgrader still holds.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,10 +24,10 @@ from pathlib import Path
 
 from ..coursedir import put_interpreter_scripts_on_path
 from . import intake, reach, record, sandbox
-from .safe_text import terminal_text
 from .jobs import CellGrade, Flag, Job, NotebookResult, SandboxSettings, SubmissionResult
 from .pool import Progress, Worker
 from .report import SubmissionScore, read_scores
+from .safe_text import terminal_text
 from .spec import assignment_spec
 
 RUNNER_VERSION = "2"  # bump when grading changes, so that every submission is graded again
@@ -43,12 +44,17 @@ def submission_hash(folder: Path, spec_text: str) -> str:
     """What decides whether a submission is graded again: its names, bytes and link texts (no link followed)."""
     return intake.tree_hash(folder.parent.parent, folder.parent.name, folder.name, RUNNER_VERSION + spec_text)
 
+
 def zero_result(spec: dict, student: str, message: str, flag: Flag | None = None) -> SubmissionResult:
     notebooks = {}
     for name, nb in spec["notebooks"].items():
-        notebooks[name] = NotebookResult(name, status="error", flags=[flag] if flag else [],
-                                         grades={c["grade_id"]: CellGrade(0.0, c["points"]) for c in nb["cells"] if c["grade"]},
-                                         comments={c["grade_id"]: None for c in nb["cells"] if c["solution"]})
+        notebooks[name] = NotebookResult(
+            name,
+            status="error",
+            flags=[flag] if flag else [],
+            grades={c["grade_id"]: CellGrade(0.0, c["points"]) for c in nb["cells"] if c["grade"]},
+            comments={c["grade_id"]: None for c in nb["cells"] if c["solution"]},
+        )
     return SubmissionResult(student, spec["assignment"], notebooks, messages=[message])
 
 
@@ -65,14 +71,16 @@ def _exchange_receipts(folder: Path, kind: str) -> dict[str, str]:
     timestamp = _read_timestamp(folder)
     if timestamp or kind == "feedback":
         receipts["timestamp.txt"] = timestamp or time.strftime("%Y-%m-%d %H:%M:%S.000000 UTC", time.gmtime())
-    raw = intake.read_small_file(folder.parent.parent, folder.parent.name, folder.name, "submission_secret.txt",
-                                 limit=1024)
+    raw = intake.read_small_file(
+        folder.parent.parent, folder.parent.name, folder.name, "submission_secret.txt", limit=1024
+    )
     secret = raw.decode("ascii", errors="replace").strip() if raw else ""
     if secret and all(c in "0123456789abcdef" for c in secret):  # nbgrader writes secrets.token_hex(64)
         receipts["submission_secret.txt"] = secret
     elif kind == "feedback":
         receipts["submission_secret.txt"] = secrets.token_hex(64)
     return receipts
+
 
 def _install_outputs(course_root: Path, assignment: str, student: str, out: Path, folder: Path) -> None:
     """autograded/<student>/<assignment>/ and feedback/<student>/<assignment>/, as nbgrader lays them out."""
@@ -99,23 +107,37 @@ def refuse_unreachable_python(info: sandbox.SandboxInfo) -> None:
         return
     blocked = reach.blocked(sandbox.kernel_paths(), sandbox.BASE_UID, sandbox.BASE_UID)
     if blocked:
-        raise SystemExit("Refusing to grade: without bubblewrap, learners' code runs as an unprivileged user "
-                         f"(uid {sandbox.BASE_UID}+) that cannot reach the Python it needs: "
-                         + "; ".join(f"{path}: {why}" for path, why in blocked.items())
-                         + ". Every submission would score 0. Install bubblewrap (`make sandbox`), or keep the "
-                         "repository and its virtual environment where others may pass (chmod o+x on the folder named).")
+        raise SystemExit(
+            "Refusing to grade: without bubblewrap, learners' code runs as an unprivileged user "
+            f"(uid {sandbox.BASE_UID}+) that cannot reach the Python it needs: "
+            + "; ".join(f"{path}: {why}" for path, why in blocked.items())
+            + ". Every submission would score 0. Install bubblewrap (`make sandbox`), or keep the "
+            "repository and its virtual environment where others may pass (chmod o+x on the folder named)."
+        )
 
 
-def grade_assignment(course_root: Path, assignment: str, students: list[str] | None = None, *,
-                     db_url: str | None = None, source: str = "source", release: str = "release",
-                     workers: int | None = None, require_sandbox: bool = False, force: bool = False,
-                     limits: sandbox.Limits | None = None, progress: bool = True,
-                     log=print, recorder=record.record, pool: list[Worker] | None = None) -> list[SubmissionScore]:
+def grade_assignment(
+    course_root: Path,
+    assignment: str,
+    students: list[str] | None = None,
+    *,
+    db_url: str | None = None,
+    source: str = "source",
+    release: str = "release",
+    workers: int | None = None,
+    require_sandbox: bool = False,
+    force: bool = False,
+    limits: sandbox.Limits | None = None,
+    progress: bool = True,
+    log=print,
+    recorder=record.record,
+    pool: list[Worker] | None = None,
+) -> list[SubmissionScore]:
     """Grade `students` (default: all who submitted), write feedback; return their scores.
     `recorder(db_url, result, content_hash, timestamp) -> (score, max)` writes a graded submission (a Celery
     worker passes one that writes each submission exactly once: autograder.scale.ledger). `pool`: grading
     processes kept warm by the caller across calls (a Celery worker's), left running at the end."""
-    put_interpreter_scripts_on_path()   # nbgrader's gradebook runs `alembic`: found without an activated venv
+    put_interpreter_scripts_on_path()  # nbgrader's gradebook runs `alembic`: found without an activated venv
     course_root = Path(course_root).resolve()
     db_url = db_url or f"sqlite:///{course_root / 'gradebook.db'}"
     limits = limits or sandbox.Limits()
@@ -123,14 +145,19 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
     info = sandbox.detect(course_root)
     log(info.describe())
     if require_sandbox and info.protections_off():
-        raise SystemExit("Refusing to grade: --require-sandbox was given and these protections are off: "
-                         + "; ".join(info.protections_off()))
+        raise SystemExit(
+            "Refusing to grade: --require-sandbox was given and these protections are off: "
+            + "; ".join(info.protections_off())
+        )
     refuse_unreachable_python(info)
     all_students = submitted_students(course_root, assignment)
     students = list(dict.fromkeys(students)) if students else all_students
     unknown = [s for s in students if s not in all_students]
     if unknown:
-        log(f"No submission of {assignment} from: {terminal_text(', '.join(unknown))} (looked in {course_root / 'submitted'}).")
+        log(
+            f"No submission of {assignment} from: {terminal_text(', '.join(unknown))} (looked in "
+            f"{course_root / 'submitted'})."
+        )
         students = [s for s in students if s in all_students]
 
     spec = assignment_spec(course_root, assignment, db_url, source, release)
@@ -168,14 +195,23 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
                         shutil.rmtree(job_dir)
                     (job_dir / "out").mkdir(parents=True)
                     seq += 1
-                    job = Job(student=student, spec=str(spec_path), slot=worker.slot, uid_seq=seq,
-                              submission=str(course_root / "submitted" / student / assignment),
-                              out=str(job_dir / "out"), scratch=str(scratch_base / str(worker.slot)),
-                              limits=limits, hide=[str(course_root)],
-                              sandbox=SandboxSettings(info.tool, info.as_root, info.drop_uid),
-                              sandbox_text=info.describe(), threads=1 if workers > 1 else 2,
-                              draw_key=hmac.new(secret.encode(), f"{assignment}/{student}/{hashes[student]}".encode(),
-                                                hashlib.sha256).hexdigest())
+                    job = Job(
+                        student=student,
+                        spec=str(spec_path),
+                        slot=worker.slot,
+                        uid_seq=seq,
+                        submission=str(course_root / "submitted" / student / assignment),
+                        out=str(job_dir / "out"),
+                        scratch=str(scratch_base / str(worker.slot)),
+                        limits=limits,
+                        hide=[str(course_root)],
+                        sandbox=SandboxSettings(info.tool, info.as_root, info.drop_uid),
+                        sandbox_text=info.describe(),
+                        threads=1 if workers > 1 else 2,
+                        draw_key=hmac.new(
+                            secret.encode(), f"{assignment}/{student}/{hashes[student]}".encode(), hashlib.sha256
+                        ).hexdigest(),
+                    )
                     (job_dir / "job.json").write_text(job.to_json())
                     worker.submit(student, job_dir)
                     worker.uid = sandbox.slot_uid(info, seq)
@@ -188,13 +224,22 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
                 student, job_dir = worker.job
                 worker.job = None
                 sandbox.kill_uid(worker.uid)
-                text = _finish(course_root, assignment, student, job_dir, spec, db_url, hashes[student], state == "overdue",
-                               recorder)
+                text = _finish(
+                    course_root,
+                    assignment,
+                    student,
+                    job_dir,
+                    spec,
+                    db_url,
+                    hashes[student],
+                    state == "overdue",
+                    recorder,
+                )
                 bar.update(student, text)
             time.sleep(0.05)
     finally:
         for worker in pool:
-            if own_pool or worker.job is not None:   # one still grading is stopped, kept ones are left warm
+            if own_pool or worker.job is not None:  # one still grading is stopped, kept ones are left warm
                 worker.stop()
                 worker.job = None
             sandbox.kill_uid(worker.uid)
@@ -203,8 +248,9 @@ def grade_assignment(course_root: Path, assignment: str, students: list[str] | N
     return rows
 
 
-def _finish(course_root, assignment, student, job_dir: Path, spec, db_url, content_hash, overdue,
-            recorder=record.record) -> str:
+def _finish(
+    course_root, assignment, student, job_dir: Path, spec, db_url, content_hash, overdue, recorder=record.record
+) -> str:
     out = job_dir / "out"
     folder = course_root / "submitted" / student / assignment
     result_path = out / "result.json"
@@ -221,9 +267,13 @@ def _finish(course_root, assignment, student, job_dir: Path, spec, db_url, conte
             if p.is_file():
                 detail += p.read_text(errors="replace")[-2000:]
         why = "took too long" if overdue else "failed"
-        result = zero_result(spec, student, f"The grader itself {why} on this submission, so it scores 0 for now; "
-                             "your instructor has been told and will look at it.",
-                             Flag("grader_error", detail[-1500:] or why))
+        result = zero_result(
+            spec,
+            student,
+            f"The grader itself {why} on this submission, so it scores 0 for now; "
+            "your instructor has been told and will look at it.",
+            Flag("grader_error", detail[-1500:] or why),
+        )
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
     _install_outputs(course_root, assignment, student, out, folder)

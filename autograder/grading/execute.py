@@ -1,5 +1,6 @@
 """Running the assembled notebook in a sandboxed kernel (nbclient), with limits per cell and per
 notebook, a cap on the output kept, and a hard kill at the deadline."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,11 +14,13 @@ from pathlib import Path
 import nbformat
 
 from . import sandbox
-from .kernel_start import KernelStartFailed, start_with_retries
 from .jobs import Job
+from .kernel_start import KernelStartFailed, start_with_retries
 
 SETUP_TIMEOUT_S = 120
-MAX_RECOVERIES = 12  # kernels started again after a crash, per notebook: one per exercise (the deadline still bounds the time)
+MAX_RECOVERIES = (
+    12  # kernels started again after a crash, per notebook: one per exercise (the deadline still bounds the time)
+)
 
 
 def _make_client_class():
@@ -35,7 +38,12 @@ def _make_client_class():
         def output(self, outs, msg, display_id, cell_index):
             size = len(json.dumps(msg.get("content", {}), default=str))
             used = self._sizes.get(cell_index, 0)
-            if used + size > self.output_cap and msg["msg_type"] in ("stream", "display_data", "execute_result", "update_display_data"):
+            if used + size > self.output_cap and msg["msg_type"] in (
+                "stream",
+                "display_data",
+                "execute_result",
+                "update_display_data",
+            ):
                 self.truncated.add(cell_index)
                 return None
             self._sizes[cell_index] = used + size
@@ -60,11 +68,21 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
     info = sandbox.SandboxInfo(job.sandbox.tool, job.sandbox.as_root, job.sandbox.drop_uid)
     uid = sandbox.slot_uid(info, job.uid_seq)
     home = scratch / "home"
-    env = {"HOME": str(home), "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(home / "mpl"), "IPYTHONDIR": str(home / "ipython"),
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(home / "data"), "TMPDIR": "/tmp" if info.active else str(home / "tmp"),
-           "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-           "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": str(job.threads),
-           "MKL_NUM_THREADS": str(job.threads), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    env = {
+        "HOME": str(home),
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": str(home / "mpl"),
+        "IPYTHONDIR": str(home / "ipython"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "TMPDIR": "/tmp" if info.active else str(home / "tmp"),
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": str(job.threads),
+        "MKL_NUM_THREADS": str(job.threads),
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
     for sub in ("mpl", "ipython", "runtime", "data", "tmp"):
         (home / sub).mkdir(parents=True, exist_ok=True)
     hide = [Path(p) for p in job.hide]
@@ -81,32 +99,57 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
             return result
 
     if not info.active or shutil.which("prlimit") is None:
+
         def preexec():
             import resource
-            for res, value in ((resource.RLIMIT_AS, sandbox.address_space_mb(info, limits) * 2**20), (resource.RLIMIT_CPU, limits.cpu_s),
-                               (resource.RLIMIT_NPROC, limits.nproc), (resource.RLIMIT_FSIZE, limits.fsize_mb * 2**20)):
+
+            for res, value in (
+                (resource.RLIMIT_AS, sandbox.address_space_mb(info, limits) * 2**20),
+                (resource.RLIMIT_CPU, limits.cpu_s),
+                (resource.RLIMIT_NPROC, limits.nproc),
+                (resource.RLIMIT_FSIZE, limits.fsize_mb * 2**20),
+            ):
                 try:
                     resource.setrlimit(res, (value, value))
                 except (ValueError, OSError):
                     pass
-        start_kwargs = {"cwd": str(scratch / "work"), "preexec_fn": preexec if shutil.which("prlimit") is None else None}
+
+        start_kwargs = {
+            "cwd": str(scratch / "work"),
+            "preexec_fn": preexec if shutil.which("prlimit") is None else None,
+        }
     else:
         start_kwargs = {"cwd": str(scratch / "work")}
     start_kwargs = {k: v for k, v in start_kwargs.items() if v is not None}
 
     Client = _make_client_class()
-    timed_out, truncated, sizes = set(), set(), {}
+    timed_out: set[int] = set()
+    truncated: set[int] = set()
+    sizes: dict[int, int] = {}
 
     def new_client(incarnation):
         """A kernel manager and nbclient client; a kernel started again after a crash gets new ones."""
-        km = SandboxKernelManager(transport="ipc", ip=str(scratch / f"k{incarnation}"),
-                                  connection_file=str(scratch / f"kernel{incarnation}.json"))
-        km._kernel_spec = KernelSpec(argv=argv, display_name="grading sandbox", language="python",
-                                     interrupt_mode="message", env={})
-        client = Client(run_nb, km=km, timeout=limits.cell_timeout_s, allow_errors=True, interrupt_on_timeout=True,
-                        error_on_timeout={"ename": "TimeoutError", "evalue": f"cell stopped after {limits.cell_timeout_s} s"},
-                        startup_timeout=120, record_timing=False, iopub_timeout=4, shutdown_kernel="immediate",
-                        resources={"metadata": {"path": str(scratch / "work")}})
+        km = SandboxKernelManager(
+            transport="ipc",
+            ip=str(scratch / f"k{incarnation}"),
+            connection_file=str(scratch / f"kernel{incarnation}.json"),
+        )
+        km._kernel_spec = KernelSpec(
+            argv=argv, display_name="grading sandbox", language="python", interrupt_mode="message", env={}
+        )
+        client = Client(
+            run_nb,
+            km=km,
+            timeout=limits.cell_timeout_s,
+            allow_errors=True,
+            interrupt_on_timeout=True,
+            error_on_timeout={"ename": "TimeoutError", "evalue": f"cell stopped after {limits.cell_timeout_s} s"},
+            startup_timeout=120,
+            record_timing=False,
+            iopub_timeout=4,
+            shutdown_kernel="immediate",
+            resources={"metadata": {"path": str(scratch / "work")}},
+        )
         client.output_cap = limits.output_kb * 1024
         client.timed_out, client.truncated, client._sizes = timed_out, truncated, sizes
         return km, client
@@ -142,15 +185,23 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
         km, client = new_client(len(recovered))
         try:
             await start()
-            earlier = [i for i in range(crashed) if run_nb.cells[i].cell_type == "code" and status[i] in ("ok", "error")]
+            earlier = [
+                i for i in range(crashed) if run_nb.cells[i].cell_type == "code" and status[i] in ("ok", "error")
+            ]
             setup, rest = earlier[:1], earlier[1:]
-            sources = ([run_nb.cells[i].source for i in setup] + ["__revad_probe__.replaying = True"]
-                       + [run_nb.cells[i].source for i in rest] + ["__revad_probe__.replaying = False"])
+            sources = (
+                [run_nb.cells[i].source for i in setup]
+                + ["__revad_probe__.replaying = True"]
+                + [run_nb.cells[i].source for i in rest]
+                + ["__revad_probe__.replaying = False"]
+            )
             crashed_cell = run_nb.cells[crashed]
             try:
                 for source in sources:  # (nbclient stores the cell it ran at the index it is given: put it back)
-                    await asyncio.wait_for(client.async_execute_cell(nbformat.v4.new_code_cell(source), crashed),
-                                           timeout=max(1.0, deadline - time.monotonic()))
+                    await asyncio.wait_for(
+                        client.async_execute_cell(nbformat.v4.new_code_cell(source), crashed),
+                        timeout=max(1.0, deadline - time.monotonic()),
+                    )
             finally:
                 run_nb.cells[crashed] = crashed_cell
             return await client.km.is_alive()
@@ -160,6 +211,7 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
 
     async def run_all():
         nonlocal stopped
+
         async def clean_up():  # nothing of a failed start may linger into the next
             nonlocal km, client
             failed_starts.append(None)
@@ -167,7 +219,9 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
                 await asyncio.wait_for(client._async_cleanup_kernel(), timeout=15)
             finally:
                 sandbox.kill_uid(uid)
-                km, client = new_client(f"s{len(failed_starts)}")  # a fresh manager: a cleaned-up one cannot start again
+                km, client = new_client(
+                    f"s{len(failed_starts)}"
+                )  # a fresh manager: a cleaned-up one cannot start again
 
         try:
             start_failures.extend(await start_with_retries(start, clean_up))
@@ -187,8 +241,11 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
                     break
                 client.current = index
                 # the grader's own setup (importing torch and the checks) is not the learner's time
-                client.timeout = max(limits.cell_timeout_s, SETUP_TIMEOUT_S) if cell.metadata.get("revad", {}).get(
-                    "role") == "setup" else limits.cell_timeout_s
+                client.timeout = (
+                    max(limits.cell_timeout_s, SETUP_TIMEOUT_S)
+                    if cell.metadata.get("revad", {}).get("role") == "setup"
+                    else limits.cell_timeout_s
+                )
                 t0 = time.monotonic()
                 try:
                     await asyncio.wait_for(client.async_execute_cell(cell, index), timeout=remaining)
@@ -241,6 +298,10 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
         except Exception:  # noqa: BLE001
             pass
         sandbox.kill_uid(uid)
-    return {"status": status, "stopped": stopped, "truncated": sorted(truncated),
-            "recovered": [i for i in recovered if not stopped or status.get(i) == "died"],
-            "kernel_start_failures": start_failures}
+    return {
+        "status": status,
+        "stopped": stopped,
+        "truncated": sorted(truncated),
+        "recovered": [i for i in recovered if not stopped or status.get(i) == "died"],
+        "kernel_start_failures": start_failures,
+    }

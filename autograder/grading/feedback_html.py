@@ -6,13 +6,14 @@
 * :func:`feedback_exporter` -- nbgrader's feedback template, rendered for reading anywhere: maths as
   MathML on the server (no MathJax from a CDN; autograder.offline_math) and long lines wrapped.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import nbformat
 
-NOTES_ROLE = "grader-notes"   # metadata.revad.role of the notes cell, so it is added once
+NOTES_ROLE = "grader-notes"  # metadata.revad.role of the notes cell, so it is added once
 
 # What a flag means, in the learner's words (the detail says where).
 FLAG_FOR_LEARNER = {
@@ -85,9 +86,11 @@ def feedback_exporter():
 
         formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
         # TEMPLATES/base/mathjax.html.j2 replaces nbconvert's (which loads MathJax from a CDN)
-        exporter = HTMLExporter(template_name="feedback",
-                                extra_template_basedirs=[str(formgrader / "templates"), str(TEMPLATES)],
-                                extra_template_paths=[str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")])
+        exporter = HTMLExporter(
+            template_name="feedback",
+            extra_template_basedirs=[str(formgrader / "templates"), str(TEMPLATES)],
+            extra_template_paths=[str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")],
+        )
         exporter.register_preprocessor(CSSHTMLHeaderPreprocessor(), enabled=True)
         exporter.register_preprocessor(WrapLongLines(), enabled=True)
         exporter.register_preprocessor(MathToMathML(), enabled=True)  # last: after any sanitising of markdown

@@ -2,6 +2,7 @@
 
 Flags never change a score; they put the submission in front of the instructor with the reason.
 """
+
 from __future__ import annotations
 
 import ast
@@ -10,12 +11,33 @@ from .jobs import Flag
 from .read import nbgrader_meta, normalized
 from .screen import import_aliases
 
+SUSPICIOUS_TARGETS = (
+    "torch",
+    "builtins",
+    "__builtins__",
+    "math",
+    "autograder",
+    "sys",
+    "IPython",
+    "get_ipython",
+    "check_",
+    "CHECKS",
+    "np",
+    "numpy",
+)
 
-SUSPICIOUS_TARGETS = ("torch", "builtins", "__builtins__", "math", "autograder", "sys", "IPython", "get_ipython",
-                      "check_", "CHECKS", "np", "numpy")
-
-HARMLESS_SETTINGS = ("torch.backends.", "np.random.", "numpy.random.", "sys.path", "sys.argv", "sys.stdout", "sys.stderr",
-                     "sys.setrecursionlimit", "torch.set_", "np.set_")
+HARMLESS_SETTINGS = (
+    "torch.backends.",
+    "np.random.",
+    "numpy.random.",
+    "sys.path",
+    "sys.argv",
+    "sys.stdout",
+    "sys.stderr",
+    "sys.setrecursionlimit",
+    "torch.set_",
+    "np.set_",
+)
 
 
 def _root_name(node) -> str | None:
@@ -35,7 +57,7 @@ def _module_aliases(tree) -> dict[str, str]:
             root = _root_name(node.value)
             if root and (root in aliases or root.startswith(SUSPICIOUS_TARGETS)):
                 value = ast.unparse(node.value)
-                value = aliases.get(root, root) + value[len(root):]
+                value = aliases.get(root, root) + value[len(root) :]
                 for target in node.targets:
                     if isinstance(target, ast.Name) and target.id != root:
                         aliases[target.id] = value
@@ -58,29 +80,41 @@ def static_patches(source: str) -> list[str]:
             return None
         text = ast.unparse(target)
         if root in aliases:
-            text = aliases[root] + text[len(root):]
+            text = aliases[root] + text[len(root) :]
             root = aliases[root].split(".")[0]
         return text if root.startswith(SUSPICIOUS_TARGETS) and not text.startswith(HARMLESS_SETTINGS) else None
 
     found = []
     for node in ast.walk(tree):
-        targets = []
+        targets: list[ast.expr] = []
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         elif isinstance(node, ast.Delete):
             targets = node.targets
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr") and node.args:
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "delattr")
+            and node.args
+        ):
             root = _root_name(node.args[0])
             if root and (root in aliases or root.startswith(SUSPICIOUS_TARGETS)):
                 found.append(f"{node.func.id}({ast.unparse(node.args[0])}, ...)")
             continue
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                "__setattr__", "__delattr__"):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("__setattr__", "__delattr__")
+        ):
             found.append(ast.unparse(node.func) + "(...)")
             continue
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                "register", "settrace", "setprofile", "set_custom_exc", "register_magic_function",
-                "set_hook") and _root_name(node.func) in ("sys", "get_ipython", "ip", "IPython"):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr
+            in ("register", "settrace", "setprofile", "set_custom_exc", "register_magic_function", "set_hook")
+            and _root_name(node.func) in ("sys", "get_ipython", "ip", "IPython")
+        ):
             found.append(ast.unparse(node.func))
             continue
         for target in targets:
@@ -88,8 +122,11 @@ def static_patches(source: str) -> list[str]:
                 text = suspicious(target)
                 if text:
                     found.append(text)
-            elif isinstance(target, ast.Name) and target.id in ("__builtins__", "CHECKS", "__revad_probe__") or (
-                    isinstance(target, ast.Name) and target.id.startswith("check_")):
+            elif (
+                isinstance(target, ast.Name)
+                and target.id in ("__builtins__", "CHECKS", "__revad_probe__")
+                or (isinstance(target, ast.Name) and target.id.startswith("check_"))
+            ):
                 found.append(target.id)
     return found
 
@@ -125,7 +162,11 @@ def structural_flags(nb, spec_nb: dict) -> tuple[list[Flag], dict[str, str]]:
         cell = cells[0]
         meta = nbgrader_meta(cell)
         state[gid] = "present"
-        if spec_cell["locked"] and not spec_cell["solution"] and normalized(cell.source) != normalized(spec_cell["release_source"]):
+        if (
+            spec_cell["locked"]
+            and not spec_cell["solution"]
+            and normalized(cell.source) != normalized(spec_cell["release_source"])
+        ):
             flags.append(Flag("locked_cell_edited", f"{gid}: edited (the instructor's copy was run instead)"))
         if spec_cell["grade"] and "points" in meta:
             try:
@@ -133,7 +174,9 @@ def structural_flags(nb, spec_nb: dict) -> tuple[list[Flag], dict[str, str]]:
             except (TypeError, ValueError):
                 changed = True
             if changed:
-                flags.append(Flag("points_changed", f"{gid}: points {meta['points']!r} instead of {spec_cell['points']:g}"))
+                flags.append(
+                    Flag("points_changed", f"{gid}: points {meta['points']!r} instead of {spec_cell['points']:g}")
+                )
         for key in ("grade", "solution", "locked"):
             if key in meta and bool(meta[key]) != bool(spec_cell[key]):
                 flags.append(Flag("metadata_changed", f"{gid}: {key} set to {meta[key]!r}"))

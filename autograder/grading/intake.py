@@ -12,6 +12,7 @@ O_NOFOLLOW, and only regular files are kept:
 A notebook that is a link is refused with a message; any other link, device or FIFO is dropped
 and reported, its target never opened. A submission folder that is itself a link is refused whole.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,13 +21,15 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MAX_FILE_BYTES = 64 * 2**20     # larger learner files are left out (the notebook reader has its own limit)
-MAX_TOTAL_BYTES = 256 * 2**20   # the whole snapshot
-MAX_ENTRIES = 2000              # files and folders
-MAX_DEPTH = 8                   # folder nesting
+MAX_FILE_BYTES = 64 * 2**20  # larger learner files are left out (the notebook reader has its own limit)
+MAX_TOTAL_BYTES = 256 * 2**20  # the whole snapshot
+MAX_ENTRIES = 2000  # files and folders
+MAX_DEPTH = 8  # folder nesting
 SKIPPED_DIRS = (".ipynb_checkpoints", "__pycache__", ".git")
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # NONBLOCK: a FIFO cannot hang us
+_OPEN_FILE = (
+    os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+)  # NONBLOCK: a FIFO cannot hang us
 
 
 class SubmissionRefused(Exception):
@@ -35,15 +38,15 @@ class SubmissionRefused(Exception):
 
 @dataclass
 class Intake:
-    folder: Path                                            # the copy: regular files and folders only
-    dropped: list[str] = field(default_factory=list)        # relative paths of links and special files left out
-    refused: dict[str, str] = field(default_factory=dict)   # notebook file name -> message for the learner
-    skipped: list[str] = field(default_factory=list)        # regular files left out for size or count
+    folder: Path  # the copy: regular files and folders only
+    dropped: list[str] = field(default_factory=list)  # relative paths of links and special files left out
+    refused: dict[str, str] = field(default_factory=dict)  # notebook file name -> message for the learner
+    skipped: list[str] = field(default_factory=list)  # regular files left out for size or count
 
     WHOLE = "(the submission folder)"
 
     @classmethod
-    def refused_whole(cls, folder: Path, message: str) -> "Intake":
+    def refused_whole(cls, folder: Path, message: str) -> Intake:
         """What a submission folder that is itself a link (or not a folder) amounts to: nothing, and why."""
         return cls(Path(folder), refused={cls.WHOLE: message})
 
@@ -56,22 +59,33 @@ class Intake:
         links = sorted(set(self.dropped) | set(self.refused))
         if not links:
             return []
-        return [{"code": "symlink", "detail": "links or special files in the submission, not followed: " + ", ".join(links[:20])}]
+        return [
+            {
+                "code": "symlink",
+                "detail": "links or special files in the submission, not followed: " + ", ".join(links[:20]),
+            }
+        ]
 
     def messages(self) -> list[str]:
         out = list(self.refused.values())
         others = [p for p in self.dropped if p not in self.refused]
         if others:
-            out.append("These entries of your submission are links or special files, not ordinary files, and were left "
-                       f"out (the grader does not follow links): {', '.join(others[:20])}. Submit the files themselves.")
+            out.append(
+                "These entries of your submission are links or special files, not ordinary files, and were left "
+                f"out (the grader does not follow links): {', '.join(others[:20])}. Submit the files themselves."
+            )
         if self.skipped:
-            out.append(f"These files were too large or too many to copy and were left out: {', '.join(self.skipped[:20])}.")
+            out.append(
+                f"These files were too large or too many to copy and were left out: {', '.join(self.skipped[:20])}."
+            )
         return out
 
 
 def refused_notebook_message(name: str) -> str:
-    return (f"{name} in your submission is a symbolic link, not a notebook file. The grader does not follow links, "
-            "so it was not graded (0 points for its tests). Submit the notebook file itself.")
+    return (
+        f"{name} in your submission is a symbolic link, not a notebook file. The grader does not follow links, "
+        "so it was not graded (0 points for its tests). Submit the notebook file itself."
+    )
 
 
 def open_submission(submitted: Path, student: str, assignment: str) -> int:
@@ -86,8 +100,10 @@ def open_submission(submitted: Path, student: str, assignment: str) -> int:
                 new = os.open(part, _OPEN_DIR, dir_fd=fd)
             except OSError as exc:
                 kind = "a symbolic link" if _is_link(fd, part) else f"not an openable folder ({exc.strerror})"
-                raise SubmissionRefused(f"The submission folder {part} is {kind}: the grader does not follow links, "
-                                        "so nothing in it was graded (0 points). Submit the files themselves.") from None
+                raise SubmissionRefused(
+                    f"The submission folder {part} is {kind}: the grader does not follow links, "
+                    "so nothing in it was graded (0 points). Submit the files themselves."
+                ) from None
             os.close(fd)
             fd = new
     except BaseException:
@@ -175,7 +191,12 @@ def snapshot(submitted: Path, student: str, assignment: str, dest: Path) -> Inta
                 if rel.endswith(".ipynb") and "/" not in rel:
                     intake.refused[rel] = refused_notebook_message(rel)
                 continue
-            if kind == "toodeep" or count > MAX_ENTRIES or st.st_size > MAX_FILE_BYTES or total + st.st_size > MAX_TOTAL_BYTES:
+            if (
+                kind == "toodeep"
+                or count > MAX_ENTRIES
+                or st.st_size > MAX_FILE_BYTES
+                or total + st.st_size > MAX_TOTAL_BYTES
+            ):
                 intake.skipped.append(rel)
                 continue
             fd = _open_regular(parent, name)
@@ -253,6 +274,7 @@ def read_timestamp(submitted: Path, student: str, assignment: str) -> str | None
     if not text:
         return None
     from nbgrader.utils import parse_utc
+
     try:
         parse_utc(text)
     except Exception:  # noqa: BLE001 -- whatever nbgrader cannot parse is no timestamp

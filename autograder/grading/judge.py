@@ -1,5 +1,6 @@
 """Deciding the scores, here in the grader's process: the probes' data read back from the run, each
 check's judge run with the parameters of the instructor's copy of the test cell."""
+
 from __future__ import annotations
 
 import math
@@ -9,13 +10,16 @@ from ..feedback import CheckFailed
 from ..registry import CHECKS, FAILED
 
 MAX_PROBE_BYTES = 32 * 2**20
-NOT_RECORDED = {FAILED: "This test did not record what your code returned: the notebook stopped before it "
-                        "finished, or something in your notebook removed the grader's record."}
+NOT_RECORDED = {
+    FAILED: "This test did not record what your code returned: the notebook stopped before it "
+    "finished, or something in your notebook removed the grader's record."
+}
 
 
 def load_payload(path: Path) -> tuple[dict | None, str | None]:
     """(payload, None) from one probe's channel file, or (None, why not)."""
     import torch
+
     try:
         size = path.stat().st_size
     except OSError:
@@ -64,8 +68,10 @@ def judge_cell(calls: list, results: list, points: float, visible: int | None = 
             messages.append("The values your code returned could not be checked (they are nested too deeply).")
         except Exception as exc:  # noqa: BLE001 -- malformed data: the learner's values, not the grader, are at fault
             failed = True
-            messages.append(f"The values your code returned for `{expr}` have an unexpected form, so they could not be "
-                            f"checked ({type(exc).__name__}: {str(exc)[:200]}).")
+            messages.append(
+                f"The values your code returned for `{expr}` have an unexpected form, so they could not be "
+                f"checked ({type(exc).__name__}: {str(exc)[:200]})."
+            )
         else:
             if isinstance(verdict, (int, float)) and not isinstance(verdict, bool) and math.isfinite(verdict):
                 partial.append(cell_score(verdict, points))
@@ -103,8 +109,10 @@ def partial_reports(reports: list) -> list[str]:
         if not hidden:
             out.append(verdict.report())
         elif _failing(verdict) in shown_failures:
-            out.append(f"{HIDDEN_LABEL}: {verdict.title} fails the same parts on them as on the cases above "
-                       f"({float(verdict):g} of {verdict.points:g} points).")
+            out.append(
+                f"{HIDDEN_LABEL}: {verdict.title} fails the same parts on them as on the cases above "
+                f"({float(verdict):g} of {verdict.points:g} points)."
+            )
         else:
             out.append(f"{HIDDEN_LABEL} — {verdict.report()}")
     return out

@@ -3,6 +3,7 @@ killed while it started): a failed start is never a learner's 0.
 
     await start_with_retries(start, clean_up, attempts=3, pause_s=1.0) -> failures before the success
 """
+
 from __future__ import annotations
 
 import asyncio

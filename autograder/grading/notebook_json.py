@@ -6,6 +6,7 @@ Nothing honest is lost: a notebook saved as nbformat 3 (older Jupyter) is upgrad
 own converter; valid JSON nested deeper than Python's parser goes (say, metadata written by an
 extension) is read with the too-deep parts replaced by null, and a note says so.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,15 +65,20 @@ def _parse(raw: bytes, name: str) -> tuple[object, list[str]]:
         raise NotebookUnreadable(
             f"{name} is not a readable notebook: its JSON stops or breaks at line {exc.lineno}, column {exc.colno} "
             f"({exc.msg}). The file was probably cut short or edited by hand. Open the last good copy "
-            "(File -> Revert or a checkpoint), save, and submit again.") from None
+            "(File -> Revert or a checkpoint), save, and submit again."
+        ) from None
     pruned_raw, pruned = _prune_deep(raw, MAX_DEPTH)
     try:
         data = json.loads(pruned_raw.decode("utf-8", errors="replace"))
     except (RecursionError, json.JSONDecodeError):
-        raise NotebookUnreadable(f"{name} is not a readable notebook: its JSON is nested too deeply to read "
-                                 "(or broken inside the deep part).") from None
-    return data, [f"{name}: {pruned} part(s) of the file were nested more than {MAX_DEPTH} levels deep (in metadata "
-                  "or outputs, most likely) and were left out; the rest was graded as usual."]
+        raise NotebookUnreadable(
+            f"{name} is not a readable notebook: its JSON is nested too deeply to read "
+            "(or broken inside the deep part)."
+        ) from None
+    return data, [
+        f"{name}: {pruned} part(s) of the file were nested more than {MAX_DEPTH} levels deep (in metadata "
+        "or outputs, most likely) and were left out; the rest was graded as usual."
+    ]
 
 
 def _upgrade(data: dict, name: str) -> tuple[dict, list[str]]:
@@ -89,10 +95,13 @@ def _upgrade(data: dict, name: str) -> tuple[dict, list[str]]:
             node.setdefault("nbformat_minor", 0)
             upgraded = nbformat.convert(node, 4)
         except Exception as exc:  # noqa: BLE001 -- a malformed old notebook: say so
-            raise NotebookUnreadable(f"{name} is an old-format (nbformat 3) notebook that could not be converted "
-                                     f"({type(exc).__name__}). Open it in JupyterLab, save it, and submit again.") from None
-        return json.loads(json.dumps(upgraded)), [f"{name} was saved in the old nbformat 3; it was upgraded to "
-                                                   "nbformat 4 and graded as usual."]
+            raise NotebookUnreadable(
+                f"{name} is an old-format (nbformat 3) notebook that could not be converted "
+                f"({type(exc).__name__}). Open it in JupyterLab, save it, and submit again."
+            ) from None
+        return json.loads(json.dumps(upgraded)), [
+            f"{name} was saved in the old nbformat 3; it was upgraded to nbformat 4 and graded as usual."
+        ]
     if isinstance(version, int) and version > 4 and isinstance(data.get("cells"), list):
         return data, []
     raise NotebookUnreadable(f"{name} is JSON but not a Jupyter notebook (no list of cells).")

@@ -1,5 +1,6 @@
 """The worker pool: long-lived worker processes (autograder.grading.worker --serve), one job at a time
 each, replaced when one dies or overruns; and the progress line."""
+
 from __future__ import annotations
 
 import os
@@ -37,6 +38,7 @@ class Progress:
 def _die_with_parent():
     try:
         import ctypes
+
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:  # noqa: BLE001
         pass
@@ -47,24 +49,31 @@ class Worker:
 
     def __init__(self, slot: int, state_dir: Path):
         self.slot, self.state_dir = slot, state_dir
-        self.proc = None
-        self.job = None
-        self.uid = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.job: tuple[str, Path] | None = None
+        self.uid: int | None = None
         self.started = 0.0
         self._buffer = b""
 
     def _spawn(self) -> None:
         log = open(self.state_dir / f"worker-{self.slot}.log", "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.grading.worker", "--serve"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=log, start_new_session=True,
-                                     preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "autograder.grading.worker", "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
         log.close()
+        assert self.proc.stdout is not None  # stdout=PIPE
         os.set_blocking(self.proc.stdout.fileno(), False)
         self._buffer = b""
 
     def submit(self, student: str, job_dir: Path) -> None:
         if self.proc is None or self.proc.poll() is not None:
             self._spawn()
+        assert self.proc is not None and self.proc.stdin is not None
         self.job = (student, job_dir)
         self.started = time.monotonic()
         try:
@@ -75,6 +84,7 @@ class Worker:
 
     def poll(self, limit: float) -> str:
         """running | done | died | overdue"""
+        assert self.proc is not None and self.proc.stdout is not None, "poll() before submit()"
         try:
             chunk = self.proc.stdout.read()
         except (OSError, ValueError):

@@ -6,6 +6,7 @@ is out of its reach, and every kernel would fail to start.)
 
 Mode bits only (owner, group, other), as the kernel's uid has no supplementary groups.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,10 @@ def why_blocked(path: Path, uid: int, gid: int) -> str | None:
         except OSError as exc:
             return f"{current} cannot be read ({exc.strerror})"
         if not _allows(st, uid, gid, 1):
-            return (f"{current} (mode {stat.filemode(st.st_mode)}, owner uid {st.st_uid}) does not let uid {uid} "
-                    "pass through it")
+            return (
+                f"{current} (mode {stat.filemode(st.st_mode)}, owner uid {st.st_uid}) does not let uid {uid} "
+                "pass through it"
+            )
         current = current / part
     try:
         st = os.stat(current)

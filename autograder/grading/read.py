@@ -1,5 +1,6 @@
 """Reading a submission defensively: missing, renamed, empty, truncated or malformed notebooks
 become a message for the learner, never an exception."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,11 +23,15 @@ def read_notebook(path: Path, notes: list[str] | None = None) -> nbformat.Notebo
     except OSError as exc:
         raise Unreadable(f"The file {path.name} could not be opened ({exc.strerror}).") from None
     if size == 0:
-        raise Unreadable(f"{path.name} is empty (0 bytes): the file was saved or uploaded without content. "
-                         "Open it in JupyterLab, check your work is there, save, and submit again.")
+        raise Unreadable(
+            f"{path.name} is empty (0 bytes): the file was saved or uploaded without content. "
+            "Open it in JupyterLab, check your work is there, save, and submit again."
+        )
     if size > MAX_NOTEBOOK_BYTES:
-        raise Unreadable(f"{path.name} is {size / 2**20:.0f} MB, more than the {MAX_NOTEBOOK_BYTES // 2**20} MB "
-                         "the grader reads. Clear the outputs (Edit -> Clear Outputs of All Cells), save, submit again.")
+        raise Unreadable(
+            f"{path.name} is {size / 2**20:.0f} MB, more than the {MAX_NOTEBOOK_BYTES // 2**20} MB "
+            "the grader reads. Clear the outputs (Edit -> Clear Outputs of All Cells), save, submit again."
+        )
     try:  # nbformat 3 upgraded; JSON deeper than Python copes with cut, with a note
         data, read_notes = notebook_json.load(path.read_bytes(), path.name)
     except notebook_json.NotebookUnreadable as exc:
@@ -74,13 +79,16 @@ def find_notebooks(folder: Path, spec_notebooks: dict) -> tuple[dict[str, Path |
     """Expected notebook name -> file in the submission (renamed files matched by their cells)."""
     messages = []
     present = sorted(p for p in folder.glob("*.ipynb")) if folder.is_dir() else []
-    found = {name: (folder / f"{name}.ipynb" if (folder / f"{name}.ipynb").is_file() else None) for name in spec_notebooks}
+    found = {
+        name: (folder / f"{name}.ipynb" if (folder / f"{name}.ipynb").is_file() else None) for name in spec_notebooks
+    }
     spare = [p for p in present if p.stem not in spec_notebooks]
     for name, path in found.items():
         if path is not None or not spare:
             continue
         ids = {c["grade_id"] for c in spec_notebooks[name]["cells"] if c.get("grade_id")}
-        best, best_score = None, 0
+        best: Path | None = None
+        best_score: float = 0
         for candidate in spare:
             try:
                 text = candidate.read_text(errors="replace")[:MAX_NOTEBOOK_BYTES]
@@ -94,6 +102,8 @@ def find_notebooks(folder: Path, spec_notebooks: dict) -> tuple[dict[str, Path |
         if best is not None:
             found[name] = best
             spare.remove(best)
-            messages.append(f"{name}.ipynb was not in your submission, but {best.name} looks like it: it was graded "
-                            f"instead. Keep the file name {name}.ipynb next time.")
+            messages.append(
+                f"{name}.ipynb was not in your submission, but {best.name} looks like it: it was graded "
+                f"instead. Keep the file name {name}.ipynb next time."
+            )
     return found, messages

@@ -8,6 +8,7 @@ row is written last: a submission is done when its row exists with the same hash
 was killed part-way and started again regrades exactly the ones without a row, and the result is
 the same as an uninterrupted run (a regrade removes nbgrader's rows and writes them again).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,19 +19,21 @@ from .jobs import SubmissionResult
 
 METADATA = MetaData()
 GRADED = Table(
-    "revad_graded", METADATA,
+    "revad_graded",
+    METADATA,
     Column("assignment", String(128), primary_key=True),
     Column("student", String(128), primary_key=True),
     Column("content_hash", String(64), nullable=False),
     Column("score", Float, nullable=False),
     Column("max_score", Float, nullable=False),
-    Column("flags", Text, nullable=False),      # JSON list of {"notebook", "code", "detail"}
-    Column("messages", Text, nullable=False),   # JSON list of strings, as the learner reads them
+    Column("flags", Text, nullable=False),  # JSON list of {"notebook", "code", "detail"}
+    Column("messages", Text, nullable=False),  # JSON list of strings, as the learner reads them
     Column("sandbox", Text, nullable=False),
 )
 
 SECRET = Table(
-    "revad_secret", METADATA,
+    "revad_secret",
+    METADATA,
     Column("name", String(64), primary_key=True),
     Column("value", String(128), nullable=False),
 )
@@ -72,10 +75,17 @@ def graded_rows(db_url: str, assignment: str | None = None) -> dict[tuple[str, s
     if assignment:
         query = query.where(GRADED.c.assignment == assignment)
     with engine(db_url).connect() as conn:
-        return {(r.assignment, r.student): {"flags": json.loads(r.flags), "messages": json.loads(r.messages),
-                                            "sandbox": r.sandbox, "content_hash": r.content_hash,
-                                            "score": r.score, "max_score": r.max_score}
-                for r in conn.execute(query)}
+        return {
+            (r.assignment, r.student): {
+                "flags": json.loads(r.flags),
+                "messages": json.loads(r.messages),
+                "sandbox": r.sandbox,
+                "content_hash": r.content_hash,
+                "score": r.score,
+                "max_score": r.max_score,
+            }
+            for r in conn.execute(query)
+        }
 
 
 def record(db_url: str, result: SubmissionResult, content_hash: str, timestamp: str | None) -> tuple[float, float]:
@@ -119,10 +129,18 @@ def _record(db_url, result, content_hash, timestamp, assignment, student, Gradeb
         score, max_score = float(sub.score), float(sub.max_score)
     with engine(db_url).begin() as conn:
         conn.execute(delete(GRADED).where((GRADED.c.assignment == assignment) & (GRADED.c.student == student)))
-        conn.execute(GRADED.insert().values(
-            assignment=assignment, student=student, content_hash=content_hash, score=score, max_score=max_score,
-            flags=json.dumps(result.all_flags(), sort_keys=True), messages=json.dumps(result.all_messages()),
-            sandbox=result.sandbox))
+        conn.execute(
+            GRADED.insert().values(
+                assignment=assignment,
+                student=student,
+                content_hash=content_hash,
+                score=score,
+                max_score=max_score,
+                flags=json.dumps(result.all_flags(), sort_keys=True),
+                messages=json.dumps(result.all_messages()),
+                sandbox=result.sandbox,
+            )
+        )
     return score, max_score
 
 
@@ -130,13 +148,21 @@ def dump(db_url: str, assignment: str) -> list:
     """Everything graded for an assignment, without database ids: for comparing two gradebooks."""
     from nbgrader.api import Gradebook
 
-    out = []
+    out: list[tuple] = []
     with Gradebook(db_url) as gb:
         for sub in sorted(gb.find_assignment(assignment).submissions, key=lambda s: s.student.id):
             for nb in sorted(sub.notebooks, key=lambda n: n.name):
-                out.append((sub.student.id, str(sub.timestamp), nb.name, float(nb.score), nb.flagged,
-                            sorted((g.name, g.auto_score, g.manual_score) for g in nb.grades),
-                            sorted((c.name, c.auto_comment) for c in nb.comments)))
+                out.append(
+                    (
+                        sub.student.id,
+                        str(sub.timestamp),
+                        nb.name,
+                        float(nb.score),
+                        nb.flagged,
+                        sorted((g.name, g.auto_score, g.manual_score) for g in nb.grades),
+                        sorted((c.name, c.auto_comment) for c in nb.comments),
+                    )
+                )
     rows = graded_rows(db_url, assignment)
     out += sorted((k, json.dumps(v, sort_keys=True)) for k, v in rows.items())
     return out

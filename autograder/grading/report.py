@@ -1,4 +1,5 @@
 """Reading grades back: the score table, and nbgrader's CSV export with the flags and messages."""
+
 from __future__ import annotations
 
 import csv
@@ -39,13 +40,34 @@ def read_scores(db_url: str, assignment: str, students: list[str]) -> list[Submi
             info = extra.get((assignment, student), {})
             flags = [f"{f['code']}: {f['detail']}" for f in info.get("flags", [])]
             messages = info.get("messages", [])
-            rows.append(SubmissionScore(student, assignment, float(sub.score), float(sub.max_score), by_cell,
-                                        "\n".join(messages), flags, messages))
+            rows.append(
+                SubmissionScore(
+                    student,
+                    assignment,
+                    float(sub.score),
+                    float(sub.max_score),
+                    by_cell,
+                    "\n".join(messages),
+                    flags,
+                    messages,
+                )
+            )
     return rows
 
 
-NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
-                    "raw_score", "late_submission_penalty", "score", "max_score"]
+NBGRADER_COLUMNS = [
+    "assignment",
+    "duedate",
+    "timestamp",
+    "student_id",
+    "last_name",
+    "first_name",
+    "email",
+    "raw_score",
+    "late_submission_penalty",
+    "score",
+    "max_score",
+]
 
 
 def nbgrader_rows(gb) -> list[dict[str, str]]:
@@ -56,17 +78,27 @@ def nbgrader_rows(gb) -> list[dict[str, str]]:
     rows = []
     for assignment in gb.assignments:
         for student in gb.students:
-            row = {"assignment": assignment.name, "duedate": assignment.duedate, "student_id": student.id,
-                   "last_name": student.last_name, "first_name": student.first_name, "email": student.email,
-                   "max_score": assignment.max_score}
+            row = {
+                "assignment": assignment.name,
+                "duedate": assignment.duedate,
+                "student_id": student.id,
+                "last_name": student.last_name,
+                "first_name": student.first_name,
+                "email": student.email,
+                "max_score": assignment.max_score,
+            }
             try:
                 sub = gb.find_submission(assignment.name, student.id)
             except MissingEntry:
                 row.update(timestamp="", raw_score=0.0, late_submission_penalty=0.0, score=0.0)
             else:
                 penalty = sub.late_submission_penalty
-                row.update(timestamp=sub.timestamp, raw_score=sub.score, late_submission_penalty=penalty,
-                           score=max(0.0, sub.score - penalty))
+                row.update(
+                    timestamp=sub.timestamp,
+                    raw_score=sub.score,
+                    late_submission_penalty=penalty,
+                    score=max(0.0, sub.score - penalty),
+                )
             rows.append({key: "" if row[key] is None else str(row[key]) for key in NBGRADER_COLUMNS})
     return rows
 
@@ -104,18 +136,21 @@ def format_table(rows: list[SubmissionScore]) -> str:
 def _format_one(rows: list[SubmissionScore]) -> str:
     cells = list(dict.fromkeys(name for row in rows for name in row.by_cell))
     header = ["student", "assignment", "score"] + cells + ["flags"]
-    lines = [[terminal_text(r.student), terminal_text(r.assignment), f"{r.score:g} / {r.max_score:g}"]
-             + [f"{r.by_cell[c][0]:g}/{r.by_cell[c][1]:g}" if c in r.by_cell else "-" for c in cells]
-             + [", ".join(sorted({f.split(':')[0] for f in r.flags})) or "-"] for r in rows]
+    lines = [
+        [terminal_text(r.student), terminal_text(r.assignment), f"{r.score:g} / {r.max_score:g}"]
+        + [f"{r.by_cell[c][0]:g}/{r.by_cell[c][1]:g}" if c in r.by_cell else "-" for c in cells]
+        + [", ".join(sorted({f.split(':')[0] for f in r.flags})) or "-"]
+        for r in rows
+    ]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *lines)]
     fmt = lambda cols: "  ".join(str(c).ljust(w) for c, w in zip(cols, widths)).rstrip()  # noqa: E731
-    out = [fmt(header), fmt(["-" * w for w in widths])] + [fmt(l) for l in lines]
+    out = [fmt(header), fmt(["-" * w for w in widths])] + [fmt(row) for row in lines]
     notes = []
     for r in rows:
         who = f"{terminal_text(r.student)} / {terminal_text(r.assignment)}"
         for f in r.flags:
             notes.append(f"  {who}  FLAG {terminal_text(f)}")
-        for m in r.messages:   # whole: a message's best part (the entries, the hint) is often its last line
+        for m in r.messages:  # whole: a message's best part (the entries, the hint) is often its last line
             first, *rest = [terminal_text(line) for line in str(m).split("\n")] or [""]
             notes.append(f"  {who}  {first}")
             notes += [f"      {line}" for line in rest if line.strip()]

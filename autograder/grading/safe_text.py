@@ -1,10 +1,11 @@
 """Learner-chosen text (student ids, messages) made harmless for the two places it is shown outside feedback:
 
-    spreadsheet_cell(value)  a CSV cell a spreadsheet shows as text, never runs as a formula (OWASP's rule:
-                             a cell that starts with = + - @ tab or CR gets a leading apostrophe)
-    terminal_text(value)     a string with no control characters left live: an id cannot clear the
-                             screen, move the cursor or forge table rows in the instructor's terminal
+spreadsheet_cell(value)  a CSV cell a spreadsheet shows as text, never runs as a formula (OWASP's rule:
+                         a cell that starts with = + - @ tab or CR gets a leading apostrophe)
+terminal_text(value)     a string with no control characters left live: an id cannot clear the
+                         screen, move the cursor or forge table rows in the instructor's terminal
 """
+
 from __future__ import annotations
 
 import re

@@ -18,6 +18,7 @@ Without bubblewrap (or where it cannot start), grading still works -- the limits
 unprivileged uid still apply -- and :func:`detect` says which protections are off;
 ``require=True`` refuses instead.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,26 +33,26 @@ import coursetools
 
 BASE_UID = 62000  # job k runs as uid/gid BASE_UID + k % UID_RANGE: its own process-count budget, nothing left over
 UID_RANGE = 3000
-OUTSIDE_ONLY = ("judges", "grading")   # autograder's subpackages the sandbox shows empty
+OUTSIDE_ONLY = ("judges", "grading")  # autograder's subpackages the sandbox shows empty
 
 
 @dataclass
 class Limits:
-    memory_mb: int = 4096        # memory of each sandboxed process: its address space plus the sandbox's /tmp
-    tmp_mb: int = 256            # the sandbox's /tmp, a tmpfs (memory): taken out of memory_mb
-    cpu_s: int = 600             # CPU seconds per process (RLIMIT_CPU)
-    nproc: int = 128             # processes + threads of the slot's uid (RLIMIT_NPROC)
-    fsize_mb: int = 64           # largest file the code may write (RLIMIT_FSIZE)
-    cell_timeout_s: int = 120    # one cell
-    timeout_s: int = 900         # the whole notebook, wall clock
-    output_kb: int = 512         # output kept per cell (the rest is dropped, with a note)
+    memory_mb: int = 4096  # memory of each sandboxed process: its address space plus the sandbox's /tmp
+    tmp_mb: int = 256  # the sandbox's /tmp, a tmpfs (memory): taken out of memory_mb
+    cpu_s: int = 600  # CPU seconds per process (RLIMIT_CPU)
+    nproc: int = 128  # processes + threads of the slot's uid (RLIMIT_NPROC)
+    fsize_mb: int = 64  # largest file the code may write (RLIMIT_FSIZE)
+    cell_timeout_s: int = 120  # one cell
+    timeout_s: int = 900  # the whole notebook, wall clock
+    output_kb: int = 512  # output kept per cell (the rest is dropped, with a note)
 
 
 @dataclass
 class SandboxInfo:
-    tool: str | None                 # path of bwrap, or None when grading runs unsandboxed
-    as_root: bool                    # whether the grader is root (then bwrap runs as root, setpriv drops)
-    drop_uid: bool                   # whether kernels run under an unprivileged uid of their own
+    tool: str | None  # path of bwrap, or None when grading runs unsandboxed
+    as_root: bool  # whether the grader is root (then bwrap runs as root, setpriv drops)
+    drop_uid: bool  # whether kernels run under an unprivileged uid of their own
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -61,10 +62,12 @@ class SandboxInfo:
     def protections_off(self) -> list[str]:
         off = []
         if not self.active:
-            off += ["network isolation (the learner's code can reach the network)",
-                    "file-system isolation (it can read solutions/, the gradebook and other submissions, "
-                    "and write wherever the grader's user can)",
-                    "process isolation (its processes are cleaned up by uid, not by a PID namespace)"]
+            off += [
+                "network isolation (the learner's code can reach the network)",
+                "file-system isolation (it can read solutions/, the gradebook and other submissions, "
+                "and write wherever the grader's user can)",
+                "process isolation (its processes are cleaned up by uid, not by a PID namespace)",
+            ]
         if not self.drop_uid:
             off.append("unprivileged user (the code runs as the grader's own user)")
         return off
@@ -72,10 +75,15 @@ class SandboxInfo:
     def describe(self) -> str:
         off = self.protections_off()
         if not off:
-            return ("sandbox: bubblewrap (no network, read-only system, scratch copy only, unprivileged uid, "
-                    "limits on memory, CPU time, processes, file size and wall time)")
+            return (
+                "sandbox: bubblewrap (no network, read-only system, scratch copy only, unprivileged uid, "
+                "limits on memory, CPU time, processes, file size and wall time)"
+            )
         text = "WARNING: grading without full sandbox protection. OFF: " + "; ".join(off) + "."
-        text += " Still on: limits on memory, CPU time, processes, file size and wall time; verdicts decided outside the learner's process."
+        text += (
+            " Still on: limits on memory, CPU time, processes, file size and wall time; verdicts decided outside the "
+            "learner's process."
+        )
         if self.problems:
             text += " (" + " ".join(self.problems) + ")"
         if not self.active:
@@ -121,8 +129,13 @@ def detect(course_root: Path | None = None) -> SandboxInfo:
 def _readonly_roots() -> list[Path]:
     """What the kernel needs to see: system dirs, Python, and the course packages (not the repository)."""
     roots = [Path(p) for p in ("/usr", "/etc", "/opt") if Path(p).is_dir()]
-    python = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent.parent,
-              Path(autograder.__file__).resolve().parent, Path(coursetools.__file__).resolve().parent}
+    python = {
+        Path(sys.prefix),
+        Path(sys.base_prefix),
+        Path(os.path.realpath(sys.executable)).parent.parent,
+        Path(autograder.__file__).resolve().parent,
+        Path(coursetools.__file__).resolve().parent,
+    }
     repo = Path(autograder.__file__).resolve().parent.parent
     for entry in sys.path:
         if not entry or not Path(entry).is_dir():
@@ -130,7 +143,11 @@ def _readonly_roots() -> list[Path]:
         p = Path(entry).resolve()
         if p == repo or p == Path("/") or repo.is_relative_to(p) and p != repo:
             continue  # never the repository itself (solutions/, .git) or a parent of it
-        if p.name in ("site-packages", "dist-packages") or "python" in p.name or p.is_relative_to(Path(sys.prefix).resolve()):
+        if (
+            p.name in ("site-packages", "dist-packages")
+            or "python" in p.name
+            or p.is_relative_to(Path(sys.prefix).resolve())
+        ):
             python.add(p)
     out: list[Path] = []
     for p in sorted(roots + [q.resolve() for q in python], key=lambda q: len(q.parts)):
@@ -145,8 +162,12 @@ def kernel_paths() -> list[Path]:
     return [Path(sys.executable)] + [p for p in _readonly_roots() if p not in system]
 
 
-def bwrap_argv(info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | None = None, tmp_mb: int = 0) -> list[str]:
+def bwrap_argv(
+    info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | None = None, tmp_mb: int = 0
+) -> list[str]:
     """The bubblewrap command line (without the command to run inside)."""
+    if info.tool is None:
+        raise RuntimeError("bwrap_argv needs bubblewrap, which is not installed")
     argv = [info.tool, "--die-with-parent", "--new-session", "--tmpfs", "/"]
     for link in ("bin", "lib", "lib64", "sbin", "lib32", "libx32"):
         p = Path("/") / link
@@ -159,11 +180,36 @@ def bwrap_argv(info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | N
     # /tmp is the only tmpfs the code can write to; files there are memory, so it has a size of its own
     # (a part of the memory limit); /var/tmp points into it; /, /dev and /run are made read-only below.
     size = ["--size", str(tmp_mb * 2**20)] if tmp_mb else []
-    argv += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", *size, "--tmpfs", "/tmp",
-             "--perms", "0755", "--dir", "/var", "--symlink", "/tmp", "/var/tmp", "--dir", "/run"]
+    argv += [
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--perms",
+        "1777",
+        *size,
+        "--tmpfs",
+        "/tmp",
+        "--perms",
+        "0755",
+        "--dir",
+        "/var",
+        "--symlink",
+        "/tmp",
+        "/var/tmp",
+        "--dir",
+        "/run",
+    ]
     roots = _readonly_roots()
-    parents = sorted({str(q) for r in roots for q in Path(r).parents
-                      if str(q) not in ("/", "/tmp", "/var/tmp") and not any(q.is_relative_to(x) for x in roots)}, key=len)
+    parents = sorted(
+        {
+            str(q)
+            for r in roots
+            for q in Path(r).parents
+            if str(q) not in ("/", "/tmp", "/var/tmp") and not any(q.is_relative_to(x) for x in roots)
+        },
+        key=len,
+    )
     for parent in parents:  # mount points' parents, world-traversable (bwrap would make them 0700)
         argv += ["--perms", "0755", "--dir", parent]
     for root in roots:
@@ -175,12 +221,22 @@ def bwrap_argv(info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | N
         if path and Path(path).exists() and any(Path(path).resolve().is_relative_to(r) for r in _readonly_roots()):
             argv += ["--tmpfs", str(Path(path).resolve()), "--remount-ro", str(Path(path).resolve())]
     if scratch_dir is not None:
-        for parent in sorted({str(q) for q in Path(scratch_dir).parents if str(q) not in ("/", "/tmp", "/var/tmp")}, key=len):
+        for parent in sorted(
+            {str(q) for q in Path(scratch_dir).parents if str(q) not in ("/", "/tmp", "/var/tmp")}, key=len
+        ):
             argv += ["--perms", "0755", "--dir", parent]
         argv += ["--bind", str(scratch_dir), str(scratch_dir), "--chdir", str(scratch_dir / "work")]
     argv += ["--remount-ro", "/", "--remount-ro", "/dev"]
-    argv += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-             "--hostname", "grader", "--clearenv"]
+    argv += [
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "grader",
+        "--clearenv",
+    ]
     if not info.as_root:
         argv += ["--unshare-user"]
     return argv
@@ -191,12 +247,20 @@ def address_space_mb(info: SandboxInfo, limits: Limits) -> int:
     return limits.memory_mb - (limits.tmp_mb if info.active else 0)
 
 
-def kernel_command(info: SandboxInfo, limits: Limits, scratch_dir: Path, slot: int, env: dict[str, str],
-                   hide: list[Path]) -> list[str]:
+def kernel_command(
+    info: SandboxInfo, limits: Limits, scratch_dir: Path, slot: int, env: dict[str, str], hide: list[Path]
+) -> list[str]:
     """The full command that starts one sandboxed ipykernel; `{connection_file}` is filled by jupyter_client."""
     uid = BASE_UID + slot % UID_RANGE
-    cmd = ["prlimit", f"--as={address_space_mb(info, limits) * 2**20}", f"--cpu={limits.cpu_s}",
-           f"--nproc={limits.nproc}", f"--fsize={limits.fsize_mb * 2**20}", "--core=0", "--"]
+    cmd = [
+        "prlimit",
+        f"--as={address_space_mb(info, limits) * 2**20}",
+        f"--cpu={limits.cpu_s}",
+        f"--nproc={limits.nproc}",
+        f"--fsize={limits.fsize_mb * 2**20}",
+        "--core=0",
+        "--",
+    ]
     if shutil.which("prlimit") is None:
         cmd = []  # execute.py applies the same limits with resource.setrlimit instead
     if info.active:
@@ -204,14 +268,30 @@ def kernel_command(info: SandboxInfo, limits: Limits, scratch_dir: Path, slot: i
         for key, value in env.items():
             cmd += ["--setenv", key, value]
         if info.drop_uid:
-            cmd += ["--", _setpriv(), f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                    "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+            cmd += [
+                "--",
+                _setpriv() or "setpriv",  # drop_uid is only set where setpriv was found
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+            ]
         cmd += ["--"]
     else:
         cmd += ["env", "-i"] + [f"{k}={v}" for k, v in env.items()]
         if info.drop_uid:
-            cmd += [_setpriv(), f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                    "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+            cmd += [
+                _setpriv() or "setpriv",  # drop_uid is only set where setpriv was found
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+            ]
     cmd += [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     return cmd
 
@@ -226,6 +306,7 @@ def kill_uid(uid: int | None, upto: int | None = None) -> int:
         return 0
     upto = upto or uid + 1
     import psutil
+
     killed = 0
     for _ in range(5):
         victims = []

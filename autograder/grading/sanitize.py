@@ -9,6 +9,7 @@ learner's browser (formgrader renders the autograded notebook without sanitizing
                             be rendered at all;
                             notebook metadata cut to what nbgrader needs.
 """
+
 from __future__ import annotations
 
 import html.parser
@@ -53,7 +54,12 @@ def unsafe_urls(rendered_html: str) -> list[str]:
         match = _SCHEME.match(url)
         if not match or match.group(1) in SAFE_SCHEMES:
             continue
-        if match.group(1) == "data" and tag == "img" and name == "src" and url.startswith(tuple(f"data:{t}" for t in SAFE_ATTACHMENT_TYPES)):
+        if (
+            match.group(1) == "data"
+            and tag == "img"
+            and name == "src"
+            and url.startswith(tuple(f"data:{t}" for t in SAFE_ATTACHMENT_TYPES))
+        ):
             continue
         bad.append(f"<{tag} {name}={match.group(1)}:...>")
     return bad
@@ -62,8 +68,10 @@ def unsafe_urls(rendered_html: str) -> list[str]:
 def _literal_markdown(source: str) -> str:
     """Markdown that shows `source` as text: a code fence longer than any backtick run inside it."""
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", source)), default=0))
-    return ("*(This cell's markdown contained a link the grader does not show live; here is its text.)*\n\n"
-            f"{fence}text\n{source}\n{fence}")
+    return (
+        "*(This cell's markdown contained a link the grader does not show live; here is its text.)*\n\n"
+        f"{fence}text\n{source}\n{fence}"
+    )
 
 
 def sanitize_notebook(nb):
@@ -81,7 +89,11 @@ def sanitize_notebook(nb):
             if isinstance(attachments, dict):
                 for name in list(attachments):
                     bundle = attachments[name]
-                    kept = {k: v for k, v in bundle.items() if k in SAFE_ATTACHMENT_TYPES} if isinstance(bundle, dict) else {}
+                    kept = (
+                        {k: v for k, v in bundle.items() if k in SAFE_ATTACHMENT_TYPES}
+                        if isinstance(bundle, dict)
+                        else {}
+                    )
                     if kept:
                         attachments[name] = kept
                     else:

@@ -14,6 +14,7 @@ Two kinds, each naming the exercise (the answer cell's grade_id, or "a cell you 
 
 Patches of torch, builtins or the checks are the ``patched`` flags of :mod:`autograder.grading.flags`.
 """
+
 from __future__ import annotations
 
 import ast
@@ -27,31 +28,73 @@ from .read import nbgrader_meta, normalized
 from .spec import UntrustedCell, parse_check_calls
 
 REACHING_MODULES = {
-    "inspect": "stack/frame inspection (inspect)", "gc": "the garbage collector (gc)", "ctypes": "ctypes",
-    "threading": "threads", "_thread": "threads", "multiprocessing": "other processes", "concurrent": "threads",
-    "traceback": "stack inspection (traceback)", "autograder": "autograder imports", "ipykernel": "IPython internals",
-    "importlib": "dynamic imports (importlib)", "dis": "code objects",
+    "inspect": "stack/frame inspection (inspect)",
+    "gc": "the garbage collector (gc)",
+    "ctypes": "ctypes",
+    "threading": "threads",
+    "_thread": "threads",
+    "multiprocessing": "other processes",
+    "concurrent": "threads",
+    "traceback": "stack inspection (traceback)",
+    "autograder": "autograder imports",
+    "ipykernel": "IPython internals",
+    "importlib": "dynamic imports (importlib)",
+    "dis": "code objects",
 }
 REACHING_ATTRIBUTES = {
-    "f_back": "frame inspection", "f_locals": "frame inspection", "f_globals": "frame inspection",
-    "f_code": "frame inspection", "tb_frame": "frame inspection", "gi_frame": "frame inspection",
-    "_getframe": "frame inspection", "_current_frames": "frame inspection", "settrace": "tracing", "setprofile": "tracing",
-    "__code__": "code objects", "__closure__": "closures", "__defaults__": "function defaults",
-    "__kwdefaults__": "function defaults", "__globals__": "function globals", "cell_contents": "closures",
-    "co_code": "code objects", "__builtins__": "builtins", "__subclasses__": "object internals",
-    "events": "IPython internals", "display_pub": "IPython internals", "displayhook": "IPython internals",
-    "TorchFunctionMode": "a torch function mode", "TorchDispatchMode": "a torch dispatch mode",
-    "__torch_function__": "a torch function override", "__torch_dispatch__": "a torch dispatch override",
+    "f_back": "frame inspection",
+    "f_locals": "frame inspection",
+    "f_globals": "frame inspection",
+    "f_code": "frame inspection",
+    "tb_frame": "frame inspection",
+    "gi_frame": "frame inspection",
+    "_getframe": "frame inspection",
+    "_current_frames": "frame inspection",
+    "settrace": "tracing",
+    "setprofile": "tracing",
+    "__code__": "code objects",
+    "__closure__": "closures",
+    "__defaults__": "function defaults",
+    "__kwdefaults__": "function defaults",
+    "__globals__": "function globals",
+    "cell_contents": "closures",
+    "co_code": "code objects",
+    "__builtins__": "builtins",
+    "__subclasses__": "object internals",
+    "events": "IPython internals",
+    "display_pub": "IPython internals",
+    "displayhook": "IPython internals",
+    "TorchFunctionMode": "a torch function mode",
+    "TorchDispatchMode": "a torch dispatch mode",
+    "__torch_function__": "a torch function override",
+    "__torch_dispatch__": "a torch dispatch override",
 }
-REACHING_NAMES = {"get_ipython": "IPython internals", "exec": "dynamic code (exec)", "eval": "dynamic code (eval)",
-                  "compile": "dynamic code (compile)", "__import__": "dynamic imports (__import__)",
-                  "globals": "the notebook's globals()", "vars": "the notebook's namespace (vars)",
-                  "__revad_probe__": "the grader's probe (__revad_probe__)",
-                  "TorchFunctionMode": "a torch function mode", "TorchDispatchMode": "a torch dispatch mode"}
-HONEST_AUTOGRAD_NAMES = ("Function", "FunctionCtx", "once_differentiable")   # what a by-hand Function itself imports
-AUTOGRAD_CALLS = ("torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional", "torch.autograd.gradcheck",
-                  "torch.autograd.gradgradcheck", "torch.autograd.forward_ad", "torch.func", "functorch", "autograd.grad",
-                  "autograd.functional", "autograd.forward_ad")
+REACHING_NAMES = {
+    "get_ipython": "IPython internals",
+    "exec": "dynamic code (exec)",
+    "eval": "dynamic code (eval)",
+    "compile": "dynamic code (compile)",
+    "__import__": "dynamic imports (__import__)",
+    "globals": "the notebook's globals()",
+    "vars": "the notebook's namespace (vars)",
+    "__revad_probe__": "the grader's probe (__revad_probe__)",
+    "TorchFunctionMode": "a torch function mode",
+    "TorchDispatchMode": "a torch dispatch mode",
+}
+HONEST_AUTOGRAD_NAMES = ("Function", "FunctionCtx", "once_differentiable")  # what a by-hand Function itself imports
+AUTOGRAD_CALLS = (
+    "torch.autograd.grad",
+    "torch.autograd.backward",
+    "torch.autograd.functional",
+    "torch.autograd.gradcheck",
+    "torch.autograd.gradgradcheck",
+    "torch.autograd.forward_ad",
+    "torch.func",
+    "functorch",
+    "autograd.grad",
+    "autograd.functional",
+    "autograd.forward_ad",
+)
 
 
 def _public_names(module: str) -> set[str]:
@@ -76,9 +119,14 @@ class _ConstantGetattr(ast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        if isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) in (2, 3) and \
-                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) and \
-                node.args[1].value.isidentifier():
+        if (
+            isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) in (2, 3)
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and node.args[1].value.isidentifier()
+        ):
             return ast.copy_location(ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load()), node)
         return node
 
@@ -116,14 +164,19 @@ def reaches(source: str, own_modules: frozenset[str] = frozenset()) -> list[str]
                 root = name.split(".")[0]
                 if isinstance(node, ast.ImportFrom) and re.fullmatch(r"autograder\.nb\d\d", name):
                     # the notebook's own checks and helpers (example_graph, ...), as its cells import them
-                    found += [f"autograder imports: imports {a.name} from {name}, which is not one of its public names"
-                              for a in node.names if a.name not in _public_names(name)]
+                    found += [
+                        f"autograder imports: imports {a.name} from {name}, which is not one of its public names"
+                        for a in node.names
+                        if a.name not in _public_names(name)
+                    ]
                     continue
                 if root in REACHING_MODULES:
                     found.append(f"{REACHING_MODULES[root]}: imports {name}")
                 elif _not_installed(name) and root not in own_modules:
-                    found.append(f"code out of the screen's sight: imports {name}, which is not installed "
-                                 "(a module the notebook writes itself is not screened)")
+                    found.append(
+                        f"code out of the screen's sight: imports {name}, which is not installed "
+                        "(a module the notebook writes itself is not screened)"
+                    )
                 elif root == "IPython" and name != "IPython.display":
                     found.append(f"IPython internals: imports {name}")
                 elif name in ("torch.overrides", "torch.utils._python_dispatch"):
@@ -171,7 +224,7 @@ def uses_autograd(source: str) -> list[str]:
     if tree is None:
         return []
     aliases = import_aliases(tree)
-    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}   # not the end of a dotted name
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}  # not the end of a dotted name
     found, backward, requires_grad = [], False, False
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
@@ -184,17 +237,24 @@ def uses_autograd(source: str) -> list[str]:
                 found.append(f"autograd's own graph nodes (.{node.attr})")
             if dotted.startswith("torch.") and node.attr.endswith("_backward"):
                 found.append(f"PyTorch's own derivative ({dotted})")
-            if node.attr in ("requires_grad", "requires_grad_", "Parameter"):   # a Parameter requires grad
+            if node.attr in ("requires_grad", "requires_grad_", "Parameter"):  # a Parameter requires grad
                 requires_grad = True
             if node.attr == "backward" and isinstance(getattr(node, "ctx", None), ast.Load):
                 backward = True
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("torch.func", "functorch", "torch.autograd")):
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            ("torch.func", "functorch", "torch.autograd")
+        ):
             found += [f"{node.module}.{a.name}" for a in node.names if a.name not in HONEST_AUTOGRAD_NAMES]
         elif isinstance(node, ast.ImportFrom) and node.module == "torch":
             found += [f"torch.{a.name}" for a in node.names if a.name in ("autograd", "func")]
         elif isinstance(node, ast.Import):
             found += [a.name for a in node.names if a.name.startswith(("torch.autograd", "torch.func", "functorch"))]
-        elif isinstance(node, ast.keyword) and node.arg == "requires_grad" or isinstance(node, ast.Name) and node.id == "Parameter":
+        elif (
+            isinstance(node, ast.keyword)
+            and node.arg == "requires_grad"
+            or isinstance(node, ast.Name)
+            and node.id == "Parameter"
+        ):
             requires_grad = True
     if backward and requires_grad:
         found.append(".backward() on tensors that require grad")
@@ -218,7 +278,7 @@ def _defined_names(tree) -> set[str]:
 
 def by_hand_names(spec_nb: dict, checks: dict) -> dict[str, str]:
     """Learner name -> the exercise's test cell, for every by-hand check call of the notebook."""
-    out = {}
+    out: dict[str, str] = {}
     for cell in spec_nb["cells"]:
         if not cell["grade"] or cell["solution"] or cell["cell_type"] != "code":
             continue
@@ -260,7 +320,7 @@ def by_hand_cells(cells: list[tuple[str, str]], by_hand: dict[str, str]) -> dict
             continue
     defined = {where: _defined_names(tree) for where, tree in trees.items()}
     used = {where: _free_names(tree) for where, tree in trees.items()}
-    names = {name: {gid} for name, gid in by_hand.items()}       # name -> exercises it serves
+    names = {name: {gid} for name, gid in by_hand.items()}  # name -> exercises it serves
     changed = True
     while changed:
         changed = False
@@ -269,7 +329,9 @@ def by_hand_cells(cells: list[tuple[str, str]], by_hand: dict[str, str]) -> dict
             if not serves:
                 continue
             for name in used[where]:
-                if any(name in defined[other] for other in trees if other != where) and not serves <= names.get(name, set()):
+                if any(name in defined[other] for other in trees if other != where) and not serves <= names.get(
+                    name, set()
+                ):
                     names[name] = names.get(name, set()) | serves
                     changed = True
     return {where: set().union(*(names.get(n, set()) for n in defined[where])) for where in trees}
@@ -286,7 +348,8 @@ def screen(nb, spec_nb: dict, checks: dict, own_modules: dict[str, str] | None =
     for index, cell in enumerate(nb.cells):
         gid = nbgrader_meta(cell).get("grade_id")
         if cell.cell_type != "code" or gid in locked or not gid and normalized(cell.source) in released:
-            continue  # the instructor's copy of a locked cell runs; an unchanged cell of the release is the instructor's
+            # the instructor's copy of a locked cell runs; an unchanged cell of the release is the instructor's
+            continue
         code.append((f"exercise {gid}" if gid else f"a cell you added (cell {index})", cell.source))
     for where, source in code:
         for reason in reaches(source, frozenset(own)):
@@ -296,6 +359,10 @@ def screen(nb, spec_nb: dict, checks: dict, own_modules: dict[str, str] | None =
     for where, exercises in by_hand_cells(learners, by_hand_names(spec_nb, checks)).items():
         if exercises:
             for how in uses_autograd(sources[where]):
-                flags.append(Flag("by_hand_with_autograd", f"{where} answers {', '.join(sorted(exercises))} (done by hand) "
-                                                           f"with PyTorch's autograd: {how}"))
+                flags.append(
+                    Flag(
+                        "by_hand_with_autograd",
+                        f"{where} answers {', '.join(sorted(exercises))} (done by hand) with PyTorch's autograd: {how}",
+                    )
+                )
     return flags

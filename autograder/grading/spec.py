@@ -5,6 +5,7 @@ source and the instructor's (hidden tests included, from the gradebook); it is w
 to ``spec.json`` beside the jobs. :func:`parse_check_calls` reads the ``check_x(learner_name,
 key=<literal>, ...)`` calls of an instructor's test cell: the calls the grader re-runs as probes.
 """
+
 from __future__ import annotations
 
 import ast
@@ -12,6 +13,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..coursedir import nbgrader_api, quiet_nbgrader, require_success
 from .read import normalized
@@ -21,7 +23,9 @@ HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 
 def _split_hidden(source: str) -> tuple[list[str], list[str]]:
     """(visible lines, hidden-test lines) of a test cell; the marker lines belong to neither."""
-    visible, hidden_part, hidden = [], [], False
+    visible: list[str] = []
+    hidden_part: list[str] = []
+    hidden = False
     for line in source.splitlines():
         if HIDDEN_BEGIN in line:
             hidden = True
@@ -46,21 +50,32 @@ def check_modules(source: str) -> list[str]:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    return sorted({n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
-                   and n.module.startswith("autograder.")}
-                  | {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
-                     if a.name.startswith("autograder.")})
+    return sorted(
+        {
+            n.module
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("autograder.")
+        }
+        | {
+            a.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Import)
+            for a in n.names
+            if a.name.startswith("autograder.")
+        }
+    )
 
 
 @dataclass(frozen=True)
 class CheckCall:
     """One `check_x(learner_expression, key=<literal>, ...)` statement of an instructor's test cell."""
-    check: str                  # the registered name
-    expr: str                   # source of the learner's object, e.g. "primal_trace"
-    params: dict                # literals; `draw=N` asks for N generated cases
-    first_line: int             # 1-based lines of the statement in the cell
+
+    check: str  # the registered name
+    expr: str  # source of the learner's object, e.g. "primal_trace"
+    params: dict  # literals; `draw=N` asks for N generated cases
+    first_line: int  # 1-based lines of the statement in the cell
     last_line: int
-    hidden: bool                # inside BEGIN/END HIDDEN TESTS
+    hidden: bool  # inside BEGIN/END HIDDEN TESTS
 
 
 class UntrustedCell(ValueError):
@@ -95,16 +110,28 @@ def parse_check_calls(source: str, known: set[str]) -> list[CheckCall]:
             continue
         name = node.func.id
         if id(node) not in top:
-            raise UntrustedCell(f"line {node.lineno}: {name}(...) must be a statement of its own at the top level of "
-                                "the test cell, not inside a loop, an `if`, a function or another expression")
+            raise UntrustedCell(
+                f"line {node.lineno}: {name}(...) must be a statement of its own at the top level of "
+                "the test cell, not inside a loop, an `if`, a function or another expression"
+            )
         if len(node.args) != 1 or any(k.arg is None for k in node.keywords):
-            raise UntrustedCell(f"line {node.lineno}: {name}(...) must be called as check_x(learner_name, key=<literal>, ...)")
+            raise UntrustedCell(
+                f"line {node.lineno}: {name}(...) must be called as check_x(learner_name, key=<literal>, ...)"
+            )
         try:
             params = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
         except ValueError:
             raise UntrustedCell(f"line {node.lineno}: the arguments of {name}(...) must be Python literals") from None
-        calls.append(CheckCall(aliases[name], ast.unparse(node.args[0]), params, node.lineno, node.end_lineno,
-                               node.lineno in hidden))
+        calls.append(
+            CheckCall(
+                aliases[name],
+                ast.unparse(node.args[0]),
+                params,
+                node.lineno,
+                node.end_lineno or node.lineno,
+                node.lineno in hidden,
+            )
+        )
     if not calls:
         raise UntrustedCell("a graded test cell must call at least one check (`check_x(learner_name, ...)`)")
     return sorted(calls, key=lambda c: c.first_line)
@@ -144,12 +171,16 @@ def assignment_spec(course_root: Path, assignment: str, db_url: str, source: str
 def record_in_gradebook(course_root: Path, assignment: str, db_url: str, source: str, scratch: Path) -> Path:
     """Record the assignment's cells in the gradebook the way nbgrader does (generate_assignment), releasing
     into `scratch`: the course's own release folder may be where a learner works, and is never written."""
-    shutil.copytree(course_root / source / assignment, scratch / "source" / assignment,
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    shutil.copytree(
+        course_root / source / assignment,
+        scratch / "source" / assignment,
+        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
+    )
     api = nbgrader_api(scratch, source="source", release="release", db_url=db_url)
     with quiet_nbgrader():
-        require_success(api.generate_assignment(assignment, force=True, create=True),
-                        f"generate_assignment {assignment}")
+        require_success(
+            api.generate_assignment(assignment, force=True, create=True), f"generate_assignment {assignment}"
+        )
     return scratch / "release" / assignment
 
 
@@ -157,7 +188,7 @@ def _read_spec(assignment: str, db_url: str, release_dir: Path) -> dict:
     import nbformat
     from nbgrader.api import Gradebook, MissingEntry
 
-    notebooks = {}
+    notebooks: dict[str, dict[str, Any]] = {}
     with Gradebook(db_url) as gb:
         for nb_row in gb.find_assignment(assignment).notebooks:
             path = release_dir / f"{nb_row.name}.ipynb"
@@ -179,13 +210,27 @@ def _read_spec(assignment: str, db_url: str, release_dir: Path) -> dict:
                     except MissingEntry:
                         points = float(meta.get("points", 0))
                 clean_meta = {k: v for k, v in meta.items() if k != "checksum"}
-                cells.append({"grade_id": gid, "cell_type": cell.cell_type, "grade": bool(meta.get("grade")),
-                              "solution": bool(meta.get("solution")), "locked": bool(meta.get("locked")),
-                              "points": points, "release_source": cell.source, "source": instructor,
-                              "metadata": clean_meta})
+                cells.append(
+                    {
+                        "grade_id": gid,
+                        "cell_type": cell.cell_type,
+                        "grade": bool(meta.get("grade")),
+                        "solution": bool(meta.get("solution")),
+                        "locked": bool(meta.get("locked")),
+                        "points": points,
+                        "release_source": cell.source,
+                        "source": instructor,
+                        "metadata": clean_meta,
+                    }
+                )
             # the release's cells without nbgrader metadata: the learner's copy runs, unscreened if unchanged
-            plain = [normalized(c.source) for c in released.cells
-                     if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade_id")]
+            plain = [
+                normalized(c.source)
+                for c in released.cells
+                if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade_id")
+            ]
             notebooks[nb_row.name] = {"cells": cells, "plain": plain}
-    modules = sorted({m for nb in notebooks.values() for c in nb["cells"] if c["grade"] for m in check_modules(c["source"])})
+    modules = sorted(
+        {m for nb in notebooks.values() for c in nb["cells"] if c["grade"] for m in check_modules(c["source"])}
+    )
     return {"assignment": assignment, "notebooks": dict(sorted(notebooks.items())), "modules": modules}

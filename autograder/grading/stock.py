@@ -1,4 +1,5 @@
 """Stock nbgrader autograde: the baseline `make bench-grading` compares the course's command with."""
+
 from __future__ import annotations
 
 from ..coursedir import quiet_nbgrader

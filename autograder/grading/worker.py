@@ -6,6 +6,7 @@
 Each notebook goes through one short pipeline, like nbgrader's preprocessors:
 read -> flag -> assemble -> execute -> judge -> write.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -29,38 +30,44 @@ from .jobs import CellGrade, Flag, Job, NotebookResult, SubmissionResult
 from .judge import judge_cell, read_channel
 from .read import Unreadable, find_notebooks, nbgrader_meta, normalized, read_notebook
 from .screen import screen
-from .spec import UntrustedCell, check_modules, hidden_lines, parse_check_calls
+from .spec import CheckCall, UntrustedCell, check_modules, hidden_lines, parse_check_calls
 from .write import write_autograded, write_feedback
 
 STOP_MESSAGES = {
     "died": "The notebook's kernel stopped at the cell shown (it crashed, ran out of memory, or your code called "
-            "os._exit / killed the process). Tests after that point could not run and score 0.",
+    "os._exit / killed the process). Tests after that point could not run and score 0.",
     "crashed": "The Python kernel crashed while cell {cells} of the graded notebook ran (a segmentation fault, an "
-               "abort, os._exit or running out of memory). That cell was skipped and the rest of the notebook ran "
-               "in a fresh kernel.",
+    "abort, os._exit or running out of memory). That cell was skipped and the rest of the notebook ran "
+    "in a fresh kernel.",
     "deadline": "Your notebook ran longer than the {timeout} s the grader allows for the whole notebook, so it was "
-                "stopped. Tests after that point could not run and score 0. Look for an infinite loop or a very slow cell.",
+    "stopped. Tests after that point could not run and score 0. Look for an infinite loop or a very slow cell.",
 }
 
 
 @dataclass
 class Plan:
     """The assembled run: the notebook, where its graded test and probe cells are, what each probe calls."""
+
     notebook: nbformat.NotebookNode
-    calls: dict[str, list | None]     # grade_id -> its concrete CheckCalls (hidden cases drawn), None: untrusted
+    # grade_id -> its concrete CheckCalls (hidden cases drawn), None: untrusted
+    calls: dict[str, list[CheckCall] | None]
     untrusted: list[str]
     test_index: dict[str, int]
-    channel: Path                     # where the probes write their data
+    channel: Path  # where the probes write their data
 
 
 # ------------------------------------------------------------------------------------ the pipeline
 
-def grade_notebook(name: str, path: Path | None, spec_nb: dict, job: Job, scratch: Path, out_dir: Path) -> NotebookResult:
+
+def grade_notebook(
+    name: str, path: Path | None, spec_nb: dict, job: Job, scratch: Path, out_dir: Path
+) -> NotebookResult:
     """Everything about one notebook of the submission: scores per grade_id, messages, flags."""
     result = empty_result(name, spec_nb)
     nb = read(name, path, result)
     if nb is None:
         return result
+    assert path is not None  # read() found the notebook
     state = flag(nb, spec_nb, result, own_modules(path.parent))
     plan = assemble(nb, spec_nb, state, result, job, scratch)
     report = execute(plan.notebook, scratch, job)
@@ -83,8 +90,10 @@ def empty_result(name: str, spec_nb: dict) -> NotebookResult:
 def read(name: str, path: Path | None, result: NotebookResult):
     if path is None:
         result.status = "missing"
-        result.messages.append(f"{name}.ipynb is missing from your submission, so none of its tests could run "
-                               "(0 points). Submit the notebook under that name.")
+        result.messages.append(
+            f"{name}.ipynb is missing from your submission, so none of its tests could run "
+            "(0 points). Submit the notebook under that name."
+        )
         return None
     try:
         return read_notebook(path, notes=result.messages)
@@ -94,7 +103,7 @@ def read(name: str, path: Path | None, result: NotebookResult):
         return None
 
 
-OWN_FILE_LIMIT = 64 * 2**20   # the learner's files larger than this do not travel with the notebook (grade_submission)
+OWN_FILE_LIMIT = 64 * 2**20  # the learner's files larger than this do not travel with the notebook (grade_submission)
 
 
 def own_modules(folder: Path) -> dict[str, str]:
@@ -102,7 +111,12 @@ def own_modules(folder: Path) -> dict[str, str]:
     sandbox, where its cells can import them, so the screen reads them too."""
     out = {}
     for item in sorted(folder.iterdir()):
-        if item.suffix == ".py" and item.stem.isidentifier() and item.is_file() and item.stat().st_size <= OWN_FILE_LIMIT:
+        if (
+            item.suffix == ".py"
+            and item.stem.isidentifier()
+            and item.is_file()
+            and item.stat().st_size <= OWN_FILE_LIMIT
+        ):
             out[item.stem] = item.read_text(errors="replace")
     return out
 
@@ -130,14 +144,17 @@ def flag(nb, spec_nb: dict, result: NotebookResult, modules: dict[str, str] | No
 
 def assemble(nb, spec_nb: dict, state: dict[str, str], result: NotebookResult, job: Job, scratch: Path) -> Plan:
     grade_cells = [c for c in spec_nb["cells"] if c["grade"]]
-    calls, untrusted = {}, []
+    calls: dict[str, list[CheckCall] | None] = {}
+    untrusted: list[str] = []
     for c in grade_cells:
         if c["cell_type"] != "code" or c["solution"]:
             continue
         gid = c["grade_id"]
         try:
-            calls[gid] = [replace(call, params=CHECKS[call.check].drawn(call.params, hidden_rng(job, result.notebook, gid, k)))
-                          for k, call in enumerate(parse_check_calls(c["source"], set(CHECKS)))]
+            calls[gid] = [
+                replace(call, params=CHECKS[call.check].drawn(call.params, hidden_rng(job, result.notebook, gid, k)))
+                for k, call in enumerate(parse_check_calls(c["source"], set(CHECKS)))
+            ]
         except (UntrustedCell, ValueError) as exc:
             calls[gid] = None
             untrusted.append(gid)
@@ -158,21 +175,27 @@ def hidden_rng(job: Job, notebook: str, gid: str, k: int) -> random.Random:
 def explain_stops(report: dict, job: Job, result: NotebookResult) -> None:
     status, stopped = report["status"], report["stopped"]
     if stopped and stopped.startswith("kernel_start"):
-        result.messages.append("The grader could not start Python for your notebook, so no test ran (0 points). "
-                               "Your instructor has the details.")
+        result.messages.append(
+            "The grader could not start Python for your notebook, so no test ran (0 points). "
+            "Your instructor has the details."
+        )
         result.flags.append(Flag("grader_error", stopped[:500]))
     elif stopped:
         reason = "died" if stopped.startswith("died") else "deadline"
         where = next((i for i, s in status.items() if s in ("died", "timeout")), None)
-        result.messages.append(STOP_MESSAGES[reason].format(timeout=job.limits.timeout_s)
-                               + (f" (cell {where} of the graded notebook)" if where is not None else ""))
+        result.messages.append(
+            STOP_MESSAGES[reason].format(timeout=job.limits.timeout_s)
+            + (f" (cell {where} of the graded notebook)" if where is not None else "")
+        )
     where = next((i for i, s in status.items() if s in ("died", "timeout")), None) if stopped else None
     crashed = [i for i in report.get("recovered", []) if i != where]  # the cell the run stopped at is said above
     if crashed:
         result.messages.append(STOP_MESSAGES["crashed"].format(cells=", ".join(map(str, crashed))))
     timed = [i for i, s in status.items() if s == "timeout"]
     if timed:
-        result.messages.append(f"{len(timed)} cell(s) ran longer than {job.limits.cell_timeout_s} s and were interrupted.")
+        result.messages.append(
+            f"{len(timed)} cell(s) ran longer than {job.limits.cell_timeout_s} s and were interrupted."
+        )
     if report["truncated"]:
         result.messages.append("Some cells printed more output than the grader keeps; the rest of it was dropped.")
 
@@ -193,15 +216,23 @@ def judge(plan: Plan, report: dict, spec_nb: dict, result: NotebookResult) -> No
     for gid, tindex in plan.test_index.items():
         points = float(by_id[gid]["points"])
         if gid in plan.untrusted:
-            result.grades[gid] = CellGrade(0.0, points, ["This test could not be graded; your instructor has been told."])
+            result.grades[gid] = CellGrade(
+                0.0, points, ["This test could not be graded; your instructor has been told."]
+            )
             continue
         calls = plan.calls[gid]
+        assert calls is not None  # untrusted cells were scored above
         if status[tindex] == "not_run":
             score, msgs = 0.0, ["This test did not run: the notebook stopped before reaching it."]
         elif status[tindex] == "died":
             hints = list(dict.fromkeys(CHECKS[c.check].crash_hint for c in calls if CHECKS[c.check].crash_hint))
-            score, msgs = 0.0, ["Your code crashed the Python kernel while this test ran (0 points for it); the rest of "
-                                "the notebook was graded in a fresh kernel." + "".join(f" Hint: {h}." for h in hints)]
+            score, msgs = (
+                0.0,
+                [
+                    "Your code crashed the Python kernel while this test ran (0 points for it); the rest of "
+                    "the notebook was graded in a fresh kernel." + "".join(f" Hint: {h}." for h in hints)
+                ],
+            )
         else:
             results, found = read_channel(plan.channel, gid, len(calls))
             patched.update(found)
@@ -219,10 +250,13 @@ def write(plan: Plan, report: dict, nb, spec_nb: dict, result: NotebookResult, j
         (out_dir / f"{result.notebook}.status.json").write_text(json.dumps(report, default=str))
     by_id = {c["grade_id"]: c for c in spec_nb["cells"] if c.get("grade_id")}
     secrets = [line for c in spec_nb["cells"] if c["grade"] for line in hidden_lines(c["source"])]
-    write_autograded(plan.notebook, nb, result, by_id, plan.test_index, report, secrets, job.limits.cell_timeout_s, out_dir)
+    write_autograded(
+        plan.notebook, nb, result, by_id, plan.test_index, report, secrets, job.limits.cell_timeout_s, out_dir
+    )
 
 
 # ------------------------------------------------------------------------------------ one submission
+
 
 def grade_submission(job: Job) -> SubmissionResult:
     spec = json.loads(Path(job.spec).read_text())
@@ -232,16 +266,19 @@ def grade_submission(job: Job) -> SubmissionResult:
     taken = take_in(submitted, Path(job.scratch) / ".intake")
     folder = taken.folder  # from here on only the copy is read: it holds no links
     found, messages = find_notebooks(folder, spec["notebooks"])
-    result = SubmissionResult(job.student, spec["assignment"], messages=taken.messages() + messages,
-                              sandbox=job.sandbox_text)
+    result = SubmissionResult(
+        job.student, spec["assignment"], messages=taken.messages() + messages, sandbox=job.sandbox_text
+    )
     if taken.WHOLE in taken.refused:
         pass  # the submission folder itself was a link: its message says so
     elif not folder.is_dir() or not any(folder.iterdir()):
         result.messages.append("Your submission is empty: no files were handed in (0 points).")
     elif not any(p for p in found.values()):
         listing = ", ".join(sorted(p.name for p in folder.iterdir())[:10]) or "nothing"
-        result.messages.append(f"None of the assignment's notebooks ({', '.join(n + '.ipynb' for n in spec['notebooks'])}) "
-                               f"is in your submission (found: {listing}).")
+        result.messages.append(
+            f"None of the assignment's notebooks ({', '.join(n + '.ipynb' for n in spec['notebooks'])}) "
+            f"is in your submission (found: {listing})."
+        )
     for name, spec_nb in spec["notebooks"].items():
         scratch = Path(job.scratch) / name.replace("/", "_")[:40]
         if scratch.exists():
@@ -296,6 +333,7 @@ def serve() -> int:
     import nbclient  # noqa: F401  -- warm up
     import nbconvert  # noqa: F401
     import torch  # noqa: F401
+
     protocol.write("ready\n")
     for line in sys.stdin:
         path = line.strip()

@@ -1,9 +1,11 @@
 """Writing what the learner and the instructor see: the autograded notebook (release test code, trusted
 outcomes as the test cells' outputs, no setup or probe cells, hidden test lines redacted) and the
 feedback HTML (nbgrader's feedback template)."""
+
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -36,8 +38,17 @@ def _redact_outputs(cell, secrets: list[str]) -> None:
                     out["data"][mime] = _redact(value, secrets)
 
 
-def write_autograded(run_nb, nb, result: NotebookResult, by_id: dict, test_index: dict, report: dict,
-                     secrets: list[str], cell_timeout_s: int, out_dir: Path) -> None:
+def write_autograded(
+    run_nb,
+    nb,
+    result: NotebookResult,
+    by_id: dict,
+    test_index: dict,
+    report: dict,
+    secrets: list[str],
+    cell_timeout_s: int,
+    out_dir: Path,
+) -> None:
     """autograded/<name>.ipynb: the run's cells without the grader's own, each graded test cell showing
     the release's test code and the trusted outcome."""
     graded = nbformat.v4.new_notebook()
@@ -55,9 +66,15 @@ def write_autograded(run_nb, nb, result: NotebookResult, by_id: dict, test_index
         elif cell.cell_type == "code":
             _redact_outputs(cell, secrets)
             if status.get(index) == "timeout":
-                cell.outputs.append(nbformat.v4.new_output("stream", name="stderr", text=f"[stopped by the grader after {cell_timeout_s} s]\n"))
+                cell.outputs.append(
+                    nbformat.v4.new_output(
+                        "stream", name="stderr", text=f"[stopped by the grader after {cell_timeout_s} s]\n"
+                    )
+                )
             if index in report["truncated"]:
-                cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text="[more output was dropped by the grader]\n"))
+                cell.outputs.append(
+                    nbformat.v4.new_output("stream", name="stdout", text="[more output was dropped by the grader]\n")
+                )
         graded.cells.append(cell)
     # formgrader shows this notebook: the grader's messages and each flag's reason come first
     with_notes(graded, notes_cell(result.messages, [asdict(f) for f in result.flags], for_learner=False))
@@ -71,13 +88,16 @@ def _outcome_output(g):
     if g.score >= g.max:
         return nbformat.v4.new_output("stream", name="stdout", text=f"Passed: {g.score:g} / {g.max:g} points.\n")
     if g.messages and g.score > 0:
-        return nbformat.v4.new_output("stream", name="stdout",
-                                      text=f"Partly right: {g.score:g} / {g.max:g} points.\n" + "\n".join(g.messages) + "\n")
+        return nbformat.v4.new_output(
+            "stream",
+            name="stdout",
+            text=f"Partly right: {g.score:g} / {g.max:g} points.\n" + "\n".join(g.messages) + "\n",
+        )
     text = "\n".join(g.messages) or "This test did not pass."
     return nbformat.v4.new_output("error", ename="CheckFailed", evalue=text, traceback=[f"CheckFailed: {text}"])
 
 
-def write_feedback(name: str, result: NotebookResult, out_dir: Path, messages: list[str] = ()) -> None:
+def write_feedback(name: str, result: NotebookResult, out_dir: Path, messages: Sequence[str] = ()) -> None:
     """Feedback HTML with nbgrader's feedback template: scores, trusted messages, the flags that concern
     the learner, no hidden tests; maths rendered without a network, long lines wrapped."""
     path = out_dir / "autograded" / f"{name}.ipynb"

@@ -4,6 +4,7 @@ Probe data arrives from a process the learner's code ran in, so a judge treats i
 input: one entry per case, in order, each of the expected form. Missing, empty, extra or mistyped
 data is a failure (never a silent pass), with a message that says the data did not match.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,10 @@ import torch
 
 from ..feedback import CheckFailed
 
-MISMATCH = ("The data recorded for this test does not match the cases it asked for ({why}). "
-            "Run the test cell again; if it still fails, your notebook changed the checker.")
+MISMATCH = (
+    "The data recorded for this test does not match the cases it asked for ({why}). "
+    "Run the test cell again; if it still fails, your notebook changed the checker."
+)
 
 
 def _bad(why: str) -> CheckFailed:

@@ -10,24 +10,35 @@ the test cell's partial score) carrying the per-part results and the report. Whe
 it raises :class:`CheckFailed` with the report. Reference gradients always come from PyTorch's
 autograd on the reference, never from hand-written backward formulas.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from ..feedback import CheckFailed
+from ..probes.function_cases import (
+    ATOL,
+    EPS,
+    RTOL,
+    as_outputs,
+    case_args,
+    fresh_args,
+    inputs_for,
+    random_directions,
+    random_grad_outputs,
+    tensor_slots,
+)
 from ..registry import import_notebook_modules
-from ..probes.function_cases import (ATOL, EPS, RTOL, as_outputs, case_args, fresh_args, inputs_for, random_directions,
-                                     random_grad_outputs, tensor_slots)
 from . import answers
 from .verdict import WEIGHTS, Part, Verdict
 
-PICTURE_LIMIT = 400                         # Jacobians up to this many entries are drawn
-
+PICTURE_LIMIT = 400  # Jacobians up to this many entries are drawn
 
 
 @dataclass(frozen=True)
@@ -36,14 +47,14 @@ class FunctionReference:
 
     name: str
     reference: Callable[..., Any]
-    needs_input_grad: bool = False              # the exercise asks for `ctx.needs_input_grad` to be used
-    saves: str | None = None                    # "output": the exercise asks to save the output
+    needs_input_grad: bool = False  # the exercise asks for `ctx.needs_input_grad` to be used
+    saves: str | None = None  # "output": the exercise asks to save the output
     ref_rtol: float = 1e-7
     ref_atol: float = 1e-9
     fwd_rtol: float = 1e-9
     fwd_atol: float = 1e-11
-    gradient_hints: tuple[Callable, ...] = ()   # (args, grad_outputs, index, got, expected) -> str | None
-    forward_hints: tuple[Callable, ...] = ()    # (args, got_outputs, expected_outputs) -> str | None
+    gradient_hints: tuple[Callable, ...] = ()  # (args, grad_outputs, index, got, expected) -> str | None
+    forward_hints: tuple[Callable, ...] = ()  # (args, got_outputs, expected_outputs) -> str | None
 
 
 REFERENCES: dict[str, FunctionReference] = {}
@@ -95,8 +106,11 @@ def _compare(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float):
 
 
 def _errors(max_abs: float, max_rel: float) -> str:
-    rel = (f"largest relative error {max_rel:.3g}" if math.isfinite(max_rel)
-           else "the right value of every wrong entry is 0, so no relative error")
+    rel = (
+        f"largest relative error {max_rel:.3g}"
+        if math.isfinite(max_rel)
+        else "the right value of every wrong entry is 0, so no relative error"
+    )
     return f"largest absolute error {max_abs:.3g}, {rel}"
 
 
@@ -125,13 +139,18 @@ def _generic_hints(got: torch.Tensor, want: torch.Tensor, per_call_rows: bool) -
     denom = float((want * want).sum())
     c = float((got * want).sum()) / denom
     if abs(c) > 1e-9 and abs(c - 1) > 1e-6 and torch.allclose(got, c * want, atol=tol, rtol=1e-6):
-        return [f"every entry is off by the same factor (about {c:.3g}): look for a missing or extra constant in your derivative."]
+        return [
+            f"every entry is off by the same factor (about {c:.3g}): look for a missing or extra constant in your "
+            f"derivative."
+        ]
     if per_call_rows and got.shape[0] > 1:
         same = torch.allclose(got, got[:1].expand_as(got), atol=tol, rtol=1e-6)
         want_same = torch.allclose(want, want[:1].expand_as(want), atol=tol, rtol=1e-6)
         if same and not want_same:
-            hints.append("backward returns the same gradient whatever grad_output is: multiply your local derivative "
-                         "by grad_output (the chain rule).")
+            hints.append(
+                "backward returns the same gradient whatever grad_output is: multiply your local derivative "
+                "by grad_output (the chain rule)."
+            )
     if torch.count_nonzero(got) == 0:
         hints.append("this gradient is all zeros.")
     return hints
@@ -195,7 +214,7 @@ def _unit_grad_outputs(shapes) -> list[list[torch.Tensor]]:
         parts, start = [], 0
         for s in shapes:
             n = math.prod(s)
-            parts.append(flat[start:start + n].reshape(s))
+            parts.append(flat[start : start + n].reshape(s))
             start += n
         calls.append(parts)
     return calls
@@ -216,16 +235,21 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
     if len(got_outputs) != len(expected):
         fwd.fail(f"forward returned {len(got_outputs)} tensors; it should return {len(expected)} {where}.")
     else:
-        for j, (g, e) in enumerate(zip(got_outputs, expected)):
+        for g, e in zip(got_outputs, expected):
             if tuple(g.shape) != tuple(e.shape):
                 fwd.fail(f"forward's output has shape {tuple(g.shape)}; it should have shape {tuple(e.shape)} {where}.")
                 continue
             bad, max_abs, max_rel = _compare(g.to(torch.float64), e, spec.fwd_rtol, spec.fwd_atol)
             if bad.any():
-                entries = ", ".join(_output_index([tuple(e.shape)], int(k)) for k in torch.nonzero(bad.reshape(-1)).flatten()[:6])
+                entries = ", ".join(
+                    _output_index([tuple(e.shape)], int(k)) for k in torch.nonzero(bad.reshape(-1)).flatten()[:6]
+                )
                 hints = [h(args, got_outputs, expected) for h in spec.forward_hints]
-                fwd.fail(f"forward's output is wrong in {int(bad.sum())} of {bad.numel()} entries {where}: {entries}; "
-                         f"{_errors(max_abs, max_rel)}.", *hints)
+                fwd.fail(
+                    f"forward's output is wrong in {int(bad.sum())} of {bad.numel()} entries {where}: {entries}; "
+                    f"{_errors(max_abs, max_rel)}.",
+                    *hints,
+                )
     if data["output_dtypes"][0] != "float64":
         fwd.fail(f"forward returned a {data['output_dtypes'][0]} tensor for float64 inputs: keep the input's dtype.")
 
@@ -243,72 +267,100 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
         for r in returns[:1]:
             extra_not_none = [k for k in range(n_args, len(r)) if r[k]["kind"] != "none"]
             if len(r) < n_args or extra_not_none:
-                interface.fail(f"backward returned {len(r)} value(s); forward takes {n_args} argument(s) "
-                               f"({', '.join(names)}), so backward must return {n_args}: a gradient for each tensor, "
-                               "None for each argument that is not a tensor.",
-                               "wrong number of returned gradients: count the arguments of forward after ctx.")
+                interface.fail(
+                    f"backward returned {len(r)} value(s); forward takes {n_args} argument(s) "
+                    f"({', '.join(names)}), so backward must return {n_args}: a gradient for each tensor, "
+                    "None for each argument that is not a tensor.",
+                    "wrong number of returned gradients: count the arguments of forward after ctx.",
+                )
     del counts
     for i, a in enumerate(args):
         if i in slots:
             continue
         for r in returns[:1]:
             if i < len(r) and r[i]["kind"] != "none":
-                interface.fail(f"backward returned a {r[i].get('type', r[i]['kind'])} for `{names[i]}`, which is "
-                               f"{'None' if a is None else 'a ' + type(a).__name__}, not a tensor: its gradient must be None.",
-                               "a gradient for a non-tensor argument: autograd raises an error; return None in that position.")
+                interface.fail(
+                    f"backward returned a {r[i].get('type', r[i]['kind'])} for `{names[i]}`, which is "
+                    f"{'None' if a is None else 'a ' + type(a).__name__}, not a tensor: its gradient must be None.",
+                    "a gradient for a non-tensor argument: autograd raises an error; return None in that position.",
+                )
     for i in slots:
         first = returns[0][i] if returns and i < len(returns[0]) else {"kind": "missing"}
         if first["kind"] == "none":
-            interface.fail(f"backward returned None for `{names[i]}`, which requires a gradient.",
-                           "when ctx.needs_input_grad says an input needs a gradient, return one for it.")
+            interface.fail(
+                f"backward returned None for `{names[i]}`, which requires a gradient.",
+                "when ctx.needs_input_grad says an input needs a gradient, return one for it.",
+            )
         elif first["kind"] == "tensor":
             if list(first["shape"]) != list(args[i].shape):
                 hint = None
                 if len(first["shape"]) == 2 and list(first["shape"]) == list(args[i].shape)[::-1]:
-                    hint = "this gradient looks transposed: a gradient has the shape of its input (check the matrix products)."
+                    hint = (
+                        "this gradient looks transposed: a gradient has the shape of its input (check the matrix "
+                        "products)."
+                    )
                 elif len(first["shape"]) == args[i].dim() + 1 and list(first["shape"][1:]) == list(args[i].shape):
-                    hint = ("the bias gradient still has a batch dimension. Autograd sums it down for you, so training "
-                            "works, but backward should return the gradient of the bias itself: the sum over the batch "
-                            "(dim 0).")
-                interface.fail(f"the gradient returned for `{names[i]}` has shape {tuple(first['shape'])}; "
-                               f"`{names[i]}` has shape {tuple(args[i].shape)}, and its gradient must have the same shape.", hint)
+                    hint = (
+                        "the bias gradient still has a batch dimension. Autograd sums it down for you, so training "
+                        "works, but backward should return the gradient of the bias itself: the sum over the batch "
+                        "(dim 0)."
+                    )
+                interface.fail(
+                    f"the gradient returned for `{names[i]}` has shape {tuple(first['shape'])}; "
+                    f"`{names[i]}` has shape {tuple(args[i].shape)}, and its gradient must have the same shape.",
+                    hint,
+                )
             if first["dtype"] != "float64":
-                interface.fail(f"the gradient for `{names[i]}` is {first['dtype']} but `{names[i]}` is float64.",
-                               "create new tensors like their inputs: torch.zeros_like(x), or dtype=x.dtype.")
+                interface.fail(
+                    f"the gradient for `{names[i]}` is {first['dtype']} but `{names[i]}` is float64.",
+                    "create new tensors like their inputs: torch.zeros_like(x), or dtype=x.dtype.",
+                )
             if first["device"] != "cpu":
                 interface.fail(f"the gradient for `{names[i]}` is on {first['device']} but `{names[i]}` is on cpu.")
         elif first["kind"] == "other":
             interface.fail(f"backward returned a {first['type']} for `{names[i]}`; it should return a tensor.")
     if data["grad_output_modified"]:
-        interface.fail("backward changed grad_output in place. grad_output belongs to autograd (other nodes may use it): "
-                       "compute new tensors, e.g. grad_output * y, not grad_output.mul_(y) or grad_output *= y.")
+        interface.fail(
+            "backward changed grad_output in place. grad_output belongs to autograd (other nodes may use it): "
+            "compute new tensors, e.g. grad_output * y, not grad_output.mul_(y) or grad_output *= y."
+        )
     f32 = data.get("float32")
     if f32 and "error" in f32:
         interface.fail(f"with float32 inputs: {f32['error']}")
     elif f32:
         if any(d != "float32" for d in f32["output_dtypes"]):
             interface.fail("with float32 inputs forward returned a different dtype: keep the input's dtype.")
-        wrong = [names[i] for i in slots if i < len(f32["grad_dtypes"]) and f32["grad_dtypes"][i] not in (None, "float32")]
+        wrong = [
+            names[i] for i in slots if i < len(f32["grad_dtypes"]) and f32["grad_dtypes"][i] not in (None, "float32")
+        ]
         if wrong:
-            interface.fail(f"with float32 inputs the gradient for {', '.join(wrong)} is not float32.",
-                           "create new tensors like their inputs: torch.zeros_like(x), or dtype=x.dtype — "
-                           "not torch.zeros(shape), which uses the default dtype.")
+            interface.fail(
+                f"with float32 inputs the gradient for {', '.join(wrong)} is not float32.",
+                "create new tensors like their inputs: torch.zeros_like(x), or dtype=x.dtype — "
+                "not torch.zeros(shape), which uses the default dtype.",
+            )
     for entry in data.get("needs_input_grad", []):
         off = entry["off"]
         if "error" in entry:
             interface.fail(f"when `{names[off]}` does not require a gradient, backward fails: {entry['error']}")
         elif spec.needs_input_grad and off < len(entry["returned"]) and entry["returned"][off] != "none":
-            interface.fail(f"when `{names[off]}` does not require a gradient (ctx.needs_input_grad[{off}] is False), "
-                           "backward still computes one.",
-                           "skip the work autograd does not need: `if ctx.needs_input_grad[i]: ...`, else return None.")
+            interface.fail(
+                f"when `{names[off]}` does not require a gradient (ctx.needs_input_grad[{off}] is False), "
+                "backward still computes one.",
+                "skip the work autograd does not need: `if ctx.needs_input_grad[i]: ...`, else return None.",
+            )
     if spec.saves == "output" and data.get("saved") is not None:
         saved = data["saved"]
         if not saved:
-            interface.fail("forward saved nothing with ctx.save_for_backward.",
-                           "save the tensor backward needs with ctx.save_for_backward(...), not as an attribute of ctx.")
+            interface.fail(
+                "forward saved nothing with ctx.save_for_backward.",
+                "save the tensor backward needs with ctx.save_for_backward(...), not as an attribute of ctx.",
+            )
         elif not any(s["equals_output"] for s in saved):
-            interface.fail("this exercise asks forward to save its *output* for backward; it saves something else.",
-                           "the derivative of exp is exp itself: save the result of forward and reuse it.")
+            interface.fail(
+                "this exercise asks forward to save its *output* for backward; it saves something else.",
+                "the derivative of exp is exp itself: save the result of forward and reuse it.",
+            )
 
     # 3. backward against the numerical Jacobian and the reference
     mode = data["mode"]
@@ -327,27 +379,37 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
             parts["reference"].fail(msg, *hints)
             continue
         if mode == "full":
-            numerical = ((pert[0] - pert[1]) / (2 * EPS)).T            # (numel(out), numel(input))
+            numerical = ((pert[0] - pert[1]) / (2 * EPS)).T  # (numel(out), numel(input))
             bad, max_abs, max_rel = _compare(got, numerical, RTOL, ATOL)
             hints = _spec_hints(spec, args, calls, i, data, ref) or _generic_hints(got, want, True)
             if bad.any():
                 parts["gradcheck"].fail(
                     f"the gradient for `{label}` disagrees with the numerical Jacobian {where} in {int(bad.sum())} of "
                     f"{bad.numel()} entries: {_describe_entries(bad, shapes, label, shape)}; "
-                    f"{_errors(max_abs, max_rel)}.", *hints)
+                    f"{_errors(max_abs, max_rel)}.",
+                    *hints,
+                )
                 if got.numel() <= PICTURE_LIMIT:
-                    pictures.append({"title": f"{name}: d outputs / d {label} {where}", "numerical": numerical,
-                                     "analytical": got, "bad": bad})
+                    pictures.append(
+                        {
+                            "title": f"{name}: d outputs / d {label} {where}",
+                            "numerical": numerical,
+                            "analytical": got,
+                            "bad": bad,
+                        }
+                    )
             bad, max_abs, max_rel = _compare(got, want, spec.ref_rtol, spec.ref_atol)
             if bad.any():
                 parts["reference"].fail(
                     f"the gradient for `{label}` disagrees with the reference backward {where} in {int(bad.sum())} of "
                     f"{bad.numel()} Jacobian entries: {_describe_entries(bad, shapes, label, shape)}; "
-                    f"{_errors(max_abs, max_rel)}.", *hints)
+                    f"{_errors(max_abs, max_rel)}.",
+                    *hints,
+                )
         else:
             # gradcheck's fast mode: u^T J v, analytically (the VJP dotted with v) and numerically.
             v = directions[i].reshape(-1)
-            for call, (gos, vjp) in enumerate(zip(calls, got)):
+            for gos, vjp in zip(calls, got):
                 u = torch.cat([g.reshape(-1) for g in gos])
                 analytic = float(vjp @ v)
                 numeric = float(u @ ((pert[0] - pert[1]) / (2 * EPS)))
@@ -356,17 +418,22 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
                         f"the gradient for `{label}` disagrees with the numerical Jacobian {where}: for a random "
                         f"grad_output u and direction v, u·J·v differs by {abs(analytic - numeric):.3g} "
                         f"(relative {abs(analytic - numeric) / max(abs(numeric), 1e-12):.3g}).",
-                        *(_spec_hints(spec, args, calls, i, data, ref) or _generic_hints(got, want, True)))
+                        *(_spec_hints(spec, args, calls, i, data, ref) or _generic_hints(got, want, True)),
+                    )
                     break
             bad, max_abs, max_rel = _compare(got, want, spec.ref_rtol, spec.ref_atol)
             if bad.any():
                 parts["reference"].fail(
                     f"the gradient for `{label}` disagrees with the reference backward {where} in "
-                    f"{_describe_grad_entries(bad.any(0), label, shape)}; {_errors(max_abs, max_rel)}.", *(_spec_hints(spec, args, calls, i, data, ref) or _generic_hints(got, want, True)))
+                    f"{_describe_grad_entries(bad.any(0), label, shape)}; {_errors(max_abs, max_rel)}.",
+                    *(_spec_hints(spec, args, calls, i, data, ref) or _generic_hints(got, want, True)),
+                )
 
     # 4. double backward
     if double_backward and spec.double_backward:
-        _judge_double_backward(spec, data.get("double_backward"), args, shapes, seed, case, parts["double_backward"], where)
+        _judge_double_backward(
+            spec, data.get("double_backward"), args, shapes, seed, case, parts["double_backward"], where
+        )
 
 
 def _argument_shape(name, value) -> str:
@@ -382,10 +449,24 @@ def _shape_hints(data, i, ref, args) -> list[str]:
         if r is None or r["kind"] != "tensor":
             continue
         value, want = r["value"], row[i]
-        if value.dim() == 2 and tuple(value.shape) == tuple(want.shape)[::-1] and torch.allclose(value.T, want, rtol=1e-6, atol=1e-9):
-            hints.append("this gradient is the transpose of the right one: swap the order of the matrix product and transpose its factors.")
-        elif value.dim() == want.dim() + 1 and tuple(value.shape[1:]) == tuple(want.shape) and torch.allclose(value.sum(0), want, rtol=1e-6, atol=1e-9):
-            hints.append("the bias is added to every row of the batch, so its gradient is the sum over the batch: sum over dim 0.")
+        if (
+            value.dim() == 2
+            and tuple(value.shape) == tuple(want.shape)[::-1]
+            and torch.allclose(value.T, want, rtol=1e-6, atol=1e-9)
+        ):
+            hints.append(
+                "this gradient is the transpose of the right one: swap the order of the matrix product and transpose "
+                "its factors."
+            )
+        elif (
+            value.dim() == want.dim() + 1
+            and tuple(value.shape[1:]) == tuple(want.shape)
+            and torch.allclose(value.sum(0), want, rtol=1e-6, atol=1e-9)
+        ):
+            hints.append(
+                "the bias is added to every row of the batch, so its gradient is the sum over the batch: sum over dim "
+                "0."
+            )
         break
     return hints
 
@@ -403,24 +484,33 @@ def _spec_hints(spec, args, calls, i, data, ref) -> list[str]:
                 hints.append(message)
                 break
     # the gradient of another input with the same shape
-    got_rows = [returns[i]["value"].reshape(-1) for returns in data["returns"]
-                if i < len(returns) and returns[i]["kind"] == "tensor" and returns[i]["shape"] == list(args[i].shape)]
+    got_rows = [
+        returns[i]["value"].reshape(-1)
+        for returns in data["returns"]
+        if i < len(returns) and returns[i]["kind"] == "tensor" and returns[i]["shape"] == list(args[i].shape)
+    ]
     if len(got_rows) == len(data["returns"]) and got_rows:
         got = torch.stack(got_rows)
         mine = torch.stack([row[i].reshape(-1) for row in ref])
         for j in tensor_slots(args):
             if j != i and args[j].shape == args[i].shape:
                 other = torch.stack([row[j].reshape(-1) for row in ref])
-                if not torch.allclose(got, mine, rtol=1e-6, atol=1e-9) and torch.allclose(got, other, rtol=1e-6, atol=1e-9):
-                    hints.append(f"the gradient returned for `{spec.arg_names[i]}` is the one that belongs to "
-                                 f"`{spec.arg_names[j]}`: check the order of the values backward returns, and which "
-                                 "factor goes with which input.")
+                if not torch.allclose(got, mine, rtol=1e-6, atol=1e-9) and torch.allclose(
+                    got, other, rtol=1e-6, atol=1e-9
+                ):
+                    hints.append(
+                        f"the gradient returned for `{spec.arg_names[i]}` is the one that belongs to "
+                        f"`{spec.arg_names[j]}`: check the order of the values backward returns, and which "
+                        "factor goes with which input."
+                    )
     # transposed, same shape (square matrices)
     for returns, row in zip(data["returns"][:4], ref[:4]):
         r = returns[i] if i < len(returns) else None
         if r and r["kind"] == "tensor" and r["value"].dim() == 2 and r["value"].shape[0] == r["value"].shape[1]:
             want = row[i]
-            if not torch.allclose(r["value"], want, rtol=1e-6, atol=1e-9) and torch.allclose(r["value"].T, want, rtol=1e-6, atol=1e-9):
+            if not torch.allclose(r["value"], want, rtol=1e-6, atol=1e-9) and torch.allclose(
+                r["value"].T, want, rtol=1e-6, atol=1e-9
+            ):
                 hints.append("this gradient is the transpose of the right one: check the order of the matrix product.")
                 break
     return hints
@@ -437,10 +527,12 @@ def _judge_double_backward(spec, got, args, shapes, seed, case, part, where):
     part.checked = getattr(part, "checked", 0) + 1
     if "error" in got:
         if got["error"] == "not differentiable":
-            part.fail(f"the gradients backward returns cannot be differentiated again {where}.",
-                      "write backward with differentiable torch operations on tensors (no .detach(), .item() or NumPy) "
-                      "so that autograd can record it too. In-place writes are fine on a tensor backward made itself "
-                      "(e.g. a clone of grad_output), not on grad_output or a saved tensor.")
+            part.fail(
+                f"the gradients backward returns cannot be differentiated again {where}.",
+                "write backward with differentiable torch operations on tensors (no .detach(), .item() or NumPy) "
+                "so that autograd can record it too. In-place writes are fine on a tensor backward made itself "
+                "(e.g. a clone of grad_output), not on grad_output or a saved tensor.",
+            )
         else:
             part.fail(f"double backward failed {where}: {got['error']}")
         return
@@ -455,18 +547,24 @@ def _judge_double_backward(spec, got, args, shapes, seed, case, part, where):
     for r in range(total):
         if flat.requires_grad:
             row = torch.autograd.grad(flat[r], [inputs[i] for i in slots], retain_graph=True, allow_unused=True)
-            want[r] = torch.cat([(z if z is not None else torch.zeros_like(inputs[i])).reshape(-1) for z, i in zip(row, slots)])
+            want[r] = torch.cat(
+                [(z if z is not None else torch.zeros_like(inputs[i])).reshape(-1) for z, i in zip(row, slots)]
+            )
     analytic = got["analytic"]
     numerical = (got["perturbed"][0] - got["perturbed"][1]) / (2 * EPS)
     bad, max_abs, max_rel = _compare(analytic, numerical, RTOL, ATOL)
     if bad.any():
-        part.fail(f"the second derivatives through your backward disagree with finite differences of your backward {where} "
-                  f"in {int(bad.sum())} of {bad.numel()} entries; largest absolute error {max_abs:.3g}.",
-                  "backward must be written with differentiable torch operations for double backward to be right.")
+        part.fail(
+            f"the second derivatives through your backward disagree with finite differences of your backward {where} "
+            f"in {int(bad.sum())} of {bad.numel()} entries; largest absolute error {max_abs:.3g}.",
+            "backward must be written with differentiable torch operations for double backward to be right.",
+        )
     bad, max_abs, _ = _compare(analytic, want, 1e-6, 1e-8)
     if bad.any():
-        part.fail(f"the second derivatives through your backward disagree with the reference {where} in "
-                  f"{int(bad.sum())} of {bad.numel()} entries; largest absolute error {max_abs:.3g}.")
+        part.fail(
+            f"the second derivatives through your backward disagree with the reference {where} in "
+            f"{int(bad.sum())} of {bad.numel()} entries; largest absolute error {max_abs:.3g}."
+        )
 
 
 def _judge_cuda(spec, data, seed, part, names):
@@ -483,7 +581,9 @@ def _judge_cuda(spec, data, seed, part, names):
             return
         args = case_args(spec, seed, case_data["case"])
         if any(d != "cuda" for d in got["output_devices"]):
-            part.fail("for CUDA inputs forward returned a tensor on another device: create new tensors on the input's device.")
+            part.fail(
+                "for CUDA inputs forward returned a tensor on another device: create new tensors on the input's device."
+            )
         expected = _reference_outputs(spec, args)
         for g, e in zip(got["outputs"], expected):
             if g.shape != e.shape or not torch.allclose(g.to(torch.float64), e, rtol=1e-7, atol=1e-9):
@@ -491,7 +591,10 @@ def _judge_cuda(spec, data, seed, part, names):
         for i in tensor_slots(args):
             r = got["returns"][i] if i < len(got["returns"]) else {"kind": "missing"}
             if r["kind"] == "tensor" and r["device"] != "cuda":
-                part.fail(f"for CUDA inputs the gradient for `{names[i]}` is on {r['device']}: create it on the input's device.")
+                part.fail(
+                    f"for CUDA inputs the gradient for `{names[i]}` is on {r['device']}: create it on the input's "
+                    f"device."
+                )
         if got["grad_output_modified"]:
             part.fail("on CUDA, backward changed grad_output in place.")
 
@@ -519,7 +622,7 @@ def judge_function(data, reference, seed=0, cases=None, double_backward=False, c
     db = parts.get("double_backward")
     if db is not None and db.passed is True:
         if getattr(db, "checked", 0) == 0:
-            db.passed = None          # every case too large: not scored, and the report says why
+            db.passed = None  # every case too large: not scored, and the report says why
         else:
             db.messages.clear()
     # The CUDA part can only take points away: a machine with a GPU and one without give a correct answer
@@ -530,7 +633,9 @@ def judge_function(data, reference, seed=0, cases=None, double_backward=False, c
     if cuda and parts["cuda"].passed is False:
         earned = max(0.0, earned - parts["cuda"].weight)
     score = round(points * earned / total, 2) if total else float(points)
-    verdict = Verdict(score, points=points, parts=list(parts.values()), title=f"{name} ({spec.title})", pictures=pictures[:2])
+    verdict = Verdict(
+        score, points=points, parts=list(parts.values()), title=f"{name} ({spec.title})", pictures=pictures[:2]
+    )
     if earned == 0:
         failure = CheckFailed(verdict.report())
         failure.verdict = verdict

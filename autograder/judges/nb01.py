@@ -3,6 +3,7 @@
 References come from PyTorch's own autograd and forward-mode AD on the same trace, never from
 hand-written derivative formulas, so this module does not contain the exercises' answers.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,8 +42,11 @@ def reference_tangents(x1: float, x2: float, dx1: float, dx2: float) -> dict:
 
 
 def _compare(got: dict, expected: dict, call: str, symbol: str) -> list[str]:
-    return [mismatch(f"{symbol}{k[1]} from `{call}`", got[k], expected[k])
-            for k in TRACE if not close(got[k], expected[k], rtol=1e-9, atol=1e-12)]
+    return [
+        mismatch(f"{symbol}{k[1]} from `{call}`", got[k], expected[k])
+        for k in TRACE
+        if not close(got[k], expected[k], rtol=1e-9, atol=1e-12)
+    ]
 
 
 def _fail(problems: list[str], hints: list[str]) -> None:
@@ -54,8 +58,10 @@ def _fail(problems: list[str], hints: list[str]) -> None:
 
 def _traces(data, cases) -> list[dict]:
     """One dict of five numbers per case, or a failure."""
-    return [{k: answers.number(v, f"entry {k} of answer {i}") for k, v in answers.entry(got, f"answer {i}", TRACE).items()}
-            for i, got in enumerate(answers.per_case(data, cases))]
+    return [
+        {k: answers.number(v, f"entry {k} of answer {i}") for k, v in answers.entry(got, f"answer {i}", TRACE).items()}
+        for i, got in enumerate(answers.per_case(data, cases))
+    ]
 
 
 def judge_primal_trace(data, points):
@@ -80,8 +86,10 @@ def judge_adjoint_trace(data, points):
         w1_wrong = not close(got["w1"], expected["w1"])
         only_one_path = close(got["w1"], got["w3"] * x2) or close(got["w1"], got["w4"] * math.cos(x1))
         if w1_wrong and only_one_path:
-            hints.append("w1 is used by two operations (the product w3 and the sine w4). Its adjoint "
-                         "collects one contribution along each path out of w1: add them up.")
+            hints.append(
+                "w1 is used by two operations (the product w3 and the sine w4). Its adjoint "
+                "collects one contribution along each path out of w1: add them up."
+            )
         if w1_wrong and close(got["w1"], expected["w2"]) and close(got["w2"], expected["w1"]):
             hints.append("It looks as if w̄1 and w̄2 are swapped: ∂w3/∂w2 is the *other* factor of the product.")
     _fail(problems, hints)
@@ -104,46 +112,68 @@ def judge_jacobian_reverse(data, cases):
         A, x = jacobian_problem(n, m, seed)
         answers.entry(got, f"answer {i}", ("J", "sweeps", "forward_sweeps", "library_sweeps"))
         J, _ = answers.tensor(got["J"], "J"), answers.integer(got["sweeps"], "sweeps")
-        answers.integer(got["forward_sweeps"], "forward_sweeps"), answers.integer(got["library_sweeps"], "library_sweeps")
+        (
+            answers.integer(got["forward_sweeps"], "forward_sweeps"),
+            answers.integer(got["library_sweeps"], "library_sweeps"),
+        )
         call = f"jacobian_reverse(F, x) for F: R^{n} -> R^{m}"
         if tuple(J.shape) != (m, n):
-            hint = (" It looks transposed: row i of the Jacobian holds the gradient of output i."
-                    if tuple(J.shape) == (n, m) else "")
-            raise CheckFailed(f"`{call}` returned shape {tuple(J.shape)}; a Jacobian of R^{n} -> R^{m} "
-                              f"has one row per output and one column per input: ({m}, {n}).{hint}")
+            hint = (
+                " It looks transposed: row i of the Jacobian holds the gradient of output i."
+                if tuple(J.shape) == (n, m)
+                else ""
+            )
+            raise CheckFailed(
+                f"`{call}` returned shape {tuple(J.shape)}; a Jacobian of R^{n} -> R^{m} "
+                f"has one row per output and one column per input: ({m}, {n}).{hint}"
+            )
         expected = A * (1 - torch.tanh(x) ** 2)
         err = (J - expected).abs()
         if not torch.allclose(J, expected, rtol=1e-9, atol=1e-12):
             rows = sorted({int(i) for i in torch.nonzero(err > 1e-9 + 1e-9 * expected.abs())[:, 0]})
-            raise CheckFailed(f"`{call}` has wrong entries in rows {rows[:8]} (largest error {float(err.max()):.3g}). "
-                              "Row i should be the gradient of output i: a reverse sweep seeded with the i-th unit vector.")
+            raise CheckFailed(
+                f"`{call}` has wrong entries in rows {rows[:8]} (largest error {float(err.max()):.3g}). "
+                "Row i should be the gradient of output i: a reverse sweep seeded with the i-th unit vector."
+            )
         if got["sweeps"] == 0 and got.get("forward_sweeps", 0):
-            raise CheckFailed(f"`{call}` gave the right numbers with forward mode (Jacobian-vector products, as "
-                              "torch.func.jacfwd and torch.func.jvp compute them) and no reverse sweep. "
-                              "This exercise is about reverse mode: one torch.autograd.grad call per output, seeded "
-                              "with a unit vector.")
+            raise CheckFailed(
+                f"`{call}` gave the right numbers with forward mode (Jacobian-vector products, as "
+                "torch.func.jacfwd and torch.func.jvp compute them) and no reverse sweep. "
+                "This exercise is about reverse mode: one torch.autograd.grad call per output, seeded "
+                "with a unit vector."
+            )
         if got["forward_sweeps"]:
-            raise CheckFailed(f"`{call}` gave the right numbers with forward mode (Jacobian-vector products, as "
-                              "torch.func.jacfwd and torch.func.jvp compute them), whatever reverse sweeps it ran beside. "
-                              "This exercise is about reverse mode: one torch.autograd.grad call per output, seeded "
-                              "with a unit vector, and its rows are the Jacobian.")
+            raise CheckFailed(
+                f"`{call}` gave the right numbers with forward mode (Jacobian-vector products, as "
+                "torch.func.jacfwd and torch.func.jvp compute them), whatever reverse sweeps it ran beside. "
+                "This exercise is about reverse mode: one torch.autograd.grad call per output, seeded "
+                "with a unit vector, and its rows are the Jacobian."
+            )
         if got["library_sweeps"]:
-            raise CheckFailed(f"`{call}` gave the right numbers with torch.autograd.functional.jacobian, which runs the "
-                              "reverse sweeps for you. This exercise asks you to write them: one torch.autograd.grad "
-                              "call per output, seeded with a unit vector.")
+            raise CheckFailed(
+                f"`{call}` gave the right numbers with torch.autograd.functional.jacobian, which runs the "
+                "reverse sweeps for you. This exercise asks you to write them: one torch.autograd.grad "
+                "call per output, seeded with a unit vector."
+            )
         if got["sweeps"] == 0:
-            raise CheckFailed(f"`{call}` gave the right numbers without any sweep through F. This exercise "
-                              "is about reverse mode: one torch.autograd.grad call per output, seeded with a unit vector.")
+            raise CheckFailed(
+                f"`{call}` gave the right numbers without any sweep through F. This exercise "
+                "is about reverse mode: one torch.autograd.grad call per output, seeded with a unit vector."
+            )
         if got["sweeps"] < m:
-            raise CheckFailed(f"`{call}` gave the right numbers with {got['sweeps']} vectorised reverse sweep(s) for "
-                              f"m = {m} outputs: all rows at once, as torch.func.jacrev or is_grads_batched=True do. "
-                              "That is reverse mode done for you; this exercise asks you to write the sweeps: one "
-                              "torch.autograd.grad call per output, seeded with a unit vector.")
+            raise CheckFailed(
+                f"`{call}` gave the right numbers with {got['sweeps']} vectorised reverse sweep(s) for "
+                f"m = {m} outputs: all rows at once, as torch.func.jacrev or is_grads_batched=True do. "
+                "That is reverse mode done for you; this exercise asks you to write the sweeps: one "
+                "torch.autograd.grad call per output, seeded with a unit vector."
+            )
         if got["sweeps"] > m:
-            raise CheckFailed(f"`{call}` ran {got['sweeps']} reverse sweeps; reverse mode needs only m = {m}, one per output.")
+            raise CheckFailed(
+                f"`{call}` ran {got['sweeps']} reverse sweeps; reverse mode needs only m = {m}, one per output."
+            )
 
 
-DERIVATIVES = {"sin": math.cos, "exp": math.exp, "cube": lambda x: 3 * x ** 2}
+DERIVATIVES = {"sin": math.cos, "exp": math.exp, "cube": lambda x: 3 * x**2}
 
 
 def judge_central_difference(data, cases):
@@ -155,7 +185,9 @@ def judge_central_difference(data, cases):
         central = (f(x + h) - f(x - h)) / (2 * h)
         if close(value, central, rtol=1e-10, atol=1e-14):
             if got["evaluations"] != 2:
-                raise CheckFailed(f"`{call}` evaluated f {got['evaluations']} times; a central difference needs exactly 2.")
+                raise CheckFailed(
+                    f"`{call}` evaluated f {got['evaluations']} times; a central difference needs exactly 2."
+                )
             continue
         hints = []
         if close(value, (f(x + h) - f(x)) / h, rtol=1e-10) or close(value, (f(x) - f(x - h)) / h, rtol=1e-10):
@@ -176,14 +208,18 @@ def judge_numerical_gradient(data, cases):
         a, x = gradient_problem(n, seed)
         g, call = got["gradient"], f"numerical_gradient(f, x, h=1e-6) with x of shape ({n},)"
         if got["x_changed"]:
-            raise CheckFailed(f"`{call}` changed x. Perturb a copy (x.clone()) so the caller's tensor is left as it was.")
+            raise CheckFailed(
+                f"`{call}` changed x. Perturb a copy (x.clone()) so the caller's tensor is left as it was."
+            )
         if tuple(g.shape) != (n,):
             raise CheckFailed(f"`{call}` returned shape {tuple(g.shape)}; the gradient has x's shape ({n},).")
         if got["sweeps"] or got["forward_sweeps"]:
             mode = "reverse" if got["sweeps"] else "forward"
-            raise CheckFailed(f"`{call}` differentiated f with autograd ({mode} mode through f: torch.autograd.grad, "
-                              ".backward(), torch.func, ...), which gives the exact gradient. This exercise is the "
-                              "numerical gradient: central differences, two evaluations of f per input, no autograd.")
+            raise CheckFailed(
+                f"`{call}` differentiated f with autograd ({mode} mode through f: torch.autograd.grad, "
+                ".backward(), torch.func, ...), which gives the exact gradient. This exercise is the "
+                "numerical gradient: central differences, two evaluations of f per input, no autograd."
+            )
         expected = a * torch.cos(x) + x
         err = (g - expected).abs()
         bad = torch.nonzero(err > 1e-6 * (1 + expected.abs())).flatten().tolist()
@@ -191,14 +227,19 @@ def judge_numerical_gradient(data, cases):
             hint = ""
             if torch.allclose(g, 2 * expected, rtol=1e-5):
                 hint = "\nHint: every entry is twice too large: the two evaluation points are 2h apart."
-            raise CheckFailed(f"`{call}` is wrong in entries {bad[:10]} (largest error {float(err.max()):.3g}). "
-                              f"Entry i should be (f(x + h·e_i) - f(x - h·e_i)) / 2h.{hint}")
+            raise CheckFailed(
+                f"`{call}` is wrong in entries {bad[:10]} (largest error {float(err.max()):.3g}). "
+                f"Entry i should be (f(x + h·e_i) - f(x - h·e_i)) / 2h.{hint}"
+            )
         if got["evaluations"] != 2 * n:
-            raise CheckFailed(f"`{call}` evaluated f {got['evaluations']} times; the central-difference gradient "
-                              f"needs exactly 2n = {2 * n} evaluations (two per input).")
+            raise CheckFailed(
+                f"`{call}` evaluated f {got['evaluations']} times; the central-difference gradient "
+                f"needs exactly 2n = {2 * n} evaluations (two per input)."
+            )
 
 
 # ---------------------------------------------------------------- hidden cases, drawn at grading time
+
 
 def _value(rng, low=-3.0, high=3.0) -> float:
     return round(rng.uniform(low, high), 3)
@@ -218,7 +259,9 @@ def draw_jacobian_cases(rng, count: int) -> dict:
 
 def draw_difference_cases(rng, count: int) -> dict:
     names = sorted(SCALAR_FUNCTIONS)
-    return {"cases": [(names[i % len(names)], _value(rng, -2, 2), rng.choice((1e-2, 1e-3, 1e-4))) for i in range(count)]}
+    return {
+        "cases": [(names[i % len(names)], _value(rng, -2, 2), rng.choice((1e-2, 1e-3, 1e-4))) for i in range(count)]
+    }
 
 
 def draw_gradient_cases(rng, count: int) -> dict:

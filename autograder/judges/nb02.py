@@ -3,17 +3,29 @@
 Every reference is recomputed here with PyTorch's autograd (or, for a plain chain, the product of its
 local derivatives); the learner's objects are never seen.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
 from ..feedback import CheckFailed, close, mismatch
+from ..probes.nb02_cases import (
+    CHECK_FUNCTIONS,
+    SEED_X,
+    SEED_Y,
+    evaluate,
+    forms,
+    graph_name,
+    graph_spec,
+    graph_words,
+    random_expression_text,
+    random_program,
+    sample_nodes,
+)
 from . import answers
-from ..probes.nb02_cases import (CHECK_FUNCTIONS, SEED_X, SEED_Y, evaluate, forms, graph_name, graph_spec, graph_words,
-                                 random_expression_text, random_program, sample_nodes)
 
 # gradient_check's test functions on tensors: the true derivatives come from autograd on these.
 TORCH_CHECK_FUNCTIONS: dict[str, Callable] = {
@@ -68,27 +80,36 @@ def _op_hints(op: str, text: str, a: float, b: float, which: int, got: float, ex
         elif _agree(got, -1 / (b * b)):
             hints.append("∂(x/y)/∂y = −x/y²: you left out the factor x.")
     if op == "pow" and which == 0 and a != 0:
-        if _agree(got, b * a ** b):
+        if _agree(got, b * a**b):
             hints.append("The exponent drops by one: ∂(a^b)/∂a = b·a^(b−1).")
         elif _agree(got, a ** (b - 1)):
             hints.append("∂(a^b)/∂a = b·a^(b−1): multiply by the exponent b.")
-    if op == "pow" and which == 1 and a < 0 and not math.isnan(got) and _agree(got, a ** b * math.log(-a), rtol=1e-7):
-        hints.append("That is a^b·ln|a|. For a < 0 the derivative with respect to the exponent does not exist "
-                     "(a^b is not defined for the b around it): record math.nan, as PyTorch does. ln|a| gives a "
-                     "finite number that is wrong.")
+    if op == "pow" and which == 1 and a < 0 and not math.isnan(got) and _agree(got, a**b * math.log(-a), rtol=1e-7):
+        hints.append(
+            "That is a^b·ln|a|. For a < 0 the derivative with respect to the exponent does not exist "
+            "(a^b is not defined for the b around it): record math.nan, as PyTorch does. ln|a| gives a "
+            "finite number that is wrong."
+        )
     if op == "pow" and which == 1 and a > 0 and math.isnan(got):
         hints.append("Here a > 0, so ln a exists: ∂(a^b)/∂b = a^b·ln a.")
     if op == "pow" and which == 1 and a == 0 and b > 0 and got != 0:
-        hints.append("At a = 0 and b > 0, a^b is 0 for every b nearby, so it does not change with b: "
-                     "the derivative with respect to the exponent is 0 (a·ln a → 0), not nan.")
+        hints.append(
+            "At a = 0 and b > 0, a^b is 0 for every b nearby, so it does not change with b: "
+            "the derivative with respect to the exponent is 0 (a·ln a → 0), not nan."
+        )
     if op == "tanh" and which == 0:
         t = math.tanh(a)
         if _agree(got, t * t):
-            hints.append("That is tanh², a classic slip (a published tutorial makes it). Derive the derivative "
-                         "again from tanh = sinh/cosh with the quotient rule, and only then write it in terms of "
-                         "the output t; your gradient_check (section 5) will confirm it.")
+            hints.append(
+                "That is tanh², a classic slip (a published tutorial makes it). Derive the derivative "
+                "again from tanh = sinh/cosh with the quotient rule, and only then write it in terms of "
+                "the output t; your gradient_check (section 5) will confirm it."
+            )
         elif _agree(got, 1 - a * a):
-            hints.append("That formula is written with the input a; the derivative of tanh is a formula in the output t = tanh(a).")
+            hints.append(
+                "That formula is written with the input a; the derivative of tanh is a formula in the output t = "
+                "tanh(a)."
+            )
     return hints
 
 
@@ -101,7 +122,9 @@ def _judge_op(op: str, data: list, cases: list) -> None:
             answers.entry(got, text, ("form", "value", "grads"))
             answers.number(got["value"], "value"), answers.numbers(got["grads"], "grads", 2)
             if got["form"] != text:
-                raise CheckFailed(answers.MISMATCH.format(why=f"an answer for {got['form']!r} where {text!r} was asked"))
+                raise CheckFailed(
+                    answers.MISMATCH.format(why=f"an answer for {got['form']!r} where {text!r} was asked")
+                )
             value, grads = _reference_form(fn, a, b)
             where = f"`{text}` at x = {a}" + ("" if op == "tanh" else f", y = {b}")
             if not _agree(got["value"], value, rtol=1e-12):
@@ -111,8 +134,11 @@ def _judge_op(op: str, data: list, cases: list) -> None:
                 if op == "tanh" and which == 1:
                     continue
                 if not _agree(got["grads"][which], grads[which]):
-                    problems.append(_describe(f"The derivative of {where} with respect to {symbol}",
-                                              got["grads"][which], grads[which]))
+                    problems.append(
+                        _describe(
+                            f"The derivative of {where} with respect to {symbol}", got["grads"][which], grads[which]
+                        )
+                    )
                     hints += _op_hints(op, text, a, b, which, got["grads"][which], grads[which])
     _fail(problems, hints)
 
@@ -168,24 +194,32 @@ def judge_topological_order(data, graphs):
         reach = _reachable(spec)
         where = f"On {graph_words(kind, n)} (`nodes = {graph_name(kind, n, seed)}`), topological_order(nodes[-1])"
         if -1 in order:
-            raise CheckFailed(f"{where} returned something that is not a node of the graph (item {order.index(-1)} "
-                              "of the list). Return the nodes themselves.")
+            raise CheckFailed(
+                f"{where} returned something that is not a node of the graph (item {order.index(-1)} "
+                "of the list). Return the nodes themselves."
+            )
         counts: dict[int, int] = {}
         for i in order:
             counts[i] = counts.get(i, 0) + 1
         twice = sorted(i for i, c in counts.items() if c > 1)
         if twice:
-            raise CheckFailed(f"{where} lists node {twice[0]} {counts[twice[0]]} times ({len(twice)} nodes appear more "
-                              "than once). Each node must appear exactly once: remember which nodes you have "
-                              "already added (a set), and skip them when you meet them again along another path.")
+            raise CheckFailed(
+                f"{where} lists node {twice[0]} {counts[twice[0]]} times ({len(twice)} nodes appear more "
+                "than once). Each node must appear exactly once: remember which nodes you have "
+                "already added (a set), and skip them when you meet them again along another path."
+            )
         missing = [i for i in range(len(spec)) if reach[i] and i not in counts]
         if missing:
-            raise CheckFailed(f"{where} leaves out {len(missing)} of the nodes the output depends on "
-                              f"(node {missing[0]}, for one). Follow `.parents` from the output all the way to the inputs.")
+            raise CheckFailed(
+                f"{where} leaves out {len(missing)} of the nodes the output depends on "
+                f"(node {missing[0]}, for one). Follow `.parents` from the output all the way to the inputs."
+            )
         extra = [i for i in counts if not reach[i]]
         if extra:
-            raise CheckFailed(f"{where} lists node {extra[0]}, which the output does not depend on. "
-                              "Collect only what you reach through `.parents` from the output.")
+            raise CheckFailed(
+                f"{where} lists node {extra[0]}, which the output does not depend on. "
+                "Collect only what you reach through `.parents` from the output."
+            )
         position = {i: k for k, i in enumerate(order)}
         for i in order:
             late = [p for p in spec[i][0] if position[p] > position[i]]
@@ -193,8 +227,10 @@ def judge_topological_order(data, graphs):
                 hint = ""
                 if all(position[p] > position[j] for j in order for p in spec[j][0]):
                     hint = " Your list is in reverse: the inputs come first and the output last."
-                raise CheckFailed(f"{where} puts node {i} before its parent node {late[0]}. Every node must come "
-                                  f"after all of its parents.{hint}")
+                raise CheckFailed(
+                    f"{where} puts node {i} before its parent node {late[0]}. Every node must come "
+                    f"after all of its parents.{hint}"
+                )
 
 
 def _uses(spec: list) -> list[int]:
@@ -214,8 +250,7 @@ def judge_backward(data, graphs):
         reach = _reachable(spec)
         where = f"After `nodes[-1].backward()` on {graph_words(kind, n)} (`nodes = {graph_name(kind, n, seed)}`)"
         root = len(spec) - 1
-        wrong = [i for k, i in enumerate(sample)
-                 if not (abs(got[k] - expected[i]) <= 1e-9 * scale[i] + 1e-12)]
+        wrong = [i for k, i in enumerate(sample) if not (abs(got[k] - expected[i]) <= 1e-9 * scale[i] + 1e-12)]
         if not wrong:
             continue
         by_node = dict(zip(sample, got))
@@ -232,10 +267,18 @@ def judge_backward(data, graphs):
         nonzero = [i for i in sample if by_node[i] != 0.0 and i != root]
         direct = set(spec[root][0])
         if root not in wrong and not nonzero:
-            hints.append("Only the output's grad was set: for each node, add grad × local derivative to each parent's grad.")
-        elif root not in wrong and set(nonzero) <= direct and any(expected[i] != 0 for i in sample if i not in direct and i != root):
-            hints.append("Only the output's direct parents got a grad: sweep the nodes in *reverse* topological order, "
-                         "so that a node's grad is complete before it is passed on.")
+            hints.append(
+                "Only the output's grad was set: for each node, add grad × local derivative to each parent's grad."
+            )
+        elif (
+            root not in wrong
+            and set(nonzero) <= direct
+            and any(expected[i] != 0 for i in sample if i not in direct and i != root)
+        ):
+            hints.append(
+                "Only the output's direct parents got a grad: sweep the nodes in *reverse* topological order, "
+                "so that a node's grad is complete before it is passed on."
+            )
         uses = _uses(spec)
         # the first wrong nodes in the sweep: every node that uses them is right
         users: dict[int, list[int]] = {}
@@ -245,9 +288,12 @@ def judge_backward(data, graphs):
         wrong_set = set(wrong)
         first = [i for i in wrong if reach[i] and not any(u in wrong_set for u in users.get(i, []))]
         if first and all(uses[i] > 1 for i in first):
-            hints.append("The first wrong nodes are the ones used more than once. A node used several times "
-                         "collects a contribution from every use: `parent.grad += ...`, not `parent.grad = ...`.")
+            hints.append(
+                "The first wrong nodes are the ones used more than once. A node used several times "
+                "collects a contribution from every use: `parent.grad += ...`, not `parent.grad = ...`."
+            )
         _fail(problems, hints, intro=f"{where}:")
+
 
 _TORCH_FNS = {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}
 
@@ -262,18 +308,29 @@ def judge_engine(data, seeds):
         value = float(out.detach())
         grads = [0.0 if g is None else float(g) for g in torch.autograd.grad(out, ts, allow_unused=True)]
         listing = "\n".join("    " + line for line in random_expression_text(seed).splitlines())
-        intro = (f"On random expression {seed} (see it with `from autograder.nb02 import random_expression_text; "
-                 f"print(random_expression_text({seed}))`):\n{listing}\n")
+        intro = (
+            f"On random expression {seed} (see it with `from autograder.nb02 import random_expression_text; "
+            f"print(random_expression_text({seed}))`):\n{listing}\n"
+        )
         if not _agree(got["value"], value, rtol=1e-10):
-            raise CheckFailed(intro + _describe("the value of the last line", got["value"], value) +
-                              "\nA value is wrong before any derivative: check what each operation returns.")
+            raise CheckFailed(
+                intro
+                + _describe("the value of the last line", got["value"], value)
+                + "\nA value is wrong before any derivative: check what each operation returns."
+            )
         scale = max([abs(g) for g in grads] + [1e-300])
-        problems = [_describe(f"the grad of x{k}", g, e) for k, (g, e) in enumerate(zip(got["grads"], grads))
-                    if not abs(g - e) <= 1e-8 * (abs(e) + 1e-4 * scale) + 1e-12]
+        problems = [
+            _describe(f"the grad of x{k}", g, e)
+            for k, (g, e) in enumerate(zip(got["grads"], grads))
+            if not abs(g - e) <= 1e-8 * (abs(e) + 1e-4 * scale) + 1e-12
+        ]
         if problems:
-            raise CheckFailed(intro + "\n".join("  - " + p for p in problems) +
-                              "\nIf your backward passes the graph tests above, a local derivative of one of these "
-                              "operations is wrong: the test cells of exercises 1-4 and your gradient_check will find it.")
+            raise CheckFailed(
+                intro
+                + "\n".join("  - " + p for p in problems)
+                + "\nIf your backward passes the graph tests above, a local derivative of one of these "
+                "operations is wrong: the test cells of exercises 1-4 and your gradient_check will find it."
+            )
 
 
 def judge_zero_grad(data, graphs):
@@ -287,11 +344,15 @@ def judge_zero_grad(data, graphs):
             root = len(spec) - 1
             hint = ""
             if root not in left:
-                hint = ("\nHint: the output itself was reset, its parents were not. zero_grad resets every node of the "
-                        "graph: topological_order(self) lists them all.")
-            raise CheckFailed(f"After `nodes[-1].zero_grad()` on {graph_words(kind, n)} "
-                              f"(`nodes = {graph_name(kind, n, seed)}`), {len(left)} nodes still have a nonzero grad "
-                              f"(node {left[0]}, for one).{hint}")
+                hint = (
+                    "\nHint: the output itself was reset, its parents were not. zero_grad resets every node of the "
+                    "graph: topological_order(self) lists them all."
+                )
+            raise CheckFailed(
+                f"After `nodes[-1].zero_grad()` on {graph_words(kind, n)} "
+                f"(`nodes = {graph_name(kind, n, seed)}`), {len(left)} nodes still have a nonzero grad "
+                f"(node {left[0]}, for one).{hint}"
+            )
 
 
 def judge_gradient_check(data, cases):
@@ -307,37 +368,69 @@ def judge_gradient_check(data, cases):
             expected = 0.0 if scale == 0 else abs(a - n) / scale
             what = f"the relative error `{call}` reports for input {i}"
             if math.isnan(e):
-                hint = " When both gradients are 0 the relative error is 0: check for that before dividing." if scale == 0 else ""
+                hint = (
+                    " When both gradients are 0 the relative error is 0: check for that before dividing."
+                    if scale == 0
+                    else ""
+                )
                 raise CheckFailed(f"{what[0].upper() + what[1:]} is nan.{hint}")
             if e < 0:
-                raise CheckFailed(f"{what[0].upper() + what[1:]} is negative: an error is a size, take the absolute value.")
+                raise CheckFailed(
+                    f"{what[0].upper() + what[1:]} is negative: an error is a size, take the absolute value."
+                )
             if expected < 1e-6:  # the function's derivative is right: the check must say so, to many digits
                 if e <= 1e-7:
                     continue
                 hint = ""
                 if e < 1e-2:
-                    hint = ("\nHint: that is the size of a one-sided difference's error. Step both ways: "
-                            "(f(x + h) - f(x - h)) / 2h.")
-                raise CheckFailed(f"This function's backward is correct, but {what} is {e:.2g}; a central difference "
-                                  f"in float64 agrees with a correct derivative to about 1e-9.{hint}")
+                    hint = (
+                        "\nHint: that is the size of a one-sided difference's error. Step both ways: "
+                        "(f(x + h) - f(x - h)) / 2h."
+                    )
+                raise CheckFailed(
+                    f"This function's backward is correct, but {what} is {e:.2g}; a central difference "
+                    f"in float64 agrees with a correct derivative to about 1e-9.{hint}"
+                )
             if abs(e - expected) <= 1e-6 + 1e-4 * expected:
                 continue
             hints = []
             if abs(e - abs(a - n)) <= 1e-6 * max(abs(a - n), 1e-30) + 1e-15:
-                hints.append("That is the absolute error |backward - numeric|; divide it by the larger of the two magnitudes.")
+                hints.append(
+                    "That is the absolute error |backward - numeric|; divide it by the larger of the two magnitudes."
+                )
             elif n != 0 and abs(e - abs(a - n) / abs(n)) <= 1e-4 * e:
-                hints.append("You divided by the numerical gradient alone; divide by the larger of |backward| and |numeric|.")
+                hints.append(
+                    "You divided by the numerical gradient alone; divide by the larger of |backward| and |numeric|."
+                )
             elif a != 0 and abs(e - abs(a - n) / abs(a)) <= 1e-4 * e:
-                hints.append("You divided by the backward gradient alone; divide by the larger of |backward| and |numeric|.")
-            raise CheckFailed(f"This function's backward is wrong for input {i}, and {what} is {e:.3g}: "
-                              f"{'too small' if e < expected else 'too large'} (off by {abs(e - expected):.2g})."
-                              + "".join(f"\nHint: {h}" for h in hints))
+                hints.append(
+                    "You divided by the backward gradient alone; divide by the larger of |backward| and |numeric|."
+                )
+            raise CheckFailed(
+                f"This function's backward is wrong for input {i}, and {what} is {e:.3g}: "
+                f"{'too small' if e < expected else 'too large'} (off by {abs(e - expected):.2g})."
+                + "".join(f"\nHint: {h}" for h in hints)
+            )
 
 
-_REPLAY = {"add": lambda a, b: a + b, "radd": lambda a, b: b + a, "sub": lambda a, b: a - b, "rsub": lambda a, b: b - a,
-           "mul": lambda a, b: a * b, "rmul": lambda a, b: b * a, "div": lambda a, b: a / b, "rdiv": lambda a, b: b / a,
-           "pow": lambda a, b: a ** b, "rpow": lambda a, b: b ** a, "neg": lambda a: -a, "tanh": torch.tanh,
-           "exp": torch.exp, "log": torch.log, "sigmoid": torch.sigmoid, "relu": torch.relu}
+_REPLAY = {
+    "add": lambda a, b: a + b,
+    "radd": lambda a, b: b + a,
+    "sub": lambda a, b: a - b,
+    "rsub": lambda a, b: b - a,
+    "mul": lambda a, b: a * b,
+    "rmul": lambda a, b: b * a,
+    "div": lambda a, b: a / b,
+    "rdiv": lambda a, b: b / a,
+    "pow": lambda a, b: a**b,
+    "rpow": lambda a, b: b**a,
+    "neg": lambda a: -a,
+    "tanh": torch.tanh,
+    "exp": torch.exp,
+    "log": torch.log,
+    "sigmoid": torch.sigmoid,
+    "relu": torch.relu,
+}
 
 
 def _replay(steps: list, returns_input, leaves: list) -> torch.Tensor:
@@ -379,7 +472,9 @@ def judge_neuron_loss(data, cases):
         answers.number(got["value"], "value")
         if not isinstance(got["steps"], list):
             raise CheckFailed(answers.MISMATCH.format(why="steps should be the list of recorded operations"))
-        if got["returns_input"] is not None and answers.integer(got["returns_input"], "returns_input") not in range(len(weights) + 1):
+        if got["returns_input"] is not None and answers.integer(got["returns_input"], "returns_input") not in range(
+            len(weights) + 1
+        ):
             raise CheckFailed(answers.MISMATCH.format(why="returns_input names no weight or bias"))
         if not isinstance(got["connected"], list) or len(got["connected"]) != len(weights) + 1:
             raise CheckFailed(answers.MISMATCH.format(why="connected should list one flag per weight and the bias"))
@@ -396,12 +491,15 @@ def judge_neuron_loss(data, cases):
             hints = []
             if _agree(got["value"], 0.5 * float(loss), rtol=1e-10):
                 hints.append("The loss here is (ŷ − y)², without a factor ½.")
-            elif any(_agree(got["value"], k * (y_hat - target ** 2) ** p, rtol=1e-10) for k in (0.5, 1.0) for p in (1, 2)):
+            elif any(
+                _agree(got["value"], k * (y_hat - target**2) ** p, rtol=1e-10) for k in (0.5, 1.0) for p in (1, 2)
+            ):
                 hints.append("Square the difference (ŷ − y), not the target.")
             elif _agree(got["value"], (s - target) ** 2, rtol=1e-10):
                 hints.append("The prediction is tanh of the weighted sum plus the bias.")
-            raise CheckFailed(_describe(f"The value of `{call}`", got["value"], float(loss)) +
-                              "".join(f"\nHint: {h}" for h in hints))
+            raise CheckFailed(
+                _describe(f"The value of `{call}`", got["value"], float(loss)) + "".join(f"\nHint: {h}" for h in hints)
+            )
         # The learner's expression, replayed with PyTorch's operations: its gradient is right exactly when the
         # expression connects every weight and the bias to the loss the right way, whatever the local
         # derivatives of the learner's operations are (those have their own exercises).
@@ -410,20 +508,28 @@ def judge_neuron_loss(data, cases):
         if not isinstance(replayed, torch.Tensor) or not replayed.requires_grad:
             replayed_grads = [0.0] * len(leaves)
         else:
-            replayed_grads = [0.0 if g is None else float(g)
-                              for g in torch.autograd.grad(replayed, leaves, allow_unused=True)]
+            replayed_grads = [
+                0.0 if g is None else float(g) for g in torch.autograd.grad(replayed, leaves, allow_unused=True)
+            ]
         names = [f"weights[{i}]" for i in range(len(weights))] + ["bias"]
-        problems = [_describe(f"d loss / d {nm}", g, e) for nm, g, e in zip(names, replayed_grads, expected)
-                    if not _agree(g, e, rtol=1e-8, atol=1e-12)]
+        problems = [
+            _describe(f"d loss / d {nm}", g, e)
+            for nm, g, e in zip(names, replayed_grads, expected)
+            if not _agree(g, e, rtol=1e-8, atol=1e-12)
+        ]
         if problems:
             if not all(got.get("connected", [True])):
-                hint = ("Some of the weights or the bias are not in the graph of the loss: the graph is broken. "
-                        "Somewhere a plain float (`.value`, `math.tanh`, `float(...)`) was used where a Variable "
-                        "operation was needed, so no gradient can flow back past it.")
+                hint = (
+                    "Some of the weights or the bias are not in the graph of the loss: the graph is broken. "
+                    "Somewhere a plain float (`.value`, `math.tanh`, `float(...)`) was used where a Variable "
+                    "operation was needed, so no gradient can flow back past it."
+                )
             else:
-                hint = ("The value is right, but part of it does not depend on the weights through Variable "
-                        "operations: somewhere a plain number (`.value`, `math.tanh`, `float(...)`) stands where a "
-                        "Variable operation was needed, so gradients do not flow through that part.")
+                hint = (
+                    "The value is right, but part of it does not depend on the weights through Variable "
+                    "operations: somewhere a plain number (`.value`, `math.tanh`, `float(...)`) stands where a "
+                    "Variable operation was needed, so gradients do not flow through that part."
+                )
             _fail(problems, [hint], intro=f"`{call}` (its expression replayed with PyTorch's operations):")
 
 
@@ -451,7 +557,7 @@ def judge_seed_neuron(data, cases):
         tw = torch.tensor(float(w), dtype=torch.float64, requires_grad=True)
         s = tw * SEED_X + float(b)
         y_hat = torch.tanh(s)
-        loss = 0.5 * (y_hat - SEED_Y) ** 2 if cost == "half_square" else 0.5 * (y_hat - SEED_Y ** 2)
+        loss = 0.5 * (y_hat - SEED_Y) ** 2 if cost == "half_square" else 0.5 * (y_hat - SEED_Y**2)
         (true_dw,) = torch.autograd.grad(loss, tw)
         true_dw, loss = float(true_dw), loss.detach()
         t = float(y_hat.detach())
@@ -464,23 +570,32 @@ def judge_seed_neuron(data, cases):
         where = f"seed_neuron_report with {activation} and {cost} at w = {w}, b = {b}"
         problems = []
         if not _agree(got["loss"], float(loss), rtol=1e-9):
-            problems.append(_describe("report['loss']", got["loss"], float(loss)) +
-                            " It is the value of cost(activation(weighted_sum(w, b))).")
+            problems.append(
+                _describe("report['loss']", got["loss"], float(loss))
+                + " It is the value of cost(activation(weighted_sum(w, b)))."
+            )
         if not _agree(got["dw"], backward_dw, rtol=1e-6, atol=1e-12):
-            problems.append(_describe("report['dw']", got["dw"], backward_dw) +
-                            " It is w.grad after one backward() from the loss (grads starting at 0).")
+            problems.append(
+                _describe("report['dw']", got["dw"], backward_dw)
+                + " It is w.grad after one backward() from the loss (grads starting at 0)."
+            )
         if check < 1e-6:
             if not 0 <= got["check"] <= 1e-6:
-                problems.append(f"report['check'] is {got['check']:.2g}, but this neuron's backward is right: your "
-                                "gradient_check's relative error for w should be tiny.")
+                problems.append(
+                    f"report['check'] is {got['check']:.2g}, but this neuron's backward is right: your "
+                    "gradient_check's relative error for w should be tiny."
+                )
         elif not abs(got["check"] - check) <= 1e-4 * check + 1e-9:
-            problems.append(f"report['check'] is {got['check']:.3g}: "
-                            f"{'too small' if got['check'] < check else 'too large'} for this backward (off by "
-                            f"{abs(got['check'] - check):.2g}). It is gradient_check(loss, [w, b])[0].")
+            problems.append(
+                f"report['check'] is {got['check']:.3g}: "
+                f"{'too small' if got['check'] < check else 'too large'} for this backward (off by "
+                f"{abs(got['check'] - check):.2g}). It is gradient_check(loss, [w, b])[0]."
+            )
         _fail(problems, [], intro=f"{where}:")
 
 
 # ---------------------------------------------------------------- hidden cases, drawn at grading time
+
 
 def _value(rng, low=-3.0, high=3.0) -> float:
     return round(rng.uniform(low, high), 3)
@@ -497,8 +612,12 @@ def draw_pairs(rng, count: int) -> dict:
 
 def draw_pow_cases(rng, count: int) -> dict:
     """A positive base with any exponent, negative bases with whole exponents (no complex results), a zero base."""
-    cases = [(_value(rng, 0.2, 3.0), _value(rng, -2.0, 2.0)) if i % 2 == 0 else
-             (_value(rng, -3.0, -0.2), float(rng.randint(1, 3))) for i in range(count)]
+    cases = [
+        (_value(rng, 0.2, 3.0), _value(rng, -2.0, 2.0))
+        if i % 2 == 0
+        else (_value(rng, -3.0, -0.2), float(rng.randint(1, 3)))
+        for i in range(count)
+    ]
     if count >= 3:  # a zero base with a positive exponent: 0 for every exponent, so d/db is 0 (not undefined)
         cases[2] = (0.0, _value(rng, 0.5, 3.0))
     return {"cases": cases}
@@ -530,24 +649,38 @@ _ARITY = {"smooth": 2, "tanh_squared": 1, "exp_scaled": 2, "swapped_product": 2,
 
 def draw_gradient_check_cases(rng, count: int) -> dict:
     names = list(_ARITY)
-    return {"cases": [(name, [_value(rng, -2.0, 2.0) for _ in range(_ARITY[name])])
-                      for name in (names * count)[:count]]}
+    return {
+        "cases": [(name, [_value(rng, -2.0, 2.0) for _ in range(_ARITY[name])]) for name in (names * count)[:count]]
+    }
 
 
 def draw_neuron_cases(rng, count: int) -> dict:
     cases = []
     for _ in range(count):
         n = rng.randint(1, 4)
-        cases.append(([_value(rng, -1.5, 1.5) for _ in range(n)], _value(rng, -0.5, 0.5),
-                      [_value(rng, -2.0, 2.0) for _ in range(n)], _value(rng, -1.0, 1.0)))
+        cases.append(
+            (
+                [_value(rng, -1.5, 1.5) for _ in range(n)],
+                _value(rng, -0.5, 0.5),
+                [_value(rng, -2.0, 2.0) for _ in range(n)],
+                _value(rng, -1.0, 1.0),
+            )
+        )
     return {"cases": cases}
 
 
-_SEED_FORMS = (("tanh", "half_square"), ("published_tanh", "half_square"), ("tanh", "published_cost"),
-               ("published_tanh", "published_cost"))
+_SEED_FORMS = (
+    ("tanh", "half_square"),
+    ("published_tanh", "half_square"),
+    ("tanh", "published_cost"),
+    ("published_tanh", "published_cost"),
+)
 
 
 def draw_seed_neuron_cases(rng, count: int) -> dict:
     """Seed 002's neuron with other weights: each pairing of the right and the published activation and cost."""
-    return {"cases": [(*_SEED_FORMS[i % len(_SEED_FORMS)], _value(rng, -1.5, 1.5), _value(rng, -1.0, 1.0))
-                      for i in range(count)]}
+    return {
+        "cases": [
+            (*_SEED_FORMS[i % len(_SEED_FORMS)], _value(rng, -1.5, 1.5), _value(rng, -1.0, 1.0)) for i in range(count)
+        ]
+    }

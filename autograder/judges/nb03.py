@@ -4,6 +4,7 @@ For each Function exercise, what it must compute with native torch operations on
 gradients come from PyTorch's autograd on them: no backward formula of the exercises is written
 here), and hints for known mistakes; then the judges of the other checks.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,9 +53,11 @@ def _hint_weight_from_x_not_x_transposed(args, grad_outputs, index, got, expecte
     if index != 1 or x.shape[0] != x.shape[1] or got.shape != expected.shape:
         return None
     if torch.allclose(got, x @ grad_outputs[0], rtol=1e-6, atol=1e-9):
-        return ("the gradient for W multiplies x by grad_output as they are. That runs only because the batch size "
-                "equals the number of inputs here: check which factor is transposed (the gradient of W has W's shape, "
-                "(inputs, outputs), for every batch size).")
+        return (
+            "the gradient for W multiplies x by grad_output as they are. That runs only because the batch size "
+            "equals the number of inputs here: check which factor is transposed (the gradient of W has W's shape, "
+            "(inputs, outputs), for every batch size)."
+        )
     return None
 
 
@@ -62,10 +65,17 @@ _LINEAR_HINTS = (_hint_untransposed_weight, _hint_weight_from_x_not_x_transposed
 
 add_reference(FunctionReference(name="mul", reference=lambda a, b: a * b))
 add_reference(FunctionReference(name="exp", reference=torch.exp, saves="output"))
-add_reference(FunctionReference(name="linear", reference=_linear_reference, needs_input_grad=True,
-                                gradient_hints=_LINEAR_HINTS))
-add_reference(FunctionReference(name="linear_batch_equals_inputs", reference=_linear_reference, needs_input_grad=True,
-                                gradient_hints=_LINEAR_HINTS))
+add_reference(
+    FunctionReference(name="linear", reference=_linear_reference, needs_input_grad=True, gradient_hints=_LINEAR_HINTS)
+)
+add_reference(
+    FunctionReference(
+        name="linear_batch_equals_inputs",
+        reference=_linear_reference,
+        needs_input_grad=True,
+        gradient_hints=_LINEAR_HINTS,
+    )
+)
 add_reference(FunctionReference(name="kill_head", reference=_kill_reference, forward_hints=(_hint_rows,)))
 
 
@@ -75,20 +85,30 @@ def _hint_abs_without_sign(args, grad_outputs, index, got, expected):
     if got.shape != expected.shape or not torch.allclose(got, grad_outputs[0] * other.abs(), rtol=1e-6, atol=1e-9):
         return None
     names = ("u", "v")
-    return (f"the gradient for {names[index]} is right where {names[index]} > 0 and has the wrong sign where "
-            f"{names[index]} < 0: the factor that "
-            f"multiplies |{names[1 - index]}| is the sign of {names[index]}, the slope of |t| at t = u·v.")
+    return (
+        f"the gradient for {names[index]} is right where {names[index]} > 0 and has the wrong sign where "
+        f"{names[index]} < 0: the factor that "
+        f"multiplies |{names[1 - index]}| is the sign of {names[index]}, the slope of |t| at t = u·v."
+    )
 
 
-add_reference(FunctionReference(name="abs_product", reference=lambda u, v: torch.abs(u * v),
-                                gradient_hints=(_hint_abs_without_sign,)))
-add_reference(FunctionReference(name="numerical_logsumexp", reference=lambda x: torch.logsumexp(x, dim=1),
-                                ref_rtol=1e-07, ref_atol=1e-08))
+add_reference(
+    FunctionReference(
+        name="abs_product", reference=lambda u, v: torch.abs(u * v), gradient_hints=(_hint_abs_without_sign,)
+    )
+)
+add_reference(
+    FunctionReference(
+        name="numerical_logsumexp", reference=lambda x: torch.logsumexp(x, dim=1), ref_rtol=1e-07, ref_atol=1e-08
+    )
+)
 
 
 def judge_numerical_jacobian(data, problems, eps=1e-6, seed=0):
     for name, got in zip(problems, answers.per_case(data, problems)):
-        answers.entry(got, name, ("jacobians", "calls", "calls_with_grad", "inputs_changed", "sweeps", "forward_sweeps"))
+        answers.entry(
+            got, name, ("jacobians", "calls", "calls_with_grad", "inputs_changed", "sweeps", "forward_sweeps")
+        )
         answers.integer(got["calls"], "calls"), answers.flag(got["inputs_changed"], "inputs_changed")
         answers.integer(got["calls_with_grad"], "calls_with_grad")
         answers.integer(got["sweeps"], "sweeps"), answers.integer(got["forward_sweeps"], "forward_sweeps")
@@ -101,27 +121,42 @@ def judge_numerical_jacobian(data, problems, eps=1e-6, seed=0):
         out_numel = f(*inputs).numel()
         jac = torch.autograd.functional.jacobian(f, inputs)
         if got["inputs_changed"]:
-            raise CheckFailed(f"`{call}` changed the inputs it was given: perturb copies (x.clone()), or put each entry back.")
+            raise CheckFailed(
+                f"`{call}` changed the inputs it was given: perturb copies (x.clone()), or put each entry back."
+            )
         if len(got["jacobians"]) != len(inputs):
-            raise CheckFailed(f"`{call}` returned {len(got['jacobians'])} Jacobian(s) for {len(inputs)} input(s): one per input.")
+            raise CheckFailed(
+                f"`{call}` returned {len(got['jacobians'])} Jacobian(s) for {len(inputs)} input(s): one per input."
+            )
         expected_calls = 2 * sum(x.numel() for x in inputs)
-        refusal = (f"This exercise is the numerical Jacobian that gradcheck compares autograd with: central differences, "
-                   f"two evaluations of f per input entry ({expected_calls} here), and no autograd.")
+        refusal = (
+            f"This exercise is the numerical Jacobian that gradcheck compares autograd with: central differences, "
+            f"two evaluations of f per input entry ({expected_calls} here), and no autograd."
+        )
         if got["forward_sweeps"] and not got["calls_with_grad"]:
-            raise CheckFailed(f"`{call}` differentiated f in forward mode (torch.func.jacfwd, torch.func.jvp, dual numbers "
-                              f"of torch.autograd.forward_ad, ...), which gives the Jacobian exactly. {refusal}")
+            raise CheckFailed(
+                f"`{call}` differentiated f in forward mode (torch.func.jacfwd, torch.func.jvp, dual numbers "
+                f"of torch.autograd.forward_ad, ...), which gives the Jacobian exactly. {refusal}"
+            )
         if got["calls_with_grad"] or got["sweeps"]:
-            raise CheckFailed(f"`{call}` called f on inputs that require grad: that is autograd "
-                              f"(torch.autograd.functional.jacobian, backward, ...), which differentiates f exactly. {refusal}")
+            raise CheckFailed(
+                f"`{call}` called f on inputs that require grad: that is autograd "
+                f"(torch.autograd.functional.jacobian, backward, ...), which differentiates f exactly. {refusal}"
+            )
         for i, (J, want, x) in enumerate(zip(got["jacobians"], jac, inputs)):
             want = want.reshape(out_numel, x.numel())
             if tuple(J.shape) != tuple(want.shape):
-                hint = (" It looks transposed: rows are output entries, columns are input entries."
-                        if tuple(J.shape) == tuple(want.shape)[::-1] else "")
-                raise CheckFailed(f"`{call}`: the Jacobian for input {i} has shape {tuple(J.shape)}; it should be "
-                                  f"(number of output entries, number of input entries) = {tuple(want.shape)}.{hint}")
+                hint = (
+                    " It looks transposed: rows are output entries, columns are input entries."
+                    if tuple(J.shape) == tuple(want.shape)[::-1]
+                    else ""
+                )
+                raise CheckFailed(
+                    f"`{call}`: the Jacobian for input {i} has shape {tuple(J.shape)}; it should be "
+                    f"(number of output entries, number of input entries) = {tuple(want.shape)}.{hint}"
+                )
             err = (J - want).abs()
-            bad = err > 1e-8 + 1e-7 * want.abs()   # a central difference in float64 is good to ~1e-10 here
+            bad = err > 1e-8 + 1e-7 * want.abs()  # a central difference in float64 is good to ~1e-10 here
             if bad.any():
                 hints = []
                 if torch.allclose(J, 2 * want, rtol=1e-5, atol=1e-6):
@@ -129,17 +164,25 @@ def judge_numerical_jacobian(data, problems, eps=1e-6, seed=0):
                 elif torch.allclose(J, -want, rtol=1e-5, atol=1e-6):
                     hints.append("the sign is flipped: f(x + eps) - f(x - eps), in that order.")
                 elif float(err.max()) < 1e-4:
-                    hints.append("small errors (of the order of eps) look like a one-sided difference: step both ways, "
-                                 "x + eps and x - eps, and divide by 2·eps.")
+                    hints.append(
+                        "small errors (of the order of eps) look like a one-sided difference: step both ways, "
+                        "x + eps and x - eps, and divide by 2·eps."
+                    )
                 entries = [f"[{r}, {c}]" for r, c in torch.nonzero(bad)[:6].tolist()]
-                raise CheckFailed(f"`{call}`: the Jacobian for input {i} is wrong in entries {', '.join(entries)} "
-                                  f"(largest error {float(err.max()):.3g})." + "".join(f"\nHint: {h}" for h in hints))
+                raise CheckFailed(
+                    f"`{call}`: the Jacobian for input {i} is wrong in entries {', '.join(entries)} "
+                    f"(largest error {float(err.max()):.3g})." + "".join(f"\nHint: {h}" for h in hints)
+                )
         if got["calls"] < expected_calls:
-            raise CheckFailed(f"`{call}` has the right numbers but evaluated f only {got['calls']} time(s): "
-                              f"autograd (torch.func.jacrev, ...) computes them exactly. {refusal}")
+            raise CheckFailed(
+                f"`{call}` has the right numbers but evaluated f only {got['calls']} time(s): "
+                f"autograd (torch.func.jacrev, ...) computes them exactly. {refusal}"
+            )
         if got["calls"] > expected_calls + 1:
-            raise CheckFailed(f"`{call}` evaluated f {got['calls']} times; a central-difference Jacobian needs "
-                              f"{expected_calls} (two per input entry).")
+            raise CheckFailed(
+                f"`{call}` evaluated f {got['calls']} times; a central-difference Jacobian needs "
+                f"{expected_calls} (two per input entry)."
+            )
 
 
 def judge_my_gradcheck(data, problems, seed=0):
@@ -158,15 +201,22 @@ def judge_my_gradcheck(data, problems, seed=0):
         lines.append(f"  - on '{name}' ({what}) my_gradcheck returned {got}.")
     hints = []
     if any(n == "correct_with_zeros" for n, _, _ in wrong):
-        hints.append("where the true derivative is 0, a purely relative test can never pass: accept "
-                     "|analytical - numerical| <= atol + rtol·|numerical|, as gradcheck does.")
+        hints.append(
+            "where the true derivative is 0, a purely relative test can never pass: accept "
+            "|analytical - numerical| <= atol + rtol·|numerical|, as gradcheck does."
+        )
     if any(n in ("small_relative_error", "one_entry_off") for n, _, _ in wrong):
         hints.append("a small error in one entry must still fail: compare every entry, not a sum or a mean.")
     if all(n.startswith("correct") for n, _, _ in wrong):
-        hints.append("your check rejects correct Functions: are the two Jacobians laid out the same way "
-                     "(rows = output entries, columns = input entries)?")
-    raise CheckFailed("my_gradcheck disagrees with torch.autograd.gradcheck:\n" + "\n".join(lines)
-                      + "".join(f"\nHint: {h}" for h in hints))
+        hints.append(
+            "your check rejects correct Functions: are the two Jacobians laid out the same way "
+            "(rows = output entries, columns = input entries)?"
+        )
+    raise CheckFailed(
+        "my_gradcheck disagrees with torch.autograd.gradcheck:\n"
+        + "\n".join(lines)
+        + "".join(f"\nHint: {h}" for h in hints)
+    )
 
 
 def _reference_training(x0, target, n, lr, steps):
@@ -185,7 +235,11 @@ def _reference_training(x0, target, n, lr, steps):
 def judge_kill_head_training(data, cases):
     for (seed, shape, n, lr, steps), got in zip(cases, answers.per_case(data, cases)):
         answers.entry(got, "answer", ("x", "losses", "x0_changed"))
-        answers.tensor(got["x"], "x"), answers.numbers(got["losses"], "losses"), answers.flag(got["x0_changed"], "x0_changed")
+        (
+            answers.tensor(got["x"], "x"),
+            answers.numbers(got["losses"], "losses"),
+            answers.flag(got["x0_changed"], "x0_changed"),
+        )
         x0, target = training_problem(seed, shape, n)
         x_ref, losses_ref = _reference_training(x0, target, n, lr, steps)
         call = f"train_kill_head(x0, target, n={n}, lr={lr}, steps={steps})"
@@ -198,31 +252,44 @@ def judge_kill_head_training(data, cases):
             raise CheckFailed(f"`{call}` returned x of shape {tuple(got['x'].shape)}; x has shape {tuple(shape)}.")
         head = got["x"][:, :n]
         if n and not torch.allclose(head, x0[:, :n], rtol=0, atol=1e-12):
-            raise CheckFailed(f"`{call}` changed the first {n} column(s) of x: KillHead zeroes them, so their gradient is 0 "
-                              "and SGD must leave them where they started.")
+            raise CheckFailed(
+                f"`{call}` changed the first {n} column(s) of x: KillHead zeroes them, so their gradient is 0 "
+                "and SGD must leave them where they started."
+            )
         ok = [math.isclose(a, b, rel_tol=1e-8, abs_tol=1e-12) for a, b in zip(losses, losses_ref)]
         if not all(ok):
             first = ok.index(False)
             hints = []
             if all(math.isclose(a, b, rel_tol=1e-8, abs_tol=1e-12) for a, b in zip(losses, losses_ref[1:])):
-                hints.append("your losses are one step ahead: record the loss of the step before calling optimizer.step().")
+                hints.append(
+                    "your losses are one step ahead: record the loss of the step before calling optimizer.step()."
+                )
             elif len(losses) > 1 and math.isclose(losses[1], losses[0], rel_tol=1e-12):
-                hints.append("the loss does not move: call loss.backward() and optimizer.step() every step, and "
-                             "optimizer.zero_grad() before backward.")
+                hints.append(
+                    "the loss does not move: call loss.backward() and optimizer.step() every step, and "
+                    "optimizer.zero_grad() before backward."
+                )
             elif first >= 2:
-                hints.append("the first steps agree and later ones drift: are old gradients accumulating? call "
-                             "optimizer.zero_grad() before loss.backward() in every step.")
+                hints.append(
+                    "the first steps agree and later ones drift: are old gradients accumulating? call "
+                    "optimizer.zero_grad() before loss.backward() in every step."
+                )
             elif first == 0:
-                hints.append("the very first loss differs: the loss is the mean of the squared differences between "
-                             "KillHead.apply(x, n) and target.")
-            raise CheckFailed(f"`{call}`: the loss at step {first} is off by {abs(losses[first] - losses_ref[first]):.3g} "
-                              f"(relative {abs(losses[first] - losses_ref[first]) / max(abs(losses_ref[first]), 1e-12):.2g})."
-                              + "".join(f"\nHint: {h}" for h in hints))
+                hints.append(
+                    "the very first loss differs: the loss is the mean of the squared differences between "
+                    "KillHead.apply(x, n) and target."
+                )
+            raise CheckFailed(
+                f"`{call}`: the loss at step {first} is off by {abs(losses[first] - losses_ref[first]):.3g} "
+                f"(relative {abs(losses[first] - losses_ref[first]) / max(abs(losses_ref[first]), 1e-12):.2g})."
+                + "".join(f"\nHint: {h}" for h in hints)
+            )
         if not torch.allclose(got["x"], x_ref, rtol=1e-8, atol=1e-10):
             raise CheckFailed(f"`{call}` returned the right losses but a different x: return the tensor you trained.")
 
 
 # ---------------------------------------------------------------- hidden cases, drawn at grading time
+
 
 def draw_function_seed(rng, count: int) -> dict:
     """check_function's inputs come from its seed: a fresh one (the call keeps its own `cases=`)."""
@@ -236,6 +303,7 @@ def draw_jacobian_problems(rng, count: int) -> dict:
 
 def draw_gradcheck_problems(rng, count: int) -> dict:
     from ..probes.nb03 import GRADCHECK_PROBLEMS
+
     names = list(GRADCHECK_PROBLEMS)
     rng.shuffle(names)
     return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
@@ -245,6 +313,13 @@ def draw_training_cases(rng, count: int) -> dict:
     cases = []
     for _ in range(count):
         rows, cols = rng.randint(2, 5), rng.randint(2, 6)
-        cases.append((rng.randrange(1, 10**6), (rows, cols), rng.randint(0, cols), rng.choice((0.5, 1.0, 2.0)),
-                      rng.randint(5, 15)))
+        cases.append(
+            (
+                rng.randrange(1, 10**6),
+                (rows, cols),
+                rng.randint(0, cols),
+                rng.choice((0.5, 1.0, 2.0)),
+                rng.randint(5, 15),
+            )
+        )
     return {"cases": cases}

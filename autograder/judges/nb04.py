@@ -7,6 +7,7 @@ Function that computes the right numbers but misses the property the exercise is
 mark_non_differentiable, None gradients, double backward, parameter-shaped gradients, opcheck) loses
 exactly that part, with a hint.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,14 +18,24 @@ import torch.nn.functional as nnf
 from autograder.feedback import CheckFailed
 from autograder.judges import answers
 from autograder.judges.verdict import Part, Verdict
-from autograder.probes.nb04 import (HVP_PROBLEMS, OPCHECK_TESTS, TWICE_OUTPUTS, hvp_problem, inputs_elementwise,
-                                    inputs_linear, inputs_training, linear_cases, shapes_of)
+from autograder.probes.nb04 import (
+    HVP_PROBLEMS,
+    OPCHECK_TESTS,
+    TWICE_OUTPUTS,
+    hvp_problem,
+    inputs_elementwise,
+    inputs_linear,
+    inputs_training,
+    linear_cases,
+    shapes_of,
+)
 
 DT = torch.float64
 RTOL, ATOL = 1e-7, 1e-9
 
 
 # ------------------------------------------------------------------------------------------ helpers
+
 
 class Parts:
     """Named parts with weights; the verdict is the weighted share of the points that passed."""
@@ -39,7 +50,9 @@ class Parts:
     def verdict(self, points: float) -> Verdict:
         total = sum(p.weight for p in self.parts.values())
         earned = sum(p.weight for p in self.parts.values() if p.passed)
-        verdict = Verdict(round(points * earned / total, 2), points=points, parts=list(self.parts.values()), title=self.title)
+        verdict = Verdict(
+            round(points * earned / total, 2), points=points, parts=list(self.parts.values()), title=self.title
+        )
         if earned == 0:
             failure = CheckFailed(verdict.report())
             failure.verdict = verdict
@@ -65,11 +78,17 @@ def _wrong(got, want, what: str, rtol=RTOL, atol=ATOL) -> str | None:
     if not bad.any():
         return None
     where = ", ".join(str(tuple(i)) if len(i) != 1 else f"[{i[0]}]" for i in torch.nonzero(bad)[:4].tolist())
-    return f"{what} is wrong in {int(bad.sum())} of {bad.numel()} entries ({where}); largest error {float(err.max()):.3g}."
+    return (
+        f"{what} is wrong in {int(bad.sum())} of {bad.numel()} entries ({where}); largest error {float(err.max()):.3g}."
+    )
 
 
 def _same(got, want, rtol=1e-6, atol=1e-9) -> bool:
-    return got is not None and tuple(got.shape) == tuple(want.shape) and torch.allclose(got.to(DT), want, rtol=rtol, atol=atol)
+    return (
+        got is not None
+        and tuple(got.shape) == tuple(want.shape)
+        and torch.allclose(got.to(DT), want, rtol=rtol, atol=atol)
+    )
 
 
 def _vjp(fn, x, u):
@@ -96,6 +115,7 @@ def _values(part: Part, got: dict, x, g, reference, where: str, what="forward", 
 # A judge reads nothing it has not checked against the form its probe writes (answers.MISMATCH otherwise):
 # a schema is a kind ("tensor", "text", "flag", "number", "int"; "tensor?" allows None), None (must be None),
 # a dict (exactly these keys), a list (exactly these entries), or one of the classes below.
+
 
 class ListOf:
     def __init__(self, item, length=None):
@@ -127,7 +147,13 @@ def _text(value, what):
     return value
 
 
-_KINDS = {"tensor": answers.tensor, "text": _text, "flag": answers.flag, "number": answers.number, "int": answers.integer}
+_KINDS = {
+    "tensor": answers.tensor,
+    "text": _text,
+    "flag": answers.flag,
+    "number": answers.number,
+    "int": answers.integer,
+}
 
 
 def valid(value, schema, what: str):
@@ -182,42 +208,96 @@ def _case_data(data, cases: list, what: str, schema, schema_first=None) -> list:
 
 
 TENSOR, MAYBE_TENSOR, MAYBE_TEXT = "tensor", "tensor?", "text?"
-SUMMARY = OneOf({"kind": Literal("none")},
-                {"kind": Literal("tensor"), "shape": ListOf("int"), "dtype": "text", "value": MAYBE_TENSOR},
-                {"kind": Literal("other"), "type": "text"})
-SAVED_ENTRY = {"output": TENSOR, "grad": MAYBE_TENSOR, "backward_error": MAYBE_TEXT,
-               "after_inplace": {"error": MAYBE_TEXT, "grad": MAYBE_TENSOR}}
-INPLACE_ENTRY = {"output": TENSOR, "returns_input": "flag", "same_memory": "flag", "version_bumped": "flag",
-                 "input_after": TENSOR, "grad": MAYBE_TENSOR, "backward_error": MAYBE_TEXT,
-                 "grad_through_input": MAYBE_TENSOR, "input_error": MAYBE_TEXT}
-MASK_ENTRY = {"output": TENSOR, "mask": TENSOR, "mask_dtype": "text", "mask_requires_grad": "flag",
-              "grad": MAYBE_TENSOR, "backward_error": MAYBE_TEXT, "mask_grad": MAYBE_TENSOR, "mask_grad_error": MAYBE_TEXT}
+SUMMARY = OneOf(
+    {"kind": Literal("none")},
+    {"kind": Literal("tensor"), "shape": ListOf("int"), "dtype": "text", "value": MAYBE_TENSOR},
+    {"kind": Literal("other"), "type": "text"},
+)
+SAVED_ENTRY = {
+    "output": TENSOR,
+    "grad": MAYBE_TENSOR,
+    "backward_error": MAYBE_TEXT,
+    "after_inplace": {"error": MAYBE_TEXT, "grad": MAYBE_TENSOR},
+}
+INPLACE_ENTRY = {
+    "output": TENSOR,
+    "returns_input": "flag",
+    "same_memory": "flag",
+    "version_bumped": "flag",
+    "input_after": TENSOR,
+    "grad": MAYBE_TENSOR,
+    "backward_error": MAYBE_TEXT,
+    "grad_through_input": MAYBE_TENSOR,
+    "input_error": MAYBE_TEXT,
+}
+MASK_ENTRY = {
+    "output": TENSOR,
+    "mask": TENSOR,
+    "mask_dtype": "text",
+    "mask_requires_grad": "flag",
+    "grad": MAYBE_TENSOR,
+    "backward_error": MAYBE_TEXT,
+    "mask_grad": MAYBE_TENSOR,
+    "mask_grad_error": MAYBE_TEXT,
+}
 _SINCOS_CALL = OneOf({"error": "text"}, {"returned": SUMMARY})
-SINCOS_ENTRY = {"outputs": [TENSOR, TENSOR], "calls": {k: _SINCOS_CALL for k in ("both", "sin_only", "cos_only", "neither")},
-                "received_when_sin_only": OneOf(None, ListOf("text"))}
+SINCOS_ENTRY = {
+    "outputs": [TENSOR, TENSOR],
+    "calls": {k: _SINCOS_CALL for k in ("both", "sin_only", "cos_only", "neither")},
+    "received_when_sin_only": OneOf(None, ListOf("text")),
+}
 HVP_ENTRY = {"hvp": TENSOR, "requires_grad": "flag", "inputs_changed": "flag"}
-LINEAR_ENTRY = {"output": TENSOR, "returned": OneOf(None, ListOf(SUMMARY)), "backward_error": MAYBE_TEXT,
-                "grads": OneOf(None, ListOf(MAYBE_TENSOR)), "grads_error": MAYBE_TEXT}
+LINEAR_ENTRY = {
+    "output": TENSOR,
+    "returned": OneOf(None, ListOf(SUMMARY)),
+    "backward_error": MAYBE_TEXT,
+    "grads": OneOf(None, ListOf(MAYBE_TENSOR)),
+    "grads_error": MAYBE_TEXT,
+}
 _SHAPE_OR_NONE = OneOf(None, ListOf("int"))
-LAYER_DATA = {"parameters": DictOf({"shape": ListOf("int"), "is_parameter": "flag"}), "weight": MAYBE_TENSOR,
-              "bias": MAYBE_TENSOR, "repr": "text", "repr_no_bias": "text", "parameters_no_bias": ListOf("text"),
-              "bias_no_bias": "text", "losses": ListOf("number"), "grad_shapes": OneOf(None, [_SHAPE_OR_NONE] * 2),
-              "node": "text", "node_inputs": ListOf("text")}
+LAYER_DATA = {
+    "parameters": DictOf({"shape": ListOf("int"), "is_parameter": "flag"}),
+    "weight": MAYBE_TENSOR,
+    "bias": MAYBE_TENSOR,
+    "repr": "text",
+    "repr_no_bias": "text",
+    "parameters_no_bias": ListOf("text"),
+    "bias_no_bias": "text",
+    "losses": ListOf("number"),
+    "grad_shapes": OneOf(None, [_SHAPE_OR_NONE] * 2),
+    "node": "text",
+    "node_inputs": ListOf("text"),
+}
 _VMAP_RESULT = OneOf({"error": "text"}, {"value": TENSOR})
 _VMAP = {"in_dims=0": _VMAP_RESULT, "in_dims=-1": _VMAP_RESULT}
-MODERN_ENTRY = {"output": TENSOR, "grad": MAYBE_TENSOR, "backward_error": MAYBE_TEXT, "jvp": MAYBE_TENSOR,
-                "jvp_error": MAYBE_TEXT, "gradcheck_forward_ad": OneOf("flag", "text"), "vmap": _VMAP}
+MODERN_ENTRY = {
+    "output": TENSOR,
+    "grad": MAYBE_TENSOR,
+    "backward_error": MAYBE_TEXT,
+    "jvp": MAYBE_TENSOR,
+    "jvp_error": MAYBE_TEXT,
+    "gradcheck_forward_ad": OneOf("flag", "text"),
+    "vmap": _VMAP,
+}
 VMAP_ENTRY = {"output": TENSOR, "grad": MAYBE_TENSOR, "backward_error": MAYBE_TEXT, "vmap": _VMAP}
 OP_ENTRY = {"output": TENSOR, "grad": MAYBE_TENSOR, "backward_error": MAYBE_TEXT, "opcheck": DictOf("text")}
 OP_FIRST_ENTRY = {**OP_ENTRY, "compiled": OneOf({"error": "text"}, {"loss": "number", "grad": MAYBE_TENSOR})}
 
 
 def _twice_entry(count: int) -> dict:
-    return {"outputs": [TENSOR] * count, "grad_all": MAYBE_TENSOR, "grad_all_error": MAYBE_TEXT, "first": MAYBE_TENSOR,
-            "hvp": MAYBE_TENSOR, "second_error": MAYBE_TEXT, "gradgradcheck": OneOf("flag", "text")}
+    return {
+        "outputs": [TENSOR] * count,
+        "grad_all": MAYBE_TENSOR,
+        "grad_all_error": MAYBE_TEXT,
+        "first": MAYBE_TENSOR,
+        "hvp": MAYBE_TENSOR,
+        "second_error": MAYBE_TEXT,
+        "gradgradcheck": OneOf("flag", "text"),
+    }
 
 
 # ------------------------------------------------------------------------------------------ Cube
+
 
 def _elementwise_cases(data, seed, cases, title, schema, kinks=False):
     """(got, x, g, where) for each case of an element-wise Function's data, validated against its probe's form."""
@@ -230,84 +310,135 @@ def _elementwise_cases(data, seed, cases, title, schema, kinks=False):
 def judge_saved_tensors(data, seed=0, cases=2, points=2):
     p = Parts("Cube (x³, saving x with ctx.save_for_backward)", values=1.0, version_counter=1.0)
     for got, x, g, where in _elementwise_cases(data, seed, cases, "Cube", SAVED_ENTRY):
-        _values(p["values"], got, x, g, lambda t: t ** 3, where, grad_hint=lambda grad: (
-            "backward returns the local derivative alone: multiply it by grad_output (the chain rule)."
-            if _same(grad, 3 * x ** 2) else "the derivative of x³ is 3x²: a factor 3 is missing."
-            if _same(grad, g * x ** 2) else None))
+        _values(
+            p["values"],
+            got,
+            x,
+            g,
+            lambda t: t**3,
+            where,
+            grad_hint=lambda grad: (
+                "backward returns the local derivative alone: multiply it by grad_output (the chain rule)."
+                if _same(grad, 3 * x**2)
+                else "the derivative of x³ is 3x²: a factor 3 is missing."
+                if _same(grad, g * x**2)
+                else None
+            ),
+        )
         after = got["after_inplace"]
         changed = x + 1.0
         if after["error"] and "modified by an inplace operation" in after["error"]:
             continue
         if after["error"]:
-            p["version_counter"].fail(f"when x is changed in place between forward and backward, backward raised "
-                                      f"{after['error']} {where}; autograd should have refused with its version-counter error.")
+            p["version_counter"].fail(
+                f"when x is changed in place between forward and backward, backward raised "
+                f"{after['error']} {where}; autograd should have refused with its version-counter error."
+            )
             continue
-        hint = "save tensors with ctx.save_for_backward(x), not as attributes (ctx.x = x): only saved tensors are version-checked."
-        if after["grad"] is not None and _same(after["grad"], g * 3 * changed ** 2):
-            p["version_counter"].fail(f"x was changed in place after forward and backward silently used the changed "
-                                      f"values {where}: the gradient is wrong and nothing said so.", hint)
+        hint = (
+            "save tensors with ctx.save_for_backward(x), not as attributes (ctx.x = x): only saved tensors are "
+            "version-checked."
+        )
+        if after["grad"] is not None and _same(after["grad"], g * 3 * changed**2):
+            p["version_counter"].fail(
+                f"x was changed in place after forward and backward silently used the changed "
+                f"values {where}: the gradient is wrong and nothing said so.",
+                hint,
+            )
         else:
-            p["version_counter"].fail(f"x was changed in place after forward and backward did not notice {where}.",
-                                      "save x itself with ctx.save_for_backward (not a copy, not an attribute), so that "
-                                      "autograd can tell when it changed.")
+            p["version_counter"].fail(
+                f"x was changed in place after forward and backward did not notice {where}.",
+                "save x itself with ctx.save_for_backward (not a copy, not an attribute), so that "
+                "autograd can tell when it changed.",
+            )
     return p.verdict(points)
 
 
 # ------------------------------------------------------------------------------------------ InplaceReLU
 
+
 def judge_inplace(data, seed=0, cases=2, points=3):
     p = Parts("InplaceReLU (an in-place forward with ctx.mark_dirty)", values=1.0, in_place=1.0, mark_dirty=1.0)
     for got, x, g, where in _elementwise_cases(data, seed, cases, "InplaceReLU", INPLACE_ENTRY, kinks=True):
         want_out = torch.relu(x)
-        _values(p["values"], got, x, g, torch.relu, where, grad_hint=lambda grad: (
-            "backward lets the gradient through everywhere: it must be 0 where x was negative." if _same(grad, g) else None))
+        _values(
+            p["values"],
+            got,
+            x,
+            g,
+            torch.relu,
+            where,
+            grad_hint=lambda grad: (
+                "backward lets the gradient through everywhere: it must be 0 where x was negative."
+                if _same(grad, g)
+                else None
+            ),
+        )
         if not got["version_bumped"]:
-            p["in_place"].fail(f"forward left x unchanged and returned a new tensor {where}: this exercise asks "
-                               "for an in-place ReLU.", "change x itself (x.clamp_(min=0) or x[x < 0] = 0) and return x.")
-            continue          # x was not changed: nothing for mark_dirty to declare
+            p["in_place"].fail(
+                f"forward left x unchanged and returned a new tensor {where}: this exercise asks for an in-place ReLU.",
+                "change x itself (x.clamp_(min=0) or x[x < 0] = 0) and return x.",
+            )
+            continue  # x was not changed: nothing for mark_dirty to declare
         problem = _wrong(got["input_after"], want_out, f"x after the call {where}")
         if problem:
             p["in_place"].fail(problem + " After an in-place ReLU, x itself holds relu(x).")
         if not got["returns_input"]:
-            p["mark_dirty"].fail(f"forward changed x in place, but `apply` returned a different tensor object {where}.",
-                                 "call ctx.mark_dirty(x) in forward: then apply returns x itself, with its new grad_fn.")
+            p["mark_dirty"].fail(
+                f"forward changed x in place, but `apply` returned a different tensor object {where}.",
+                "call ctx.mark_dirty(x) in forward: then apply returns x itself, with its new grad_fn.",
+            )
         if got["input_error"]:
             p["mark_dirty"].fail(f"using x after the call, backward raised {got['input_error']} {where}.")
         elif got["grad"] is not None and not _same(got["grad_through_input"], got["grad"].to(DT)):
             hint = None
             if got["grad_through_input"] is not None and _same(got["grad_through_input"], g):
-                hint = ("autograd still treats x as the value before the ReLU: its gradient skips the ReLU. "
-                        "ctx.mark_dirty(x) tells autograd that forward changed x, so later uses of x go through your backward.")
-            p["mark_dirty"].fail(f"code that goes on using x after `InplaceReLU.apply(x)` does not differentiate through "
-                                 f"your backward {where}.", hint)
+                hint = (
+                    "autograd still treats x as the value before the ReLU: its gradient skips the ReLU. "
+                    "ctx.mark_dirty(x) tells autograd that forward changed x, so later uses of x go through your "
+                    "backward."
+                )
+            p["mark_dirty"].fail(
+                f"code that goes on using x after `InplaceReLU.apply(x)` does not differentiate through "
+                f"your backward {where}.",
+                hint,
+            )
     return p.verdict(points)
 
 
 # ------------------------------------------------------------------------------------------ ReLUWithMask
 
+
 def judge_non_differentiable(data, seed=0, cases=2, points=3):
     p = Parts("ReLUWithMask (a non-differentiable mask output)", values=1.0, non_differentiable=1.0, mask_dtype=0.5)
     for got, x, g, where in _elementwise_cases(data, seed, cases, "ReLUWithMask", MASK_ENTRY, kinks=True):
-        for problem in (_wrong(got["output"], torch.relu(x), f"the first output (relu) {where}"),
-                        _wrong(got["mask"], (x > 0).to(DT), f"the mask {where}")):
+        for problem in (
+            _wrong(got["output"], torch.relu(x), f"the first output (relu) {where}"),
+            _wrong(got["mask"], (x > 0).to(DT), f"the mask {where}"),
+        ):
             if problem:
                 p["values"].fail(problem)
         if got["backward_error"]:
-            p["values"].fail(f"backward raised {got['backward_error']} {where}.",
-                             "backward receives one gradient per output: backward(ctx, grad_output, grad_mask).")
+            p["values"].fail(
+                f"backward raised {got['backward_error']} {where}.",
+                "backward receives one gradient per output: backward(ctx, grad_output, grad_mask).",
+            )
         else:
             problem = _wrong(got["grad"], _vjp(torch.relu, x, g), f"the gradient of the relu output {where}")
             if problem:
                 p["values"].fail(problem)
         if got["mask_dtype"] != "float64":
-            p["mask_dtype"].fail(f"the mask is {got['mask_dtype']}; the exercise asks for a mask of x's dtype (float64 here).",
-                                 "(x > 0).to(x.dtype): a float mask can be multiplied and averaged; an integer or bool "
-                                 "mask would be non-differentiable anyway, which is not what this exercise practises.")
+            p["mask_dtype"].fail(
+                f"the mask is {got['mask_dtype']}; the exercise asks for a mask of x's dtype (float64 here).",
+                "(x > 0).to(x.dtype): a float mask can be multiplied and averaged; an integer or bool "
+                "mask would be non-differentiable anyway, which is not what this exercise practises.",
+            )
             continue
         if got["mask_requires_grad"]:
-            p["non_differentiable"].fail(f"the mask requires grad {where}, so autograd would differentiate through it "
-                                         "and quietly return zeros.",
-                                         "call ctx.mark_non_differentiable(mask) in forward.")
+            p["non_differentiable"].fail(
+                f"the mask requires grad {where}, so autograd would differentiate through it and quietly return zeros.",
+                "call ctx.mark_non_differentiable(mask) in forward.",
+            )
         elif not got["mask_grad_error"]:
             p["non_differentiable"].fail(f"torch.autograd.grad through the mask was not refused {where}.")
     return p.verdict(points)
@@ -315,49 +446,64 @@ def judge_non_differentiable(data, seed=0, cases=2, points=3):
 
 # ------------------------------------------------------------------------------------------ SinCos
 
+
 def judge_materialize(data, seed=0, cases=2, points=3):
     p = Parts("SinCos (two outputs, set_materialize_grads(False))", values=1.0, none_grads=1.0, materialize=0.5)
     for got, x, g, where in _elementwise_cases(data, seed, cases, "SinCos", SINCOS_ENTRY):
-        for problem in (_wrong(got["outputs"][0], torch.sin(x), f"the first output (sin) {where}"),
-                        _wrong(got["outputs"][1], torch.cos(x), f"the second output (cos) {where}")):
+        for problem in (
+            _wrong(got["outputs"][0], torch.sin(x), f"the first output (sin) {where}"),
+            _wrong(got["outputs"][1], torch.cos(x), f"the second output (cos) {where}"),
+        ):
             if problem:
                 p["values"].fail(problem)
         calls = got["calls"]
-        expected = {"both": _vjp(lambda t: (torch.sin(t) * g + torch.cos(t) * 2 * g).sum(), x, torch.ones(())),
-                    "sin_only": _vjp(torch.sin, x, g), "cos_only": _vjp(torch.cos, x, g)}
+        expected = {
+            "both": _vjp(lambda t: (torch.sin(t) * g + torch.cos(t) * 2 * g).sum(), x, torch.ones(())),
+            "sin_only": _vjp(torch.sin, x, g),
+            "cos_only": _vjp(torch.cos, x, g),
+        }
         both = calls["both"]
         derivative_wrong = "error" in both
         if "error" in both:
             p["values"].fail(f"backward(ctx, grad_sin, grad_cos) raised {both['error']} {where}.")
         else:
-            problem = _wrong(both["returned"].get("value"), expected["both"], f"the gradient with both outputs used {where}")
+            problem = _wrong(
+                both["returned"].get("value"), expected["both"], f"the gradient with both outputs used {where}"
+            )
             if problem:
                 derivative_wrong = True
                 p["values"].fail(problem, "d sin/dx = cos x and d cos/dx = -sin x; add the two contributions.")
         for label, words in (("sin_only", "grad_cos is None"), ("cos_only", "grad_sin is None")):
             call = calls[label]
             if "error" in call:
-                p["none_grads"].fail(f"backward raised {call['error']} when {words} {where}.",
-                                     "with set_materialize_grads(False) an unused output's gradient arrives as None: "
-                                     "skip its term (`if grad_cos is not None: ...`).")
+                p["none_grads"].fail(
+                    f"backward raised {call['error']} when {words} {where}.",
+                    "with set_materialize_grads(False) an unused output's gradient arrives as None: "
+                    "skip its term (`if grad_cos is not None: ...`).",
+                )
                 continue
             problem = _wrong(call["returned"].get("value"), expected[label], f"the gradient when {words} {where}")
             if problem and not (derivative_wrong and _terms_add_up(calls)):
                 p["none_grads"].fail(problem)
         neither = calls["neither"]
         if "error" in neither:
-            p["none_grads"].fail(f"backward raised {neither['error']} when both gradients are None {where}.",
-                                 "when both are None, return None (nothing flows back).")
-        elif neither["returned"]["kind"] == "tensor" and (neither["returned"]["value"] is None
-                                                          or bool((neither["returned"]["value"] != 0).any())):
+            p["none_grads"].fail(
+                f"backward raised {neither['error']} when both gradients are None {where}.",
+                "when both are None, return None (nothing flows back).",
+            )
+        elif neither["returned"]["kind"] == "tensor" and (
+            neither["returned"]["value"] is None or bool((neither["returned"]["value"] != 0).any())
+        ):
             p["none_grads"].fail(f"backward returned a non-zero gradient when both gradients are None {where}.")
         received = got["received_when_sin_only"]
         if received is None:
             p["materialize"].fail(f"backward was not called when only the sine was used {where}.")
         elif received != ["tensor", "none"]:
-            p["materialize"].fail(f"when only the sine is used, autograd handed backward a tensor of zeros for the cosine "
-                                  f"{where}: materialising gradients is still on.",
-                                  "call ctx.set_materialize_grads(False) in forward.")
+            p["materialize"].fail(
+                f"when only the sine is used, autograd handed backward a tensor of zeros for the cosine "
+                f"{where}: materialising gradients is still on.",
+                "call ctx.set_materialize_grads(False) in forward.",
+            )
     return p.verdict(points)
 
 
@@ -367,16 +513,16 @@ def _terms_add_up(calls) -> bool:
     try:
         values = [calls[k]["returned"]["value"] for k in ("both", "sin_only", "cos_only")]
         both, sin_only, cos_only = (_tensor(v, "a gradient") for v in values)
-        return both.shape == sin_only.shape == cos_only.shape and torch.allclose(both, sin_only + 2 * cos_only,
-                                                                                 rtol=1e-7, atol=1e-9)
+        return both.shape == sin_only.shape == cos_only.shape and torch.allclose(
+            both, sin_only + 2 * cos_only, rtol=1e-7, atol=1e-9
+        )
     except (KeyError, TypeError, CheckFailed):
         return False
 
 
 # ------------------------------------------------------------------------------------------ twice differentiable
 
-_REFERENCES = {"tanh": (torch.tanh, "Tanh"),
-               "sinh": (lambda t: (torch.sinh(t), torch.exp(t), torch.exp(-t)), "Sinh")}
+_REFERENCES = {"tanh": (torch.tanh, "Tanh"), "sinh": (lambda t: (torch.sinh(t), torch.exp(t), torch.exp(-t)), "Sinh")}
 
 
 def judge_twice_differentiable(data, reference, seed=0, cases=2, points=3):
@@ -409,13 +555,18 @@ def judge_twice_differentiable(data, reference, seed=0, cases=2, points=3):
             xr = x.clone().requires_grad_()
             (want_all,) = torch.autograd.grad(ref(xr), xr, us)
             if got["grad_all_error"]:
-                p["intermediates"].fail(f"backward raised {got['grad_all_error']} with a gradient for every output {where}.")
+                p["intermediates"].fail(
+                    f"backward raised {got['grad_all_error']} with a gradient for every output {where}."
+                )
             else:
                 problem = _wrong(got["grad_all"], want_all, f"the gradient with a grad_output for every output {where}")
                 if problem:
-                    hint = ("backward ignores the gradients of the extra outputs (e^x, e^-x): add their terms, "
-                            "grad_exp_x · e^x and -grad_exp_negx · e^-x. Double backward sends gradients through them."
-                            if got["grad_all"] is not None and _same(got["grad_all"], want_first) else None)
+                    hint = (
+                        "backward ignores the gradients of the extra outputs (e^x, e^-x): add their terms, "
+                        "grad_exp_x · e^x and -grad_exp_negx · e^-x. Double backward sends gradients through them."
+                        if got["grad_all"] is not None and _same(got["grad_all"], want_first)
+                        else None
+                    )
                     p["intermediates"].fail(problem, hint)
         elif got["grad_all_error"]:
             p["values"].fail(f"backward raised {got['grad_all_error']} {where}.")
@@ -428,18 +579,27 @@ def judge_twice_differentiable(data, reference, seed=0, cases=2, points=3):
             if "once_differentiable" in got["second_error"]:
                 hint = "@once_differentiable forbids exactly this: remove it and write backward with torch operations."
             elif "does not require grad" in got["second_error"] or "not differentiable" in got["second_error"]:
-                hint = ("autograd could not record backward: compute it from tensors saved with save_for_backward "
-                        "(inputs or outputs), with torch operations, without .detach(), .item() or NumPy.")
+                hint = (
+                    "autograd could not record backward: compute it from tensors saved with save_for_backward "
+                    "(inputs or outputs), with torch operations, without .detach(), .item() or NumPy."
+                )
             part.fail(f"differentiating the gradient again failed {where}: {got['second_error']}", hint)
             continue
-        problem = _wrong(got["hvp"], want_hvp, f"the second derivative (u·J differentiated along v) {where}", rtol=1e-6, atol=1e-8)
+        problem = _wrong(
+            got["hvp"], want_hvp, f"the second derivative (u·J differentiated along v) {where}", rtol=1e-6, atol=1e-8
+        )
         if problem:
             hint = None
             if got["hvp"] is not None and bool((got["hvp"].abs() < 1e-12).all()):
-                hint = ("the second derivative is zero: autograd sees backward's formula as a constant (detached, or "
-                        "an intermediate it cannot connect to x). Save the output, or return intermediates as outputs.")
+                hint = (
+                    "the second derivative is zero: autograd sees backward's formula as a constant (detached, or "
+                    "an intermediate it cannot connect to x). Save the output, or return intermediates as outputs."
+                )
             elif count > 1:
-                hint = ("under double backward gradients flow into e^x and e^-x: backward must use grad_exp_x and grad_exp_negx.")
+                hint = (
+                    "under double backward gradients flow into e^x and e^-x: backward must use grad_exp_x and "
+                    "grad_exp_negx."
+                )
             part.fail(problem, hint)
         if got["gradgradcheck"] is not True:
             detail = "" if got["gradgradcheck"] is False else f": {got['gradgradcheck']}"
@@ -463,7 +623,9 @@ def judge_hvp(data, problems, seed=0, size=4, points=2):
             (grad,) = torch.autograd.grad(f(x_), x_)
             hint = None
             if g is not None and _same(g, grad):
-                hint = "this is the gradient, not the Hessian-vector product: differentiate (gradient · v) a second time."
+                hint = (
+                    "this is the gradient, not the Hessian-vector product: differentiate (gradient · v) a second time."
+                )
             elif g is not None and _same(g, -want):
                 hint = "the sign is flipped."
             p["values"].fail(problem, hint)
@@ -472,29 +634,45 @@ def judge_hvp(data, problems, seed=0, size=4, points=2):
 
 # ------------------------------------------------------------------------------------------ FunctionalLinear
 
+
 def judge_functional_linear(data, seed=0, cases=3, points=4):
-    p = Parts("FunctionalLinear (gradients with the parameters' shapes)", forward=1.0, gradients=1.5, parameter_shapes=1.5)
+    p = Parts(
+        "FunctionalLinear (gradients with the parameters' shapes)", forward=1.0, gradients=1.5, parameter_shapes=1.5
+    )
     sizes = linear_cases(cases)
     for case, got in enumerate(_case_data(data, sizes, "FunctionalLinear", LINEAR_ENTRY)):
         x, w, b, g = inputs_linear(seed, case, sizes[case])
-        where = f"(case {case + 1}, x {tuple(x.shape)}, weight {tuple(w.shape)}, bias {'None' if b is None else tuple(b.shape)})"
+        bias_shape = "None" if b is None else tuple(b.shape)
+        where = f"(case {case + 1}, x {tuple(x.shape)}, weight {tuple(w.shape)}, bias {bias_shape})"
         problem = _wrong(got["output"], nnf.linear(x, w, b), f"forward's output {where}")
         if problem:
-            hint = ("it looks like x @ weight: weight is (out_features, in_features), as in nn.Linear, so y = x @ weight.T + bias."
-                    if got["output"] is not None and w.shape[0] == w.shape[1] and _same(got["output"], nnf.linear(x, w.T, b)) else None)
+            hint = (
+                "it looks like x @ weight: weight is (out_features, in_features), as in nn.Linear, so y = x @ weight.T "
+                "+ bias."
+                if got["output"] is not None
+                and w.shape[0] == w.shape[1]
+                and _same(got["output"], nnf.linear(x, w.T, b))
+                else None
+            )
             p["forward"].fail(problem, hint)
-        xs = [x.clone().requires_grad_(), w.clone().requires_grad_()] + ([] if b is None else [b.clone().requires_grad_()])
+        xs = [x.clone().requires_grad_(), w.clone().requires_grad_()] + (
+            [] if b is None else [b.clone().requires_grad_()]
+        )
         want = torch.autograd.grad(nnf.linear(*xs, *([None] if b is None else [])), xs, g)
         labels = ["input", "weight", "bias"]
         if not got["grads_error"] and (got["grads"] is None or len(got["grads"]) != len(want)):
             raise _mismatch(f"FunctionalLinear's case {case + 1} has no gradient for each of its {len(want)} inputs")
         if got["grads_error"]:
             error = got["grads_error"]
-            p["gradients"].fail(f"backward raised {error} {where}.",
-                                "bias may be None: then return None for it." if b is None and (
-                                    "None" in error or "not a Variable" in error or "index 2" in error) else
-                                "each gradient has its input's shape: grad_weight must be (out, in), like the weight; "
-                                "look at the order of the factors in your product." if "invalid gradient at index 1" in error else None)
+            p["gradients"].fail(
+                f"backward raised {error} {where}.",
+                "bias may be None: then return None for it."
+                if b is None and ("None" in error or "not a Variable" in error or "index 2" in error)
+                else "each gradient has its input's shape: grad_weight must be (out, in), like the weight; "
+                "look at the order of the factors in your product."
+                if "invalid gradient at index 1" in error
+                else None,
+            )
         else:
             for k, (gk, wk) in enumerate(zip(got["grads"], want)):
                 problem = _wrong(gk, wk, f"the gradient of {labels[k]} (after autograd) {where}")
@@ -508,75 +686,117 @@ def judge_functional_linear(data, seed=0, cases=3, points=4):
             p["parameter_shapes"].fail(f"calling backward directly raised {got['backward_error']} {where}.")
             continue
         if len(returned) < 3:
-            p["parameter_shapes"].fail(f"backward returned {len(returned)} value(s); it must return 3 (input, weight, bias).")
+            p["parameter_shapes"].fail(
+                f"backward returned {len(returned)} value(s); it must return 3 (input, weight, bias)."
+            )
             continue
         for k, target in ((1, w), (2, b)):
             r = returned[k]
             if target is None:
                 if r["kind"] != "none":
-                    p["parameter_shapes"].fail(f"with bias=None backward returned a {r['kind']} for the bias; return None.")
+                    p["parameter_shapes"].fail(
+                        f"with bias=None backward returned a {r['kind']} for the bias; return None."
+                    )
                 continue
             if r["kind"] != "tensor":
                 p["parameter_shapes"].fail(f"backward returned {r['kind']} for the {labels[k]} {where}.")
             elif list(r["shape"]) != list(target.shape):
-                per_sample = len(r["shape"]) == target.dim() + 1 and r["shape"][0] == x.shape[0] and list(r["shape"][1:]) == list(target.shape)
+                per_sample = (
+                    len(r["shape"]) == target.dim() + 1
+                    and r["shape"][0] == x.shape[0]
+                    and list(r["shape"][1:]) == list(target.shape)
+                )
                 p["parameter_shapes"].fail(
                     f"backward returns a {labels[k]} gradient of shape {tuple(r['shape'])}; the {labels[k]} has shape "
                     f"{tuple(target.shape)} {where}.",
-                    ("that is one gradient per sample: autograd quietly sums it over the batch for you, after you have "
-                     "paid for a (batch × out × in) tensor. Do that sum over the batch inside backward (for the weight, "
-                     "one matrix product does it).") if per_sample else None)
+                    (
+                        "that is one gradient per sample: autograd quietly sums it over the batch for you, after you "
+                        "have "
+                        "paid for a (batch × out × in) tensor. Do that sum over the batch inside backward (for the "
+                        "weight, "
+                        "one matrix product does it)."
+                    )
+                    if per_sample
+                    else None,
+                )
     return p.verdict(points)
 
 
 # ------------------------------------------------------------------------------------------ LinearLayer
 
+
 def judge_linear_layer(data, seed=0, steps=20, lr=0.05, features=(3, 2), points=3):
-    p = Parts("LinearLayer (an nn.Module around FunctionalLinear)", parameters=1.0, initialisation=1.0,
-              extra_repr=0.5, training=1.5)
+    p = Parts(
+        "LinearLayer (an nn.Module around FunctionalLinear)",
+        parameters=1.0,
+        initialisation=1.0,
+        extra_repr=0.5,
+        training=1.5,
+    )
     valid(data, LAYER_DATA, "LinearLayer's data")
-    train_in, train_out = (int(n) for n in features)      # the layer trained (its init is checked on LinearLayer(64, 32))
+    train_in, train_out = (int(n) for n in features)  # the layer trained (its init is checked on LinearLayer(64, 32))
     params = data["parameters"]
     if sorted(params) != ["bias", "weight"]:
-        p["parameters"].fail(f"LinearLayer(64, 32) has parameters {sorted(params)}; it should have exactly `weight` and `bias`.",
-                             "wrap the tensors in nn.Parameter and assign them to self.weight and self.bias.")
+        p["parameters"].fail(
+            f"LinearLayer(64, 32) has parameters {sorted(params)}; it should have exactly `weight` and `bias`.",
+            "wrap the tensors in nn.Parameter and assign them to self.weight and self.bias.",
+        )
     else:
         if params["weight"]["shape"] != [32, 64] or params["bias"]["shape"] != [32]:
-            p["parameters"].fail(f"LinearLayer(64, 32) has weight {tuple(params['weight']['shape'])} and bias "
-                                 f"{tuple(params['bias']['shape'])}; they should be (32, 64) and (32,) (out, in), as in nn.Linear.")
+            p["parameters"].fail(
+                f"LinearLayer(64, 32) has weight {tuple(params['weight']['shape'])} and bias "
+                f"{tuple(params['bias']['shape'])}; they should be (32, 64) and (32,) (out, in), as in nn.Linear."
+            )
     if data["parameters_no_bias"] != ["weight"] or data["bias_no_bias"] != "None":
-        p["parameters"].fail(f"LinearLayer(3, 2, bias=False) has parameters {data['parameters_no_bias']} and bias "
-                             f"{data['bias_no_bias']}; it should have only `weight`, and self.bias should be None.",
-                             "self.register_parameter('bias', None) keeps the attribute and registers nothing.")
+        p["parameters"].fail(
+            f"LinearLayer(3, 2, bias=False) has parameters {data['parameters_no_bias']} and bias "
+            f"{data['bias_no_bias']}; it should have only `weight`, and self.bias should be None.",
+            "self.register_parameter('bias', None) keeps the attribute and registers nothing.",
+        )
     weight, bias = data["weight"], data["bias"]
     if weight is None or tuple(weight.shape) != (32, 64):
         p["initialisation"].fail("the weight could not be inspected (wrong shape or missing).")
     else:
         fan_in = 64
-        bound = math.sqrt(6.0 / fan_in)                 # Kaiming uniform for ReLU: U(-b, b), b = gain·sqrt(3/fan_in), gain = sqrt(2)
+        bound = math.sqrt(6.0 / fan_in)  # Kaiming uniform for ReLU: U(-b, b), b = gain·sqrt(3/fan_in), gain = sqrt(2)
         std = float(weight.std())
-        if float(weight.abs().max()) > bound * (1 + 1e-9) or abs(std - bound / math.sqrt(3)) > 0.1 * bound / math.sqrt(3):
+        if float(weight.abs().max()) > bound * (1 + 1e-9) or abs(std - bound / math.sqrt(3)) > 0.1 * bound / math.sqrt(
+            3
+        ):
             hint = None
             if abs(std - 1.0) < 0.1:
-                hint = "the weight looks like torch.randn: initialise it with nn.init.kaiming_uniform_(self.weight, nonlinearity='relu')."
+                hint = (
+                    "the weight looks like torch.randn: initialise it with nn.init.kaiming_uniform_(self.weight, "
+                    "nonlinearity='relu')."
+                )
             elif abs(std - 1 / math.sqrt(3 * fan_in)) < 0.1 / math.sqrt(3 * fan_in):
-                hint = "this is nn.Linear's default (a = sqrt(5)); the exercise asks for kaiming_uniform_(..., nonlinearity='relu')."
-            p["initialisation"].fail(f"the weight of LinearLayer(64, 32) has standard deviation {std:.3g} and largest "
-                                     f"magnitude {float(weight.abs().max()):.3g}: that is not Kaiming-uniform initialisation "
-                                     f"for fan_in = {fan_in}.", hint)
+                hint = (
+                    "this is nn.Linear's default (a = sqrt(5)); the exercise asks for kaiming_uniform_(..., "
+                    "nonlinearity='relu')."
+                )
+            p["initialisation"].fail(
+                f"the weight of LinearLayer(64, 32) has standard deviation {std:.3g} and largest "
+                f"magnitude {float(weight.abs().max()):.3g}: that is not Kaiming-uniform initialisation "
+                f"for fan_in = {fan_in}.",
+                hint,
+            )
     if bias is None or bool((bias != 0).any()):
         p["initialisation"].fail("the bias should start at zero.", "nn.init.zeros_(self.bias).")
     text = data["repr"].replace(" ", "")
     if text != "in_features=3,out_features=2,bias=True":
-        p["extra_repr"].fail(f"LinearLayer(3, 2).extra_repr() returns {data['repr'][:60]!r}; it should read "
-                             "'in_features=3, out_features=2, bias=True', like nn.Linear.")
+        p["extra_repr"].fail(
+            f"LinearLayer(3, 2).extra_repr() returns {data['repr'][:60]!r}; it should read "
+            "'in_features=3, out_features=2, bias=True', like nn.Linear."
+        )
     if data["repr_no_bias"].replace(" ", "") != "in_features=3,out_features=2,bias=False":
-        p["extra_repr"].fail(f"LinearLayer(3, 2, bias=False).extra_repr() returns {data['repr_no_bias'][:60]!r}; the bias "
-                             "entry should say False.")
+        p["extra_repr"].fail(
+            f"LinearLayer(3, 2, bias=False).extra_repr() returns {data['repr_no_bias'][:60]!r}; the bias "
+            "entry should say False."
+        )
     X, Y, w0, b0 = inputs_training(seed, train_in, train_out)
     w, b = w0.clone().requires_grad_(), b0.clone().requires_grad_()
     want = []
-    for _ in range(steps):      # SGD
+    for _ in range(steps):  # SGD
         loss = torch.mean((nnf.linear(X, w, b) - Y) ** 2)
         gw, gb = torch.autograd.grad(loss, (w, b))
         with torch.no_grad():
@@ -590,39 +810,58 @@ def judge_linear_layer(data, seed=0, steps=20, lr=0.05, features=(3, 2), points=
         bad = [k for k, (a, c) in enumerate(zip(losses, want)) if not math.isclose(a, c, rel_tol=1e-8, abs_tol=1e-12)]
         if bad:
             k = bad[0]
-            p["training"].fail(f"trained with SGD (lr={lr}) on a generated regression problem, the loss at step {k} is "
-                               f"off by {abs(losses[k] - want[k]):.3g} (relative {abs(losses[k] - want[k]) / max(want[k], 1e-12):.2g}).",
-                               "the very first loss is wrong: forward should be x @ weight.T + bias." if k == 0 else
-                               "forward is right but the steps go wrong: check backward's weight and bias gradients.")
+            p["training"].fail(
+                f"trained with SGD (lr={lr}) on a generated regression problem, the loss at step {k} is "
+                f"off by {abs(losses[k] - want[k]):.3g} (relative "
+                f"{abs(losses[k] - want[k]) / max(want[k], 1e-12):.2g}).",
+                "the very first loss is wrong: forward should be x @ weight.T + bias."
+                if k == 0
+                else "forward is right but the steps go wrong: check backward's weight and bias gradients.",
+            )
     if data["grad_shapes"] != [[train_out, train_in], [train_out]]:
-        p["training"].fail(f"after backward the parameters' .grad of LinearLayer({train_in}, {train_out}) have shapes "
-                           f"{data['grad_shapes']}.")
+        p["training"].fail(
+            f"after backward the parameters' .grad of LinearLayer({train_in}, {train_out}) have shapes "
+            f"{data['grad_shapes']}."
+        )
     if not data["node"].endswith("Backward") or data["node"] in ("AddmmBackward0", "AddBackward0", "MmBackward0"):
-        p["training"].fail(f"LinearLayer.forward's output comes from {data['node']}, not from your Function.",
-                           "call FunctionalLinear.apply(x, self.weight, self.bias) in forward.")
+        p["training"].fail(
+            f"LinearLayer.forward's output comes from {data['node']}, not from your Function.",
+            "call FunctionalLinear.apply(x, self.weight, self.bias) in forward.",
+        )
     elif "weight" not in data["node_inputs"] or "an operation" in data["node_inputs"]:
-        p["training"].fail(f"LinearLayer.forward's output comes from {data['node']}, applied to "
-                           f"{', '.join(data['node_inputs']) or 'nothing'}: the Function that makes the output should take "
-                           "the layer's weight and bias themselves, not the result of another operation.",
-                           "call FunctionalLinear.apply(x, self.weight, self.bias) in forward, and return its output.")
+        p["training"].fail(
+            f"LinearLayer.forward's output comes from {data['node']}, applied to "
+            f"{', '.join(data['node_inputs']) or 'nothing'}: the Function that makes the output should take "
+            "the layer's weight and bias themselves, not the result of another operation.",
+            "call FunctionalLinear.apply(x, self.weight, self.bias) in forward, and return its output.",
+        )
     return p.verdict(points)
 
 
 # ------------------------------------------------------------------------------------------ setup_context, jvp, vmap
 
+
 def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
     title = "Softplus with a hand-written vmap" if hand_written_vmap else "Softplus (setup_context, jvp, vmap)"
     p = Parts(title, values=1.0, **({"vmap": 1.5} if hand_written_vmap else {"forward_mode": 1.5, "vmap": 0.5}))
     shapes = shapes_of(cases)
-    top = {"has_setup_context": "flag", "generate_vmap_rule": "flag", "vmap_calls": "int",
-           "cases": ListOf(VMAP_ENTRY if hand_written_vmap else MODERN_ENTRY, length=len(shapes))}
+    top = {
+        "has_setup_context": "flag",
+        "generate_vmap_rule": "flag",
+        "vmap_calls": "int",
+        "cases": ListOf(VMAP_ENTRY if hand_written_vmap else MODERN_ENTRY, length=len(shapes)),
+    }
     valid(data, {**top, "vmap_defined": "flag"} if hand_written_vmap else top, f"{title}'s data")
     if not data["has_setup_context"]:
-        p["values"].fail("the Function has no setup_context: write forward(x) without ctx and setup_context(ctx, inputs, output).")
+        p["values"].fail(
+            "the Function has no setup_context: write forward(x) without ctx and setup_context(ctx, inputs, output)."
+        )
     if hand_written_vmap:
         if not data["vmap_defined"]:
-            p["vmap"].fail("the Function defines no `vmap` staticmethod of its own.",
-                           "write @staticmethod def vmap(info, in_dims, x): ... and leave generate_vmap_rule False.")
+            p["vmap"].fail(
+                "the Function defines no `vmap` staticmethod of its own.",
+                "write @staticmethod def vmap(info, in_dims, x): ... and leave generate_vmap_rule False.",
+            )
         elif data["generate_vmap_rule"]:
             p["vmap"].fail("generate_vmap_rule is True, so PyTorch writes the rule and your vmap is never used.")
         elif data["vmap_calls"] == 0:
@@ -635,39 +874,58 @@ def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
             if got["jvp_error"]:
                 hint = None
                 if "not enough values to unpack" in got["jvp_error"] or "saved" in got["jvp_error"]:
-                    hint = ("in jvp, ctx.saved_tensors holds what setup_context saved with ctx.save_for_forward(...), "
-                            "not with save_for_backward: save x for both.")
+                    hint = (
+                        "in jvp, ctx.saved_tensors holds what setup_context saved with ctx.save_for_forward(...), "
+                        "not with save_for_backward: save x for both."
+                    )
                 elif "jvp" in got["jvp_error"]:
                     hint = "write the jvp staticmethod: jvp(ctx, x_tangent) returns the output's tangent."
                 p["forward_mode"].fail(f"forward-mode AD raised {got['jvp_error']} {where}.", hint)
             else:
                 import torch.autograd.forward_ad as fwAD
+
                 with fwAD.dual_level():
                     want_t = fwAD.unpack_dual(nnf.softplus(fwAD.make_dual(x, u))).tangent
                 problem = _wrong(got["jvp"], want_t, f"jvp's tangent {where}")
                 if problem:
-                    hint = ("jvp returned the tangent unchanged: multiply it by the derivative, sigmoid(x)."
-                            if got["jvp"] is not None and _same(got["jvp"], u) else None)
+                    hint = (
+                        "jvp returned the tangent unchanged: multiply it by the derivative, sigmoid(x)."
+                        if got["jvp"] is not None and _same(got["jvp"], u)
+                        else None
+                    )
                     p["forward_mode"].fail(problem, hint)
                 elif got["gradcheck_forward_ad"] is not True:
-                    p["forward_mode"].fail(f"gradcheck(..., check_forward_ad=True) fails {where}: {got['gradcheck_forward_ad']}")
+                    p["forward_mode"].fail(
+                        f"gradcheck(..., check_forward_ad=True) fails {where}: {got['gradcheck_forward_ad']}"
+                    )
         batch = torch.stack([x, -x, 0.5 * x])
         for label, result in got["vmap"].items():
             if "error" in result:
-                hint = ("set generate_vmap_rule = True on the class (or write a vmap staticmethod)."
-                        if "generate_vmap_rule" in result["error"] or "vmap staticmethod" in result["error"] else None)
+                hint = (
+                    "set generate_vmap_rule = True on the class (or write a vmap staticmethod)."
+                    if "generate_vmap_rule" in result["error"] or "vmap staticmethod" in result["error"]
+                    else None
+                )
                 if hand_written_vmap and "out_dims" in result["error"].lower():
-                    hint = "vmap must return (output, out_dims): the output's batch dimension is where the input's was, in_dims[0]."
+                    hint = (
+                        "vmap must return (output, out_dims): the output's batch dimension is where the input's was, "
+                        "in_dims[0]."
+                    )
                 p["vmap"].fail(f"torch.vmap with {label} raised {result['error']} {where}.", hint)
                 continue
             problem = _wrong(result["value"], nnf.softplus(batch), f"torch.vmap's result with {label} {where}")
             if problem:
-                p["vmap"].fail(problem, "return the output with its batch dimension where the input had it: (out, in_dims[0])."
-                               if hand_written_vmap else None)
+                p["vmap"].fail(
+                    problem,
+                    "return the output with its batch dimension where the input had it: (out, in_dims[0])."
+                    if hand_written_vmap
+                    else None,
+                )
     return p.verdict(points)
 
 
 # ------------------------------------------------------------------------------------------ custom_op
+
 
 def judge_custom_op(data, seed=0, cases=2, points=4):
     p = Parts("softplus_op (torch.library.custom_op)", values=1.0, opcheck=1.5, compile=1.0)
@@ -678,9 +936,12 @@ def judge_custom_op(data, seed=0, cases=2, points=4):
         x, u = inputs_elementwise(seed, case, shape=shapes[case])
         where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
         want = _vjp(nnf.softplus, x, u)
-        register_hint = ("register the backward: softplus_op.register_autograd(backward, setup_context=setup_context)."
-                         if got["backward_error"] and ("autograd" in got["backward_error"]
-                                                       or "does not require grad" in got["backward_error"]) else None)
+        register_hint = (
+            "register the backward: softplus_op.register_autograd(backward, setup_context=setup_context)."
+            if got["backward_error"]
+            and ("autograd" in got["backward_error"] or "does not require grad" in got["backward_error"])
+            else None
+        )
         _values(p["values"], got, x, u, nnf.softplus, where, what="the op", error_hint=register_hint)
         opcheck = got["opcheck"]
         failed = {k: v for k, v in opcheck.items() if v != "SUCCESS"}
@@ -690,17 +951,25 @@ def judge_custom_op(data, seed=0, cases=2, points=4):
         for test, message in failed.items():
             hint = None
             if "fake" in message.lower():
-                hint = "register a fake (meta) implementation: @softplus_op.register_fake returning torch.empty_like(x)."
+                hint = (
+                    "register a fake (meta) implementation: @softplus_op.register_fake returning torch.empty_like(x)."
+                )
             elif "alias" in message.lower():
                 hint = "a custom op must return a new tensor, not its input or a view of it."
             p["opcheck"].fail(f"opcheck's {test} fails {where}: {message[:300]}", hint)
-        compiled = got.get("compiled")     # the first case only (validated above)
+        compiled = got.get("compiled")  # the first case only (validated above)
         if compiled is None:
             continue
         if "error" in compiled:
-            hint = ("torch.compile traces the op with fake tensors: register_fake is missing."
-                    if "fake" in compiled["error"].lower() else None)
-            p["compile"].fail(f"torch.compile(..., backend='aot_eager', fullgraph=True) failed {where}: {compiled['error'][:300]}", hint)
+            hint = (
+                "torch.compile traces the op with fake tensors: register_fake is missing."
+                if "fake" in compiled["error"].lower()
+                else None
+            )
+            p["compile"].fail(
+                f"torch.compile(..., backend='aot_eager', fullgraph=True) failed {where}: {compiled['error'][:300]}",
+                hint,
+            )
         else:
             if not math.isclose(compiled["loss"], float((nnf.softplus(x) * u).sum()), rel_tol=1e-9, abs_tol=1e-12):
                 p["compile"].fail(f"compiled, the op gives a different value {where}.")
@@ -710,9 +979,10 @@ def judge_custom_op(data, seed=0, cases=2, points=4):
     return p.verdict(points)
 
 
-# ------------------------------------------------------------------------------------------ hidden cases, drawn at grading time
+# ---------------------------------------------------------------------------------- hidden cases, drawn at grading time
 # The visible tests use the standard cases (shapes (5,), (2, 3), (3, 1, 2), (4,); seed 0); the drawers add what
 # they do not show: other seeds, a 0-dimensional tensor, longer and size-1 dimensions, other layer sizes.
+
 
 def _draw_shape(rng) -> list[int]:
     return [rng.choice((1, 2, 3, 4, 5, 7)) for _ in range(rng.randint(1, 3))]
@@ -747,5 +1017,9 @@ def draw_hvp_problems(rng, count: int) -> dict:
 
 def draw_layer_training(rng, count: int) -> dict:
     """One training problem (`count` is not used: a layer is trained once) of another size, seed, length and rate."""
-    return {"seed": rng.randrange(1, 10**6), "steps": rng.randint(10, 30), "lr": rng.choice((0.02, 0.05, 0.1)),
-            "features": [rng.randint(1, 6), rng.randint(1, 4)]}
+    return {
+        "seed": rng.randrange(1, 10**6),
+        "steps": rng.randint(10, 30),
+        "lr": rng.choice((0.02, 0.05, 0.1)),
+        "features": [rng.randint(1, 6), rng.randint(1, 4)],
+    }

@@ -5,6 +5,7 @@ References come from PyTorch's own operations and autograd (``F.silu``, ``F.gelu
 from saved-tensor hooks run here. No backward formula of the exercises is written in this module
 except where a hint recognises a known mistake.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,18 +14,28 @@ import torch
 import torch.nn.functional as F
 
 from ..feedback import CheckFailed
+from ..probes.nb05 import (
+    EPS,
+    GUARD_VALUE,
+    composed_gelu,
+    elementwise_case,
+    kernel_case,
+    linear_case,
+    recompute_input,
+    recompute_problem,
+    saved_bytes_problem,
+)
 from .answers import MISMATCH, entry, number, per_case, tensor
-from ..probes.nb05 import (EPS, GUARD_VALUE, composed_gelu, elementwise_case, kernel_case, linear_case,
-                           recompute_input, recompute_problem, saved_bytes_problem)
 from .function import FunctionReference, add_reference, judge_function
 from .verdict import PART_TITLES, Part, Verdict
 
-ATOL, RTOL = 1e-5, 1e-3           # gradcheck's tolerances
+ATOL, RTOL = 1e-5, 1e-3  # gradcheck's tolerances
 TITLES = {
     "forward": "forward agrees with the reference",
     "gradcheck": "backward agrees with the numerical derivative (central differences of your forward)",
     "reference": "backward agrees with the reference backward",
-    "interface": "backward's interface (one gradient of x's shape and dtype; grad_output untouched; float32 stays float32)",
+    "interface": "backward's interface (one gradient of x's shape and dtype; grad_output untouched; float32 stays "
+    "float32)",
     "layout": "non-contiguous tensors (a strided input, a transposed grad_output)",
     "memory": "memory: forward saves exactly one tensor, of the input's shape",
     "device": "device-agnostic: output and gradient on the input's device (tried on the meta device) and in its dtype",
@@ -38,6 +49,7 @@ NAMES = {"silu": "SiLU", "gelu_tanh": "tanh-GELU"}
 
 
 # --------------------------------------------------------------------------------------------- helpers
+
 
 def _reference_and_vjp(activation: str, x: torch.Tensor, u: torch.Tensor):
     x = x.detach().to(torch.float64).clone().requires_grad_(True)
@@ -62,8 +74,10 @@ def composed_saved_bytes(activation: str, shape, dtype=torch.float64) -> int:
 
 def _wrong_entries(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float) -> tuple[torch.Tensor, float]:
     err = (got - want).abs()
-    bad = ~(err <= atol + rtol * want.abs())          # NaN counts as wrong
-    return bad, float(err[bad].max()) if bad.any() and not err[bad].isnan().all() else float("nan") if bad.any() else 0.0
+    bad = ~(err <= atol + rtol * want.abs())  # NaN counts as wrong
+    return bad, float(err[bad].max()) if bad.any() and not err[bad].isnan().all() else float(
+        "nan"
+    ) if bad.any() else 0.0
 
 
 def _index_list(bad: torch.Tensor, limit: int = 5) -> str:
@@ -75,11 +89,15 @@ def _index_list(bad: torch.Tensor, limit: int = 5) -> str:
 def _tensor_return(returns: list[dict], shape) -> tuple[torch.Tensor | None, str | None]:
     """The single gradient backward returned, or a description of what is wrong with it."""
     if len(returns) != 1 and not (len(returns) > 1 and all(r["kind"] == "none" for r in returns[1:])):
-        return None, (f"backward returned {len(returns)} values; forward takes one tensor, so backward returns one "
-                      "gradient.")
+        return None, (
+            f"backward returned {len(returns)} values; forward takes one tensor, so backward returns one gradient."
+        )
     r = returns[0]
     if r["kind"] != "tensor":
-        return None, f"backward returned {'None' if r['kind'] == 'none' else 'a ' + r.get('type', '?')} instead of a tensor."
+        return (
+            None,
+            f"backward returned {'None' if r['kind'] == 'none' else 'a ' + r.get('type', '?')} instead of a tensor.",
+        )
     if list(r["shape"]) != list(shape):
         return None, f"backward returned a gradient of shape {tuple(r['shape'])}; x has shape {tuple(shape)}."
     return r["value"], None
@@ -90,7 +108,7 @@ def _verdict(parts: dict[str, Part], points: float, title: str) -> Verdict:
     total = sum(p.weight for p in scored)
     earned = sum(p.weight for p in scored if p.passed)
     score = round(points * earned / total, 2) if total else float(points)
-    for p in parts.values():                       # the report shows these titles
+    for p in parts.values():  # the report shows these titles
         PART_TITLES.setdefault(p.name, TITLES.get(p.name, p.name))
     verdict = Verdict(score, points=points, parts=list(parts.values()), title=title)
     if earned == 0:
@@ -116,24 +134,36 @@ def _derivative_hints(activation: str, x: torch.Tensor, u: torch.Tensor, got: to
         hints.append("that is the derivative of σ(x) alone; SiLU is x·σ(x): use the product rule.")
     elif activation == "gelu_tanh":
         c = math.sqrt(2 / math.pi)
-        t = torch.tanh(c * (x + 0.044715 * x ** 3))
+        t = torch.tanh(c * (x + 0.044715 * x**3))
         if close(u * 0.5 * (1 + t)):
-            hints.append("0.5·x·(1 + tanh(…)) is a product: its derivative also has the term 0.5·x·(1 − tanh²(…))·(…)'.")
-        elif close(u * (0.5 * (1 + t) + 0.5 * x * (1 - t ** 2) * c * (1 + 0.044715 * x ** 2))):
+            hints.append(
+                "0.5·x·(1 + tanh(…)) is a product: its derivative also has the term 0.5·x·(1 − tanh²(…))·(…)'."
+            )
+        elif close(u * (0.5 * (1 + t) + 0.5 * x * (1 - t**2) * c * (1 + 0.044715 * x**2))):
             hints.append("the derivative of x + 0.044715·x³ is 1 + 3·0.044715·x²: the factor 3 is missing.")
     return hints
 
 
 # --------------------------------------------------------------------------------------------- element-wise Functions
 
+
 def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, points=1, name=None):
     name = data.get("name") or name or "your Function"
     act = NAMES[activation]
     # Weights add up to 8 (Triton) or 12 (PyTorch), so that each part is a clean fraction of the points.
-    weights = (("forward", 1.0), ("gradcheck", 2.0), ("reference", 1.0), ("interface", 1.0), ("layout", 1.0),
-               ("memory", 2.0)) if triton else \
-              (("forward", 2.0), ("gradcheck", 3.0), ("reference", 2.0), ("interface", 1.0), ("layout", 1.0),
-               ("memory", 2.0), ("device", 1.0))
+    weights = (
+        (("forward", 1.0), ("gradcheck", 2.0), ("reference", 1.0), ("interface", 1.0), ("layout", 1.0), ("memory", 2.0))
+        if triton
+        else (
+            ("forward", 2.0),
+            ("gradcheck", 3.0),
+            ("reference", 2.0),
+            ("interface", 1.0),
+            ("layout", 1.0),
+            ("memory", 2.0),
+            ("device", 1.0),
+        )
+    )
     parts = {k: Part(k, w) for k, w in weights}
     if len(data["cases"]) != cases:
         raise CheckFailed(f"{name}: the answer covers {len(data['cases'])} cases; {cases} were asked for.")
@@ -149,17 +179,26 @@ def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, po
             parts["forward"].fail(f"forward returned {out.get('type', out['kind'])}, not a tensor {where}.")
             continue
         if list(out["shape"]) != list(x.shape):
-            parts["forward"].fail(f"forward returned shape {tuple(out['shape'])}; x has shape {tuple(x.shape)} {where}.")
+            parts["forward"].fail(
+                f"forward returned shape {tuple(out['shape'])}; x has shape {tuple(x.shape)} {where}."
+            )
         else:
             bad, err = _wrong_entries(out["value"], want_y, 1e-8, 1e-10)
             if out["dtype"] != "float64":
-                parts["forward"].fail(f"forward returned a {out['dtype']} tensor for a float64 x: keep x's dtype "
-                                      "(torch.empty_like(x)).")
+                parts["forward"].fail(
+                    f"forward returned a {out['dtype']} tensor for a float64 x: keep x's dtype (torch.empty_like(x))."
+                )
             elif bad.any():
-                hint = ("that is σ(x); SiLU is x·σ(x)." if activation == "silu"
-                        and torch.allclose(out["value"], torch.sigmoid(x), rtol=1e-6, atol=1e-9) else None)
-                parts["forward"].fail(f"{act} forward is wrong in {int(bad.sum())} of {bad.numel()} entries {where}: "
-                                      f"{_index_list(bad)}; largest error {err:.3g}.", hint)
+                hint = (
+                    "that is σ(x); SiLU is x·σ(x)."
+                    if activation == "silu" and torch.allclose(out["value"], torch.sigmoid(x), rtol=1e-6, atol=1e-9)
+                    else None
+                )
+                parts["forward"].fail(
+                    f"{act} forward is wrong in {int(bad.sum())} of {bad.numel()} entries {where}: "
+                    f"{_index_list(bad)}; largest error {err:.3g}.",
+                    hint,
+                )
         if "backward_error" in got:
             for key in ("gradcheck", "reference", "interface"):
                 parts[key].fail(got["backward_error"])
@@ -172,33 +211,55 @@ def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, po
                 parts[key].fail(problem + f" {where}")
             continue
         if got["returns"][0]["dtype"] != "float64":
-            parts["interface"].fail(f"backward returned a {got['returns'][0]['dtype']} gradient for a float64 x {where}.")
+            parts["interface"].fail(
+                f"backward returned a {got['returns'][0]['dtype']} gradient for a float64 x {where}."
+            )
         if got.get("grad_output_modified"):
-            parts["interface"].fail(f"backward changed grad_output in place {where}: autograd may pass the same tensor "
-                                    "to other nodes; compute into a new tensor.")
+            parts["interface"].fail(
+                f"backward changed grad_output in place {where}: autograd may pass the same tensor "
+                "to other nodes; compute into a new tensor."
+            )
         hints = _derivative_hints(activation, x, u, grad)
         plus, minus = got["plus"], got["minus"]
         # (a forward in another dtype is the forward part's mistake: its rounding would spoil the central difference)
-        if plus["kind"] == "tensor" and minus["kind"] == "tensor" and list(plus["shape"]) == list(x.shape) \
-                and plus.get("dtype", "float64") == "float64":
+        if (
+            plus["kind"] == "tensor"
+            and minus["kind"] == "tensor"
+            and list(plus["shape"]) == list(x.shape)
+            and plus.get("dtype", "float64") == "float64"
+        ):
             numerical = u * (plus["value"] - minus["value"]) / (2 * EPS)
             bad, err = _wrong_entries(grad, numerical, RTOL, ATOL)
             if bad.any():
-                parts["gradcheck"].fail(f"the gradient disagrees with the central difference of your forward in "
-                                        f"{int(bad.sum())} of {bad.numel()} entries {where}: {_index_list(bad)}; "
-                                        f"largest error {err:.3g}.", *hints)
+                parts["gradcheck"].fail(
+                    f"the gradient disagrees with the central difference of your forward in "
+                    f"{int(bad.sum())} of {bad.numel()} entries {where}: {_index_list(bad)}; "
+                    f"largest error {err:.3g}.",
+                    *hints,
+                )
         bad, err = _wrong_entries(grad, want_g, 1e-7, 1e-9)
         if bad.any():
-            parts["reference"].fail(f"the gradient disagrees with the reference backward in {int(bad.sum())} of "
-                                    f"{bad.numel()} entries {where}: {_index_list(bad)}; largest error {err:.3g}.", *hints)
+            parts["reference"].fail(
+                f"the gradient disagrees with the reference backward in {int(bad.sum())} of "
+                f"{bad.numel()} entries {where}: {_index_list(bad)}; largest error {err:.3g}.",
+                *hints,
+            )
 
     # A wrong forward or derivative is those parts' mistake: the layout part then judges only what layouts change
     # (errors, shapes), not values that are wrong for contiguous tensors as well.
-    _judge_layouts(data, activation, seed, parts["layout"], triton, forward_wrong=parts["forward"].passed is False,
-                   contiguous_wrong=parts["reference"].passed is False)
+    _judge_layouts(
+        data,
+        activation,
+        seed,
+        parts["layout"],
+        triton,
+        forward_wrong=parts["forward"].passed is False,
+        contiguous_wrong=parts["reference"].passed is False,
+    )
     _judge_float32(data.get("float32") or {}, parts["interface"])
-    _judge_memory(data["cases"][0] if data["cases"] else {}, activation, elementwise_case(seed, 0)["x"],
-                  parts["memory"])
+    _judge_memory(
+        data["cases"][0] if data["cases"] else {}, activation, elementwise_case(seed, 0)["x"], parts["memory"]
+    )
     if not triton:
         _judge_meta(data.get("meta") or {}, parts["device"])
     return _verdict(parts, points, f"{name} ({act})")
@@ -223,30 +284,44 @@ def _require_kernels(data, name):
             missing.append("backward")
     if missing:
         which = " and ".join(dict.fromkeys(m for m in ("forward", "backward") if m in missing))
-        raise CheckFailed(f"{name}'s {which} launched no Triton kernel: this exercise wraps your kernels in a Function, "
-                          "so the numbers must come from them, not from PyTorch operations.\nHint: in forward, launch "
-                          "silu_forward_kernel[grid](x, y, n, BLOCK_SIZE=...) into y = torch.empty_like(x); in backward, "
-                          "silu_backward_kernel into a new gradient tensor.")
+        raise CheckFailed(
+            f"{name}'s {which} launched no Triton kernel: this exercise wraps your kernels in a Function, "
+            "so the numbers must come from them, not from PyTorch operations.\nHint: in forward, launch "
+            "silu_forward_kernel[grid](x, y, n, BLOCK_SIZE=...) into y = torch.empty_like(x); in backward, "
+            "silu_backward_kernel into a new gradient tensor."
+        )
 
 
 def _judge_layouts(data, activation, seed, part, triton, forward_wrong=False, contiguous_wrong=False):
     inputs = elementwise_case(seed, 0)
     strided = inputs["wide"][:, ::2]
-    fix = ("call .contiguous() on x in forward and on grad_output in backward before handing their memory to a kernel: "
-           "a kernel reads n_elements values in memory order and ignores strides." if triton else
-           "compute with torch operations on the tensors themselves (no .view() on a tensor whose memory is not in order, "
-           "no reading of .data_ptr() / storage()).")
+    fix = (
+        "call .contiguous() on x in forward and on grad_output in backward before handing their memory to a kernel: "
+        "a kernel reads n_elements values in memory order and ignores strides."
+        if triton
+        else "compute with torch operations on the tensors themselves (no .view() on a tensor whose memory is not in "
+        "order, "
+        "no reading of .data_ptr() / storage())."
+    )
     out = data.get("strided_forward") or {}
     want, _ = _reference_and_vjp(activation, strided, torch.ones_like(strided))
     if out.get("kind") != "tensor" or list(out["shape"]) != list(strided.shape):
-        part.fail(f"for a non-contiguous x (every other column of a {tuple(inputs['wide'].shape)} tensor) forward returned "
-                  f"{'shape ' + str(tuple(out['shape'])) if out.get('kind') == 'tensor' else 'no tensor'}.", fix)
+        part.fail(
+            f"for a non-contiguous x (every other column of a {tuple(inputs['wide'].shape)} tensor) forward returned "
+            f"{'shape ' + str(tuple(out['shape'])) if out.get('kind') == 'tensor' else 'no tensor'}.",
+            fix,
+        )
     elif not forward_wrong and not torch.allclose(out["value"], want, rtol=1e-8, atol=1e-10):
         bad, err = _wrong_entries(out["value"], want, 1e-8, 1e-10)
-        part.fail(f"for a non-contiguous x (x = wide[:, ::2]) forward is wrong in {int(bad.sum())} of {bad.numel()} "
-                  f"entries: {_index_list(bad)}; largest error {err:.3g}.", fix)
-    for key, x, label in (("transposed_grad", inputs["x2"], "a contiguous x and a transposed grad_output"),
-                          ("strided_both", strided, "a strided x and a transposed grad_output")):
+        part.fail(
+            f"for a non-contiguous x (x = wide[:, ::2]) forward is wrong in {int(bad.sum())} of {bad.numel()} "
+            f"entries: {_index_list(bad)}; largest error {err:.3g}.",
+            fix,
+        )
+    for key, x, label in (
+        ("transposed_grad", inputs["x2"], "a contiguous x and a transposed grad_output"),
+        ("strided_both", strided, "a strided x and a transposed grad_output"),
+    ):
         got = data.get(key) or {}
         u = inputs["u_transposed"].t()
         _, want_g = _reference_and_vjp(activation, x, u)
@@ -261,8 +336,11 @@ def _judge_layouts(data, activation, seed, part, triton, forward_wrong=False, co
             part.fail(f"with {label}: {problem}", fix)
         elif not contiguous_wrong and not torch.allclose(grad, want_g, rtol=1e-7, atol=1e-9):
             bad, err = _wrong_entries(grad, want_g, 1e-7, 1e-9)
-            part.fail(f"with {label} the gradient is wrong in {int(bad.sum())} of {bad.numel()} entries: "
-                      f"{_index_list(bad)}; largest error {err:.3g}.", fix)
+            part.fail(
+                f"with {label} the gradient is wrong in {int(bad.sum())} of {bad.numel()} entries: "
+                f"{_index_list(bad)}; largest error {err:.3g}.",
+                fix,
+            )
 
 
 def _judge_float32(got, part):
@@ -273,12 +351,16 @@ def _judge_float32(got, part):
         return
     out = got.get("output", {})
     if out.get("dtype") != "float32":
-        part.fail(f"for a float32 x forward returned {out.get('dtype', 'no tensor')}: create outputs like x "
-                  "(torch.empty_like(x)), not with a fixed dtype.")
+        part.fail(
+            f"for a float32 x forward returned {out.get('dtype', 'no tensor')}: create outputs like x "
+            "(torch.empty_like(x)), not with a fixed dtype."
+        )
     returns = got.get("returns") or []
     if returns and returns[0].get("dtype") != "float32":
-        part.fail(f"for a float32 x backward returned a {returns[0].get('dtype', returns[0]['kind'])} gradient: "
-                  "the gradient has its input's dtype.")
+        part.fail(
+            f"for a float32 x backward returned a {returns[0].get('dtype', returns[0]['kind'])} gradient: "
+            "the gradient has its input's dtype."
+        )
 
 
 RECOMPUTED = {"silu": "σ(x)", "gelu_tanh": "tanh(√(2/π)(x + 0.044715x³))"}
@@ -292,18 +374,24 @@ def _judge_memory(got, activation, x, part):
         return
     _judge_attributes(got, part)
     if len(saved) == 0:
-        part.fail("forward saved no tensor with ctx.save_for_backward.",
-                  "keep x with ctx.save_for_backward(x): a tensor kept as an attribute of ctx (ctx.x = x) escapes "
-                  "autograd's checks and its saved-tensor hooks, so its memory is invisible.")
+        part.fail(
+            "forward saved no tensor with ctx.save_for_backward.",
+            "keep x with ctx.save_for_backward(x): a tensor kept as an attribute of ctx (ctx.x = x) escapes "
+            "autograd's checks and its saved-tensor hooks, so its memory is invisible.",
+        )
     elif len(saved) != 1 or saved[0] != shape:
-        part.fail(f"forward saved {len(saved)} tensor(s) of shape(s) {', '.join(str(tuple(s)) for s in saved)}; "
-                  f"a fused {NAMES[activation]} saves one, x itself (shape {tuple(shape)}).",
-                  f"save only x: everything else backward needs ({RECOMPUTED[activation]}) is cheap to recompute from x, "
-                  "and every saved tensor stays in memory until backward.")
+        part.fail(
+            f"forward saved {len(saved)} tensor(s) of shape(s) {', '.join(str(tuple(s)) for s in saved)}; "
+            f"a fused {NAMES[activation]} saves one, x itself (shape {tuple(shape)}).",
+            f"save only x: everything else backward needs ({RECOMPUTED[activation]}) is cheap to recompute from x, "
+            "and every saved tensor stays in memory until backward.",
+        )
     elif got.get("saved_is_input") != [True]:
-        part.fail("forward saved one tensor of x's shape, but not x: backward needs x, so x is what to save.",
-                  "a tensor kept as an attribute of ctx (ctx.x = x) is memory too, only invisible: save x itself "
-                  "with ctx.save_for_backward(x).")
+        part.fail(
+            "forward saved one tensor of x's shape, but not x: backward needs x, so x is what to save.",
+            "a tensor kept as an attribute of ctx (ctx.x = x) is memory too, only invisible: save x itself "
+            "with ctx.save_for_backward(x).",
+        )
     # Bytes, not only tensors: a saved "x" that is a view into a larger buffer (x and σ(x) side by side) keeps the
     # whole buffer. Triton Functions too: they save x (its contiguous copy), nothing more.
     mine = sum(s["bytes"] for s in storages)
@@ -311,9 +399,11 @@ def _judge_memory(got, activation, x, part):
     limit = {"silu": 0.5, "gelu_tanh": 0.25}[activation]
     if mine > limit * composed:
         hinted = bool(part.hints)  # the shape message above already says what to save
-        part.fail(f"forward keeps {mine} bytes for backward (measured with saved-tensor hooks); the composed PyTorch "
-                  f"expression keeps {composed}, and the fused one should keep at most {limit:g} of that.",
-                  None if hinted else "save x only and recompute the rest in backward.")
+        part.fail(
+            f"forward keeps {mine} bytes for backward (measured with saved-tensor hooks); the composed PyTorch "
+            f"expression keeps {composed}, and the fused one should keep at most {limit:g} of that.",
+            None if hinted else "save x only and recompute the rest in backward.",
+        )
 
 
 def _judge_attributes(got, part) -> int:
@@ -321,15 +411,19 @@ def _judge_attributes(got, part) -> int:
     kept = got.get("attribute_tensors") or []
     if kept:
         names = ", ".join(dict.fromkeys(f"ctx.{k['attribute']}" for k in kept))
-        part.fail(f"forward keeps {sum(k['bytes'] for k in kept)} bytes for backward as attributes of ctx ({names}): "
-                  "memory all the same, only invisible to autograd's saved-tensor hooks and version checks.",
-                  "save tensors with ctx.save_for_backward(...) only, and recompute the rest in backward.")
+        part.fail(
+            f"forward keeps {sum(k['bytes'] for k in kept)} bytes for backward as attributes of ctx ({names}): "
+            "memory all the same, only invisible to autograd's saved-tensor hooks and version checks.",
+            "save tensors with ctx.save_for_backward(...) only, and recompute the rest in backward.",
+        )
     return sum(k["bytes"] for k in kept)
 
 
 def _judge_meta(got, part):
-    fix = ("create new tensors on the input's device and with its dtype: torch.empty_like(x), torch.zeros_like(x), "
-           "or device=x.device, dtype=x.dtype.")
+    fix = (
+        "create new tensors on the input's device and with its dtype: torch.empty_like(x), torch.zeros_like(x), "
+        "or device=x.device, dtype=x.dtype."
+    )
     if "error" in got:
         part.fail("on a tensor of another device (meta) your Function failed: " + got["error"].splitlines()[0], fix)
         return
@@ -346,10 +440,13 @@ def _judge_meta(got, part):
 
 # --------------------------------------------------------------------------------------------- Triton kernels
 
+
 def judge_kernel(data, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float64", "float32")):
     expected_runs = [(n, block, dtype) for n, block in sizes for dtype in dtypes]
-    data = [entry(d, f"launch {i}", ("n", "block", "dtype", "values", "written_before", "written_after", "inputs_changed"))
-            for i, d in enumerate(per_case(data, expected_runs))]
+    data = [
+        entry(d, f"launch {i}", ("n", "block", "dtype", "values", "written_before", "written_after", "inputs_changed"))
+        for i, d in enumerate(per_case(data, expected_runs))
+    ]
     if [(d["n"], d["block"], d["dtype"]) for d in data] != [tuple(r) for r in expected_runs]:
         raise CheckFailed("the kernel's results do not answer the launches the check asked for.")
     for i, (d, (n, _, _)) in enumerate(zip(data, expected_runs)):
@@ -363,30 +460,38 @@ def judge_kernel(data, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float
         want = want_y if kind == "forward" else want_g
         launch = f"{what}[(cdiv({n}, {block}),)](…, n_elements={n}, BLOCK_SIZE={block}) on {dtype}"
         if got["written_after"]:
-            raise CheckFailed(f"{launch} wrote {got['written_after']} value(s) past the end of the output tensor.\n"
-                              "Hint: likely an unmasked tl.store: the last block reaches past n_elements; pass "
-                              "mask=offsets < n_elements to tl.store (and to tl.load). On a GPU this corrupts other "
-                              "tensors; in the interpreter it can crash Python.")
+            raise CheckFailed(
+                f"{launch} wrote {got['written_after']} value(s) past the end of the output tensor.\n"
+                "Hint: likely an unmasked tl.store: the last block reaches past n_elements; pass "
+                "mask=offsets < n_elements to tl.store (and to tl.load). On a GPU this corrupts other "
+                "tensors; in the interpreter it can crash Python."
+            )
         if got["written_before"]:
-            raise CheckFailed(f"{launch} wrote {got['written_before']} value(s) before the start of the output tensor.\n"
-                              "Hint: offsets start at tl.program_id(0) * BLOCK_SIZE and only go up.")
+            raise CheckFailed(
+                f"{launch} wrote {got['written_before']} value(s) before the start of the output tensor.\n"
+                "Hint: offsets start at tl.program_id(0) * BLOCK_SIZE and only go up."
+            )
         if got["inputs_changed"]:
             raise CheckFailed(f"{launch} wrote into one of its inputs: store into the output pointer only.")
         values = got["values"]
         untouched = values == GUARD_VALUE
         if untouched.any():
             first = int(torch.nonzero(untouched)[0])
-            raise CheckFailed(f"{launch} never wrote entries {_index_list(untouched)} of the output "
-                              f"(the first is {first}).\nHint: program p handles entries p·BLOCK_SIZE … (p+1)·BLOCK_SIZE − 1: "
-                              "offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE).")
+            raise CheckFailed(
+                f"{launch} never wrote entries {_index_list(untouched)} of the output "
+                f"(the first is {first}).\nHint: program p handles entries p·BLOCK_SIZE … (p+1)·BLOCK_SIZE − 1: "
+                "offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)."
+            )
         rtol, atol = (1e-9, 1e-12) if dtype == "float64" else (2e-5, 2e-6)
         bad, err = _wrong_entries(values, want, rtol, atol)
         if bad.any():
             hints = []
             first_block_ok = not bad[:block].any()
             if first_block_ok and n > block:
-                hints.append("the first block is right and later ones are not: each program must use its own "
-                             "offsets, tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE).")
+                hints.append(
+                    "the first block is right and later ones are not: each program must use its own "
+                    "offsets, tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)."
+                )
             close = lambda a: torch.allclose(values, a, rtol=1e-4, atol=1e-5)  # noqa: E731
             s = torch.sigmoid(x)
             if close(s):
@@ -398,27 +503,41 @@ def judge_kernel(data, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float
             elif kind == "backward" and close(want_y):
                 hints.append("that is the forward value: backward stores the gradient, grad_output·SiLU'(x).")
             if dtype == "float64" and torch.allclose(values, want, rtol=1e-5, atol=1e-6):
-                hints.append("right to about 6 digits only: a float64 input was computed in float32. Convert to "
-                             "float32 only when the input is not float64 (if x.dtype == tl.float64: …).")
-            raise CheckFailed(f"{launch} is wrong in {int(bad.sum())} of {n} entries: {_index_list(bad)}; largest error "
-                              f"{err:.3g}." + "".join(f"\nHint: {h}" for h in hints))
+                hints.append(
+                    "right to about 6 digits only: a float64 input was computed in float32. Convert to "
+                    "float32 only when the input is not float64 (if x.dtype == tl.float64: …)."
+                )
+            raise CheckFailed(
+                f"{launch} is wrong in {int(bad.sum())} of {n} entries: {_index_list(bad)}; largest error "
+                f"{err:.3g}." + "".join(f"\nHint: {h}" for h in hints)
+            )
     return None
 
 
 # --------------------------------------------------------------------------------------------- GatherRows
 
+
 def judge_gather(data, seed=0, cases=2, points=1, double_backward=False):
     try:
-        base = judge_function(data["function"], reference="gather_rows", seed=seed, cases=cases, points=points,
-                              double_backward=double_backward, cuda=False)
+        base = judge_function(
+            data["function"],
+            reference="gather_rows",
+            seed=seed,
+            cases=cases,
+            points=points,
+            double_backward=double_backward,
+            cuda=False,
+        )
     except CheckFailed as failure:
         base = getattr(failure, "verdict", None)
         if base is None:
             raise
     parts = {p.name: p for p in base.parts}
     device = Part("device", 1.0)
-    fix = ("make the gradient like the weight: torch.zeros_like(weight), or torch.zeros(..., device=weight.device, "
-           "dtype=weight.dtype), then index_add_ into it.")
+    fix = (
+        "make the gradient like the weight: torch.zeros_like(weight), or torch.zeros(..., device=weight.device, "
+        "dtype=weight.dtype), then index_add_ into it."
+    )
     for label, got in data["devices"].items():
         want_device, want_dtype = ("meta", "float32") if label == "meta" else ("cpu", "bfloat16")
         if "error" in got:
@@ -426,19 +545,29 @@ def judge_gather(data, seed=0, cases=2, points=1, double_backward=False):
             continue
         out = got["output"]
         if out.get("device") != want_device or out.get("dtype") != want_dtype:
-            device.fail(f"for a {label} weight forward returned a {out.get('dtype')} tensor on {out.get('device')}.", fix)
+            device.fail(
+                f"for a {label} weight forward returned a {out.get('dtype')} tensor on {out.get('device')}.", fix
+            )
         returns = got.get("returns") or []
         if not returns or returns[0].get("kind") != "tensor":
             device.fail(f"for a {label} weight backward returned no gradient for the weight.", fix)
         elif returns[0]["device"] != want_device or returns[0]["dtype"] != want_dtype:
-            device.fail(f"for a {label} weight the gradient is a {returns[0]['dtype']} tensor on {returns[0]['device']}.", fix)
+            device.fail(
+                f"for a {label} weight the gradient is a {returns[0]['dtype']} tensor on {returns[0]['device']}.", fix
+            )
     parts["device"] = device
     # A lost contribution of a repeated index is the classic mistake: name it.
     for p in (parts.get("gradcheck"), parts.get("reference")):
-        if (p is not None and p.passed is False and data["function"]["cases"]
-                and not any("raised" in m for m in p.messages)):      # wrong numbers, not an error
-            p.hints.append("an index that appears twice must collect both contributions: grad_weight[index] = "
-                           "grad_output keeps only one of them; grad_weight.index_add_(0, index, grad_output) adds.")
+        if (
+            p is not None
+            and p.passed is False
+            and data["function"]["cases"]
+            and not any("raised" in m for m in p.messages)
+        ):  # wrong numbers, not an error
+            p.hints.append(
+                "an index that appears twice must collect both contributions: grad_weight[index] = "
+                "grad_output keeps only one of them; grad_weight.index_add_(0, index, grad_output) adds."
+            )
             break
     return _verdict(parts, points, base.title)
 
@@ -452,11 +581,14 @@ add_reference(FunctionReference(name="gather_rows", reference=gather_reference))
 
 # --------------------------------------------------------------------------------------------- Checkpoint
 
+
 def judge_recompute(data, problems=("gelu_chain", "sin_exp", "mlp"), seed=0, points=1, name="Checkpoint"):
     if [d["problem"] for d in data] != list(problems):
         raise CheckFailed("the answer does not cover exactly the functions the check asked for.")
-    parts = {k: Part(k, w) for k, w in (("forward", 1.0), ("reference", 2.0), ("interface", 1.0), ("memory", 2.0),
-                                         ("calls", 1.0))}
+    parts = {
+        k: Part(k, w)
+        for k, w in (("forward", 1.0), ("reference", 2.0), ("interface", 1.0), ("memory", 2.0), ("calls", 1.0))
+    }
     for got in data:
         problem = got["problem"]
         fn = recompute_problem(problem)
@@ -472,8 +604,11 @@ def judge_recompute(data, problems=("gelu_chain", "sin_exp", "mlp"), seed=0, poi
         if not got["requires_grad"]:
             parts["interface"].fail(f"the output does not require grad {where}: return the result of apply.")
         if "backward_error" in got:
-            hint = ("backward runs with recording off, like forward: recompute fn inside `with torch.enable_grad():`."
-                    if "does not require grad" in got["backward_error"] else None)
+            hint = (
+                "backward runs with recording off, like forward: recompute fn inside `with torch.enable_grad():`."
+                if "does not require grad" in got["backward_error"]
+                else None
+            )
             for key in ("reference", "interface"):
                 parts[key].fail(got["backward_error"], hint)
             continue
@@ -484,9 +619,11 @@ def judge_recompute(data, problems=("gelu_chain", "sin_exp", "mlp"), seed=0, poi
         u = torch.randn(want.shape, generator=_recompute_generator(seed, problem), dtype=torch.float64)
         (want_g,) = torch.autograd.grad(want, x, u)
         if len(returns) != 2 or returns[0]["kind"] != "none":
-            parts["interface"].fail(f"backward returned {len(returns)} value(s) starting with "
-                                    f"{returns[0].get('type', returns[0]['kind'])}; forward takes (fn, x), so backward "
-                                    "returns (None, grad_x): None for the function.")
+            parts["interface"].fail(
+                f"backward returned {len(returns)} value(s) starting with "
+                f"{returns[0].get('type', returns[0]['kind'])}; forward takes (fn, x), so backward "
+                "returns (None, grad_x): None for the function."
+            )
         grad = returns[1] if len(returns) > 1 else returns[0]
         if grad["kind"] != "tensor" or list(grad["shape"]) != list(x.shape):
             parts["reference"].fail(f"the gradient for x is not a tensor of x's shape {where}.")
@@ -494,41 +631,57 @@ def judge_recompute(data, problems=("gelu_chain", "sin_exp", "mlp"), seed=0, poi
             bad, err = _wrong_entries(grad["value"], want_g, 1e-8, 1e-10)
             hint = None
             if torch.count_nonzero(grad["value"]) == 0:
-                hint = "the gradient is all zeros: recompute fn(x) under torch.enable_grad() on a detached copy of x that requires grad."
-            parts["reference"].fail(f"the gradient for x is wrong in {int(bad.sum())} of {bad.numel()} entries {where}; "
-                                    f"largest error {err:.3g}.", hint)
+                hint = (
+                    "the gradient is all zeros: recompute fn(x) under torch.enable_grad() on a detached copy of x "
+                    "that requires grad."
+                )
+            parts["reference"].fail(
+                f"the gradient for x is wrong in {int(bad.sum())} of {bad.numel()} entries {where}; "
+                f"largest error {err:.3g}.",
+                hint,
+            )
         storages = got["saved_storages"]
         x_bytes = x.numel() * x.element_size()
         kept = sum(s["bytes"] for s in storages)
         stored_graph = kept > x_bytes
         if stored_graph:
-            parts["memory"].fail(f"forward keeps {kept} bytes for backward {where}; x alone is {x_bytes}: "
-                                 "fn's intermediates were stored.",
-                                 "run fn in forward without recording a graph (forward already runs under no_grad: "
-                                 "do not wrap it in torch.enable_grad()) and save x only.")
+            parts["memory"].fail(
+                f"forward keeps {kept} bytes for backward {where}; x alone is {x_bytes}: "
+                "fn's intermediates were stored.",
+                "run fn in forward without recording a graph (forward already runs under no_grad: "
+                "do not wrap it in torch.enable_grad()) and save x only.",
+            )
         elif not storages:
-            parts["memory"].fail(f"forward saved nothing with ctx.save_for_backward {where}.",
-                                 "save x with ctx.save_for_backward(x) (keep fn as an attribute: ctx.fn = fn).")
+            parts["memory"].fail(
+                f"forward saved nothing with ctx.save_for_backward {where}.",
+                "save x with ctx.save_for_backward(x) (keep fn as an attribute: ctx.fn = fn).",
+            )
         _judge_attributes(got, parts["memory"])
         # A forward that recorded fn's graph needs no recomputation: that is the memory part's mistake, not another.
         backward_calls_wrong = got.get("backward_calls") != 1 and not (stored_graph and got.get("backward_calls") == 0)
         if got["forward_calls"] != 1 or backward_calls_wrong:
-            parts["calls"].fail(f"fn ran {got['forward_calls']} time(s) in forward and {got.get('backward_calls', 0)} "
-                                f"in backward {where}; recomputing means once each.")
+            parts["calls"].fail(
+                f"fn ran {got['forward_calls']} time(s) in forward and {got.get('backward_calls', 0)} "
+                f"in backward {where}; recomputing means once each."
+            )
     return _verdict(parts, points, f"{name}.apply(fn, x)")
 
 
 def _recompute_generator(seed, problem):
     from ..probes.nb05 import generator
+
     return generator(seed, len(problem), salt=17)
 
 
 # --------------------------------------------------------------------------------------------- autocast
 
+
 def judge_autocast_linear(data, seed=0, cases=2, points=1, name="Linear32"):
     if len(data["cases"]) != cases:
         raise CheckFailed(f"the answer covers {len(data['cases'])} cases; {cases} were asked for.")
-    parts = {k: Part(k, w) for k, w in (("forward", 1.0), ("reference", 1.0), ("autocast", 1.0), ("autocast_backward", 1.0))}
+    parts = {
+        k: Part(k, w) for k, w in (("forward", 1.0), ("reference", 1.0), ("autocast", 1.0), ("autocast_backward", 1.0))
+    }
     for case, got in enumerate(data["cases"]):
         c = linear_case(seed, case)
         where = f"(case {case + 1}, x {tuple(c['x'].shape)}, W {tuple(c['W'].shape)})"
@@ -537,21 +690,32 @@ def judge_autocast_linear(data, seed=0, cases=2, points=1, name="Linear32"):
         want_grads = torch.autograd.grad(want, (x, W, b), c["u"])
         f64 = got["float64"]
         out = f64["output"]
-        if out["kind"] != "tensor" or list(out["shape"]) != list(want.shape) or \
-                not torch.allclose(out["value"], want.detach(), rtol=1e-9, atol=1e-10):
+        if (
+            out["kind"] != "tensor"
+            or list(out["shape"]) != list(want.shape)
+            or not torch.allclose(out["value"], want.detach(), rtol=1e-9, atol=1e-10)
+        ):
             parts["forward"].fail(f"in float64 without autocast, forward is not x @ W + b {where}.")
         returns = f64.get("returns") or []
         for i, label in enumerate(("x", "W", "b")):
             r = returns[i] if i < len(returns) else {"kind": "missing"}
-            if r["kind"] != "tensor" or list(r["shape"]) != list(want_grads[i].shape) or \
-                    not torch.allclose(r["value"], want_grads[i], rtol=1e-8, atol=1e-10):
-                hint = ("the bias is added to every row: its gradient sums grad_output over the batch."
-                        if label == "b" and r["kind"] == "tensor" and list(r["shape"]) == list(c["u"].shape) else None)
+            if (
+                r["kind"] != "tensor"
+                or list(r["shape"]) != list(want_grads[i].shape)
+                or not torch.allclose(r["value"], want_grads[i], rtol=1e-8, atol=1e-10)
+            ):
+                hint = (
+                    "the bias is added to every row: its gradient sums grad_output over the batch."
+                    if label == "b" and r["kind"] == "tensor" and list(r["shape"]) == list(c["u"].shape)
+                    else None
+                )
                 parts["reference"].fail(f"in float64 the gradient for {label} is wrong or missing {where}.", hint)
         # Under autocast: compare with float64 products of the values autocast was given.
-        xa, Wa, ba = (c["x"].to(torch.bfloat16).to(torch.float64).requires_grad_(True),
-                      c["W"].to(torch.float32).to(torch.float64).requires_grad_(True),
-                      c["b"].to(torch.float32).to(torch.float64).requires_grad_(True))
+        xa, Wa, ba = (
+            c["x"].to(torch.bfloat16).to(torch.float64).requires_grad_(True),
+            c["W"].to(torch.float32).to(torch.float64).requires_grad_(True),
+            c["b"].to(torch.float32).to(torch.float64).requires_grad_(True),
+        )
         want_a = xa @ Wa + ba
         auto = got["autocast"]
         out = auto["output"]
@@ -560,29 +724,37 @@ def judge_autocast_linear(data, seed=0, cases=2, points=1, name="Linear32"):
             continue
         rel = float((out["value"] - want_a.detach()).abs().max() / want_a.detach().abs().max())
         if out["dtype"] != "float32" or rel > 1e-4:
-            parts["autocast"].fail(f"under autocast(bfloat16) forward returned a {out['dtype']} tensor with relative error "
-                                   f"{rel:.2g} {where}; computed in float32 it would be about 1e-7.",
-                                   "decorate forward with @torch.amp.custom_fwd(device_type=..., cast_inputs=torch.float32): "
-                                   "autocast then hands forward float32 inputs and switches itself off inside it.")
+            parts["autocast"].fail(
+                f"under autocast(bfloat16) forward returned a {out['dtype']} tensor with relative error "
+                f"{rel:.2g} {where}; computed in float32 it would be about 1e-7.",
+                "decorate forward with @torch.amp.custom_fwd(device_type=..., cast_inputs=torch.float32): "
+                "autocast then hands forward float32 inputs and switches itself off inside it.",
+            )
         u = c["u"].to(torch.float32 if out["dtype"] == "float32" else torch.bfloat16).to(torch.float64)
         want_ag = torch.autograd.grad(want_a, (xa, Wa, ba), u)
         returns = auto.get("returns") or []
         for i, label in enumerate(("x", "W", "b")):
             r = returns[i] if i < len(returns) else {"kind": "missing"}
             if r["kind"] != "tensor" or list(r["shape"]) != list(want_ag[i].shape):
-                parts["autocast_backward"].fail(f"under autocast backward returned no gradient of {label}'s shape {where}.")
+                parts["autocast_backward"].fail(
+                    f"under autocast backward returned no gradient of {label}'s shape {where}."
+                )
                 continue
             rel = float((r["value"] - want_ag[i]).abs().max() / want_ag[i].abs().max().clamp_min(1e-30))
             if rel > 1e-4:
                 parts["autocast_backward"].fail(
                     f"under autocast the gradient for {label} has relative error {rel:.2g} {where}: it was computed in "
-                    "bfloat16.", "decorate backward with @torch.amp.custom_bwd(device_type=...): it then runs with the "
-                    "autocast state forward had (off, after cast_inputs), even when .backward() is called inside autocast.")
+                    "bfloat16.",
+                    "decorate backward with @torch.amp.custom_bwd(device_type=...): it then runs with the "
+                    "autocast state forward had (off, after cast_inputs), even when .backward() is called inside "
+                    "autocast.",
+                )
                 break
     return _verdict(parts, points, f"{name}.apply(x, W, b)")
 
 
 # --------------------------------------------------------------------------------------------- saved_bytes, bandwidth
+
 
 def reference_saved_bytes(problem: str) -> tuple[int, int, int]:
     """(bytes counting each storage once, bytes counting every save, number of saves) for a problem."""
@@ -607,19 +779,25 @@ def judge_saved_bytes(data, problems=()):
         call = f"saved_bytes(fn, *inputs) for the test function '{problem}'"
         hints = []
         if got == every_save:
-            hints.append("the same tensor can be saved more than once (x * x saves x for both factors; σ(x) is saved by "
-                         "sigmoid and by the product): count each storage once, e.g. by t.untyped_storage().data_ptr().")
+            hints.append(
+                "the same tensor can be saved more than once (x * x saves x for both factors; σ(x) is saved by "
+                "sigmoid and by the product): count each storage once, e.g. by t.untyped_storage().data_ptr()."
+            )
         elif got == saves:
             hints.append("that is the number of saved tensors; return their size in bytes (numel × element_size).")
         elif want and got * 4 == want * 2 and problem == "half_precision":
             hints.append("a bfloat16 tensor takes 2 bytes per entry: use t.element_size(), not 4.")
         elif problem == "no_grad_needed":
-            hints.append("when no input requires grad nothing is recorded and nothing is saved: measure what the pack "
-                         "hook of torch.autograd.graph.saved_tensors_hooks receives, not the inputs or outputs.")
+            hints.append(
+                "when no input requires grad nothing is recorded and nothing is saved: measure what the pack "
+                "hook of torch.autograd.graph.saved_tensors_hooks receives, not the inputs or outputs."
+            )
         elif want and got * 8 == want and problem != "matmul":
             hints.append("count bytes, not bits.")
-        raise CheckFailed(f"{call} returned {got:g}, which is too {'many' if got > want else 'few'} bytes."
-                          + "".join(f"\nHint: {h}" for h in hints))
+        raise CheckFailed(
+            f"{call} returned {got:g}, which is too {'many' if got > want else 'few'} bytes."
+            + "".join(f"\nHint: {h}" for h in hints)
+        )
     return None
 
 
@@ -635,18 +813,26 @@ def judge_bandwidth(data, cases=()):
         if math.isclose(got * 2**30, want * 1e9, rel_tol=1e-9):
             hints.append("a GB here is 10⁹ bytes (as GPU data sheets count), not 2³⁰.")
         elif math.isclose(got, want * (3 / 2 if direction == "forward" else 2 / 3), rel_tol=1e-9):
-            hints.append("forward reads x and writes y (2·N·bytes); backward reads x and grad_output and writes grad_x (3·N·bytes).")
+            hints.append(
+                "forward reads x and writes y (2·N·bytes); backward reads x and grad_output and writes grad_x "
+                "(3·N·bytes)."
+            )
         elif math.isclose(got * size, want, rel_tol=1e-9):
             hints.append("multiply the number of elements by the bytes per element.")
-        elif math.isclose(got * want, (moved / 1e9) ** 2 / seconds * seconds, rel_tol=1e-6) or math.isclose(got, seconds / (moved / 1e9), rel_tol=1e-9):
+        elif math.isclose(got * want, (moved / 1e9) ** 2 / seconds * seconds, rel_tol=1e-6) or math.isclose(
+            got, seconds / (moved / 1e9), rel_tol=1e-9
+        ):
             hints.append("bandwidth is bytes per second: divide the bytes by the seconds.")
-        raise CheckFailed(f"{call} returned {got:.4g} GB/s, which is too {'high' if got > want else 'low'}."
-                          + "".join(f"\nHint: {h}" for h in hints))
+        raise CheckFailed(
+            f"{call} returned {got:.4g} GB/s, which is too {'high' if got > want else 'low'}."
+            + "".join(f"\nHint: {h}" for h in hints)
+        )
     return None
 
 
 # --------------------------------------------------------------------------------------------- drawers (hidden cases)
 # draw_x(rng, N) -> params: the grader seeds rng from the gradebook's secret and the submission (CONTRIBUTING.md).
+
 
 def draw_seed(rng, count: int) -> dict:
     """Function checks take their inputs from a seed; the call keeps its own `cases=`."""
@@ -655,6 +841,7 @@ def draw_seed(rng, count: int) -> dict:
 
 def draw_saved_bytes_problems(rng, count: int) -> dict:
     from ..probes.nb05 import SAVED_BYTES_PROBLEMS
+
     names = list(SAVED_BYTES_PROBLEMS)
     rng.shuffle(names)
     return {"problems": (names * count)[:count]}
@@ -662,6 +849,7 @@ def draw_saved_bytes_problems(rng, count: int) -> dict:
 
 def draw_recompute_problems(rng, count: int) -> dict:
     from ..probes.nb05 import RECOMPUTE_PROBLEMS
+
     names = list(RECOMPUTE_PROBLEMS)
     rng.shuffle(names)
     return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
@@ -678,6 +866,14 @@ def draw_kernel_sizes(rng, count: int) -> dict:
 
 
 def draw_bandwidth_cases(rng, count: int) -> dict:
-    return {"cases": [(rng.choice((1, 3, 4096, 1 << 20, 1 << 24)), rng.choice((2, 4, 8)),
-                       rng.choice((1e-6, 3e-5, 2e-4, 1e-3, 1.0)), rng.choice(("forward", "backward")))
-                      for _ in range(count)]}
+    return {
+        "cases": [
+            (
+                rng.choice((1, 3, 4096, 1 << 20, 1 << 24)),
+                rng.choice((2, 4, 8)),
+                rng.choice((1e-6, 3e-5, 2e-4, 1e-3, 1.0)),
+                rng.choice(("forward", "backward")),
+            )
+            for _ in range(count)
+        ]
+    }

@@ -1,4 +1,5 @@
 """A Function check's verdict: the points earned, part by part, and the report the learner reads."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,7 +11,8 @@ PART_TITLES = {
     "forward": "forward agrees with the reference",
     "gradcheck": "backward agrees with the numerical Jacobian (gradcheck)",
     "reference": "backward agrees with the reference backward",
-    "interface": "backward's interface (one gradient per input, None for non-tensors, shapes, dtypes, grad_output untouched)",
+    "interface": "backward's interface (one gradient per input, None for non-tensors, shapes, dtypes, grad_output "
+    "untouched)",
     "double_backward": "double backward (gradgradcheck)",
     "cuda": "CUDA tensors",
 }
@@ -20,7 +22,7 @@ PART_TITLES = {
 class Part:
     name: str
     weight: float
-    passed: bool | None = True            # None: skipped (not scored), with the reason in messages
+    passed: bool | None = True  # None: skipped (not scored), with the reason in messages
     messages: list[str] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
 

@@ -7,21 +7,23 @@ function that actually failed (the innermost frame of the learner's code, not th
 a blank stub ("not written yet"), a crash (with a hint when ``crash_hint`` knows the mistake), runaway
 recursion, or running past ``seconds``.
 """
+
 from __future__ import annotations
 
 import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import Any
 
 from ..feedback import CheckFailed, not_written, short
 
-DEFAULT_SECONDS = 60.0      # a probe's single call; the grader's cell timeout is the outer bound
-RECURSION_HEADROOM = 2000   # nested calls allowed beyond the probe's own depth
+DEFAULT_SECONDS = 60.0  # a probe's single call; the grader's cell timeout is the outer bound
+RECURSION_HEADROOM = 2000  # nested calls allowed beyond the probe's own depth
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # autograder/
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # autograder/
 _ANONYMOUS = ("<module>", "<lambda>", "<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")
 
 
@@ -33,8 +35,7 @@ class OutOfTime(BaseException):
 @contextmanager
 def time_limit(seconds: float | None):
     """Interrupt the body after `seconds` (main thread only: signals are delivered there)."""
-    usable = (seconds and hasattr(signal, "setitimer")
-              and threading.current_thread() is threading.main_thread())
+    usable = seconds and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable:
         yield
         return
@@ -75,8 +76,11 @@ def recursion_cap(extra: int = RECURSION_HEADROOM):
 
 def _is_learners(code) -> bool:
     filename = code.co_filename
-    return not (os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep) or "site-packages" in filename
-                or filename.startswith("<frozen"))
+    return not (
+        os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+        or "site-packages" in filename
+        or filename.startswith("<frozen")
+    )
 
 
 def innermost_function(exc: BaseException, default: str, by_own_name: bool = False) -> str:
@@ -94,10 +98,18 @@ def innermost_function(exc: BaseException, default: str, by_own_name: bool = Fal
     return getattr(frames[-1], "co_qualname", frames[-1].co_name)
 
 
-def call_learner(fn: Callable, *args: Any, name: str | None = None, call: str | None = None,
-                 seconds: float | None = DEFAULT_SECONDS, on_timeout: str = "", on_recursion: str = "",
-                 crash_hint: Callable[[Exception], str] | None = None, blank_by_own_name: bool = False,
-                 **kwargs: Any) -> Any:
+def call_learner(
+    fn: Callable,
+    *args: Any,
+    name: str | None = None,
+    call: str | None = None,
+    seconds: float | None = DEFAULT_SECONDS,
+    on_timeout: str = "",
+    on_recursion: str = "",
+    crash_hint: Callable[[Exception], str] | None = None,
+    blank_by_own_name: bool = False,
+    **kwargs: Any,
+) -> Any:
     """Call the learner's `fn(*args, **kwargs)`; every way it can fail becomes a readable CheckFailed.
 
     name: the learner's name for `fn`; call: how the call is shown (default `name(args...)`);
@@ -119,12 +131,15 @@ def call_learner(fn: Callable, *args: Any, name: str | None = None, call: str | 
         raise CheckFailed(
             f"`{call}` raised RecursionError{on_recursion}: your {name} recurses, once per node along a "
             "path, and Python allows only about a thousand nested calls. Use an explicit stack or "
-            "queue (a list you append to and pop from) instead of calling a function from itself.") from None
+            "queue (a list you append to and pop from) instead of calling a function from itself."
+        ) from None
     except OutOfTime:
         raise CheckFailed(f"`{call}` did not finish within {seconds:g} s{on_timeout}") from None
     except CheckFailed:
         raise
     except Exception as exc:  # the learner's code crashed: say where, in their terms
         hint = crash_hint(exc) if crash_hint else ""
-        raise CheckFailed(f"`{call}` raised {type(exc).__name__}: {exc}{hint}\n"
-                          "Run the same call in a cell of your own to see where it fails.") from exc
+        raise CheckFailed(
+            f"`{call}` raised {type(exc).__name__}: {exc}{hint}\n"
+            "Run the same call in a cell of your own to see where it fails."
+        ) from exc

@@ -6,17 +6,30 @@ the exercise's inputs (:mod:`autograder.probes.function_cases`), then calls the 
 that it sees exactly what backward returned (autograd itself would silently sum a wrong-shaped bias
 gradient, or cast a wrong dtype). It returns plain data: numbers, strings, lists, dicts and CPU tensors.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from ..feedback import CheckFailed
 from .call import call_learner
-from .function_cases import (EPS, as_outputs, case_args, fresh_args, inputs_for, is_float_tensor, numel_out,
-                             random_directions, random_grad_outputs, tensor_slots, use_full_jacobian)
+from .function_cases import (
+    EPS,
+    as_outputs,
+    case_args,
+    fresh_args,
+    inputs_for,
+    is_float_tensor,
+    numel_out,
+    random_directions,
+    random_grad_outputs,
+    tensor_slots,
+    use_full_jacobian,
+)
 from .torch_errors import translate
 
 # The probe's own reference, taken at import (before any learner code): a torch.equal replaced in the kernel
@@ -32,18 +45,28 @@ def _learner_call(fn: Callable, *args: Any, name: str) -> Any:
         cause = failure.__cause__
         if cause is None or "not written yet" in str(failure):
             raise
-        raise CheckFailed(f"`{name}` raised an error: {translate(cause)}\n"
-                          f"Run it on small inputs in a cell of your own to see where it fails.") from cause
+        raise CheckFailed(
+            f"`{name}` raised an error: {translate(cause)}\n"
+            f"Run it on small inputs in a cell of your own to see where it fails."
+        ) from cause
 
 
 def _summary(value: Any, keep_value: bool = True) -> dict:
     if value is None:
         return {"kind": "none"}
     if isinstance(value, torch.Tensor):
-        out = {"kind": "tensor", "shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", ""),
-               "device": value.device.type}
+        out = {
+            "kind": "tensor",
+            "shape": list(value.shape),
+            "dtype": str(value.dtype).replace("torch.", ""),
+            "device": value.device.type,
+        }
         if keep_value:
-            out["value"] = value.detach().to("cpu", torch.float64).clone() if value.is_floating_point() or not value.is_complex() else None
+            out["value"] = (
+                value.detach().to("cpu", torch.float64).clone()
+                if value.is_floating_point() or not value.is_complex()
+                else None
+            )
         return out
     return {"kind": "other", "type": type(value).__name__, "repr": repr(value)[:60]}
 
@@ -53,20 +76,26 @@ def _learner_callable(obj: Any, name: str):
     if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
         return obj.apply, True
     if isinstance(obj, torch.autograd.Function):
-        raise CheckFailed(f"`{name}` is an instance of a Function; pass the class itself (`{type(obj).__name__}`), "
-                          "the check calls its `apply`.")
+        raise CheckFailed(
+            f"`{name}` is an instance of a Function; pass the class itself (`{type(obj).__name__}`), "
+            "the check calls its `apply`."
+        )
     if callable(obj):
         return obj, False
-    raise CheckFailed(f"`{name}` should be a subclass of torch.autograd.Function (or a function built on one), "
-                      f"but it is a {type(obj).__name__}.")
+    raise CheckFailed(
+        f"`{name}` should be a subclass of torch.autograd.Function (or a function built on one), "
+        f"but it is a {type(obj).__name__}."
+    )
 
 
 def _forward(fn, args, name) -> tuple:
     outputs = as_outputs(_learner_call(fn, *args, name=name))
     bad = [type(o).__name__ for o in outputs if not isinstance(o, torch.Tensor)]
     if bad:
-        raise CheckFailed(f"`{name}(...)` should return a tensor; it returned a {bad[0]}. "
-                          "forward works on tensors: use torch operations and return a torch.Tensor.")
+        raise CheckFailed(
+            f"`{name}(...)` should return a tensor; it returned a {bad[0]}. "
+            "forward works on tensors: use torch operations and return a torch.Tensor."
+        )
     return outputs
 
 
@@ -77,8 +106,10 @@ def _backward_once(fn, is_function, args, grad_outputs, name, retain=False):
     if is_function:
         node = outputs[0].grad_fn
         if node is None:
-            raise CheckFailed(f"The output of `{name}.apply` is not connected to the graph (no grad_fn): "
-                              "return a tensor computed by forward, not a detached copy.")
+            raise CheckFailed(
+                f"The output of `{name}.apply` is not connected to the graph (no grad_fn): "
+                "return a tensor computed by forward, not a detached copy."
+            )
         raw = _learner_call(node.apply, *grad_outputs, name=f"{name}.backward")
         returns = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
     else:
@@ -114,10 +145,15 @@ def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) 
     if is_function and outputs[0].grad_fn is not None:
         try:
             saved = outputs[0].grad_fn.saved_tensors
-            data["saved"] = [{"shape": list(s.shape),
-                              "equals_output": bool(s.shape == outputs[0].shape and _equal(s.detach(), outputs[0].detach())),
-                              "equals_input": [i for i in slots if s.shape == args[i].shape and _equal(s.detach(), args[i])]}
-                             for s in saved if isinstance(s, torch.Tensor)]
+            data["saved"] = [
+                {
+                    "shape": list(s.shape),
+                    "equals_output": bool(s.shape == outputs[0].shape and _equal(s.detach(), outputs[0].detach())),
+                    "equals_input": [i for i in slots if s.shape == args[i].shape and _equal(s.detach(), args[i])],
+                }
+                for s in saved
+                if isinstance(s, torch.Tensor)
+            ]
         except Exception:  # saved tensors already freed or unreadable: nothing to report
             data["saved"] = []
     else:
@@ -132,7 +168,7 @@ def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) 
             parts, start = [], 0
             for s in shapes:
                 n = math.prod(s)
-                parts.append(flat[start:start + n].reshape(s).clone())
+                parts.append(flat[start : start + n].reshape(s).clone())
                 start += n
             unit_calls.append(parts)
         calls = unit_calls
@@ -159,7 +195,9 @@ def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) 
                     for side, sign in enumerate((1.0, -1.0)):
                         moved = list(fresh_args(args, [False] * len(args)))
                         moved[i].view(-1)[k] += sign * EPS
-                        rows[side, k] = _flat_outputs(_forward(fn, tuple(moved), f"{name}.forward" if is_function else name))
+                        rows[side, k] = _flat_outputs(
+                            _forward(fn, tuple(moved), f"{name}.forward" if is_function else name)
+                        )
                 perturbed[i] = rows
             else:
                 rows = torch.empty(2, out_numel, dtype=torch.float64)
@@ -177,22 +215,32 @@ def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) 
         for i in slots if len(slots) > 1 else []:
             requires = [k != i for k in range(len(args))]
             try:
-                _, returns, _ = _backward_once(fn, is_function, fresh_args(args, requires), [g.clone() for g in ones], name)
-                data["needs_input_grad"].append({"off": i, "returned": [_summary(r, keep_value=False)["kind"] for r in returns]})
+                _, returns, _ = _backward_once(
+                    fn, is_function, fresh_args(args, requires), [g.clone() for g in ones], name
+                )
+                data["needs_input_grad"].append(
+                    {"off": i, "returned": [_summary(r, keep_value=False)["kind"] for r in returns]}
+                )
             except CheckFailed as failure:
                 data["needs_input_grad"].append({"off": i, "error": str(failure)})
         # float32 inputs: outputs and gradients should be float32 too.
         try:
             f32 = fresh_args(args, dtype=torch.float32)
-            outs32, returns32, _ = _backward_once(fn, is_function, f32, [torch.ones(s, dtype=torch.float32) for s in shapes], name)
-            data["float32"] = {"output_dtypes": [str(o.dtype).replace("torch.", "") for o in outs32],
-                               "grad_dtypes": [_summary(r, keep_value=False).get("dtype") for r in returns32]}
+            outs32, returns32, _ = _backward_once(
+                fn, is_function, f32, [torch.ones(s, dtype=torch.float32) for s in shapes], name
+            )
+            data["float32"] = {
+                "output_dtypes": [str(o.dtype).replace("torch.", "") for o in outs32],
+                "grad_dtypes": [_summary(r, keep_value=False).get("dtype") for r in returns32],
+            }
         except CheckFailed as failure:
             data["float32"] = {"error": str(failure)}
     else:
         data["needs_input_grad"], data["float32"] = [], None
 
-    data["double_backward"] = _probe_double_backward(fn, name, is_function, args, shapes, seed, case) if double_backward else None
+    data["double_backward"] = (
+        _probe_double_backward(fn, name, is_function, args, shapes, seed, case) if double_backward else None
+    )
     data["cuda"] = _probe_cuda(fn, is_function, name, args, shapes) if cuda else None
     return data
 
@@ -207,8 +255,10 @@ def _probe_double_backward(fn, name, is_function, args, shapes, seed, case) -> d
     def vjp(values, create_graph):
         inputs = fresh_args(values)
         outs = _forward(fn, inputs, label)
-        seeds = [t.clone().requires_grad_(create_graph) for t in u]   # like gradgradcheck: grad_output is an input too
-        grads = torch.autograd.grad(outs, [inputs[i] for i in slots], seeds, create_graph=create_graph, allow_unused=True)
+        seeds = [t.clone().requires_grad_(create_graph) for t in u]  # like gradgradcheck: grad_output is an input too
+        grads = torch.autograd.grad(
+            outs, [inputs[i] for i in slots], seeds, create_graph=create_graph, allow_unused=True
+        )
         return inputs, grads
 
     try:
@@ -225,8 +275,9 @@ def _probe_double_backward(fn, name, is_function, args, shapes, seed, case) -> d
         analytic = torch.zeros(total, total, dtype=torch.float64)
         for r in range(total):
             row = torch.autograd.grad(flat[r], [inputs[i] for i in slots], retain_graph=True, allow_unused=True)
-            analytic[r] = torch.cat([(z if z is not None else torch.zeros_like(inputs[i])).reshape(-1).detach()
-                                     for z, i in zip(row, slots)])
+            analytic[r] = torch.cat(
+                [(z if z is not None else torch.zeros_like(inputs[i])).reshape(-1).detach() for z, i in zip(row, slots)]
+            )
         numeric = torch.empty(2, total, total, dtype=torch.float64)
         col = 0
         for i in slots:
@@ -251,8 +302,12 @@ def _probe_cuda(fn, is_function, name, args, shapes) -> dict:
         on_gpu = fresh_args(args, device="cuda")
         ones = [torch.ones(s, dtype=torch.float64, device="cuda") for s in shapes]
         outs, returns, modified = _backward_once(fn, is_function, on_gpu, ones, name)
-        return {"output_devices": [o.device.type for o in outs], "outputs": [o.detach().cpu() for o in outs],
-                "returns": [_summary(r) for r in returns], "grad_output_modified": modified}
+        return {
+            "output_devices": [o.device.type for o in outs],
+            "outputs": [o.detach().cpu() for o in outs],
+            "returns": [_summary(r) for r in returns],
+            "grad_output_modified": modified,
+        }
     except CheckFailed as failure:
         return {"error": str(failure)}
 
@@ -272,7 +327,8 @@ def probe_function(obj, reference, seed=0, cases=None, double_backward=False, cu
     - ``saved``: what ctx.saved_tensors holds (shape, equals the output?, equals which inputs?);
     - ``needs_input_grad``: per tensor input switched off, ``{"off": i, "returned": [kind per slot]}``;
     - ``float32``: output and gradient dtypes for float32 inputs;
-    - ``double_backward`` (when asked): ``{"analytic": (N, N), "perturbed": (2, N, N)}`` or ``{"error"}`` / ``{"skipped"}``;
+    - ``double_backward`` (when asked): ``{"analytic": (N, N), "perturbed": (2, N, N)}``,
+      or ``{"error"}`` / ``{"skipped"}``;
     - ``cuda``: ``{"output_devices", "outputs", "returns", "grad_output_modified"}`` or ``{"skipped": reason}``.
     """
     spec = inputs_for(reference)
@@ -280,5 +336,7 @@ def probe_function(obj, reference, seed=0, cases=None, double_backward=False, cu
     fn, is_function = _learner_callable(obj, name)
     data = []
     for case in range(cases or spec.cases):
-        data.append(_probe_case(fn, is_function, name, spec, seed, case, double_backward and spec.double_backward, cuda))
+        data.append(
+            _probe_case(fn, is_function, name, spec, seed, case, double_backward and spec.double_backward, cuda)
+        )
     return {"name": name, "function_class": is_function, "cases": data}

@@ -5,19 +5,20 @@ these inputs, the judge (:mod:`autograder.judges.function`) regenerates them to 
 references. A notebook's probe module adds its exercises with :func:`add_inputs`; the judge side adds
 the reference with :func:`autograder.judges.function.add_reference` under the same name.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 
 from ..registry import import_notebook_modules
 
-EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3          # torch.autograd.gradcheck's defaults
+EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3  # torch.autograd.gradcheck's defaults
 
-FULL_LIMIT = 1500                           # sum over inputs of numel(input) x numel(outputs): full Jacobian up to here
-
+FULL_LIMIT = 1500  # sum over inputs of numel(input) x numel(outputs): full Jacobian up to here
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,11 @@ class FunctionInputs:
     """
 
     name: str
-    title: str                                  # how the learner calls it, e.g. "LinearFunction.apply(x, W, b)"
+    title: str  # how the learner calls it, e.g. "LinearFunction.apply(x, W, b)"
     arg_names: tuple[str, ...]
     make_args: Callable[[torch.Generator, int], tuple]
     cases: int = 2
-    double_backward: bool = True                # whether a correct answer is expected to be twice differentiable
+    double_backward: bool = True  # whether a correct answer is expected to be twice differentiable
 
 
 INPUTS: dict[str, FunctionInputs] = {}

@@ -13,6 +13,7 @@ plus what was found replaced, to a file in the channel folder.
 Nothing here decides a score: whatever the learner's code does to this module can at most spoil
 the data, and the judges outside accept only complete answers to the cases they asked for.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -20,28 +21,64 @@ import io
 import os
 import sys
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # What the setup watches for replacement (flags only: this runs in the learner's kernel).
 WATCHED = [
-    "torch.autograd.gradcheck", "torch.autograd.gradgradcheck", "torch.autograd.grad", "torch.allclose",
-    "torch.isclose", "torch.equal", "torch.testing.assert_close", "torch.Tensor.allclose", "torch.Tensor.backward",
-    "torch.autograd.Function.apply", "torch.save", "torch.load",
-    "builtins.abs", "builtins.all", "builtins.any", "builtins.isinstance", "builtins.float", "builtins.len",
-    "builtins.max", "builtins.min", "builtins.sum", "builtins.round", "builtins.print", "builtins.eval",
-    "builtins.__import__", "math.isclose", "math.isnan", "math.isfinite",
-    "autograder.registry.Check.collect", "autograder.registry.Check.decide", "autograder.registry.Check.__call__",
-    "autograder.feedback.close", "autograder.probes.call.call_learner", "autograder.feedback.as_float",
-    "autograder.feedback.mismatch", "autograder.feedback.CheckFailed",
+    "torch.autograd.gradcheck",
+    "torch.autograd.gradgradcheck",
+    "torch.autograd.grad",
+    "torch.allclose",
+    "torch.isclose",
+    "torch.equal",
+    "torch.testing.assert_close",
+    "torch.Tensor.allclose",
+    "torch.Tensor.backward",
+    "torch.autograd.Function.apply",
+    "torch.save",
+    "torch.load",
+    "builtins.abs",
+    "builtins.all",
+    "builtins.any",
+    "builtins.isinstance",
+    "builtins.float",
+    "builtins.len",
+    "builtins.max",
+    "builtins.min",
+    "builtins.sum",
+    "builtins.round",
+    "builtins.print",
+    "builtins.eval",
+    "builtins.__import__",
+    "math.isclose",
+    "math.isnan",
+    "math.isfinite",
+    "autograder.registry.Check.collect",
+    "autograder.registry.Check.decide",
+    "autograder.registry.Check.__call__",
+    "autograder.feedback.close",
+    "autograder.probes.call.call_learner",
+    "autograder.feedback.as_float",
+    "autograder.feedback.mismatch",
+    "autograder.feedback.CheckFailed",
     "IPython.display.display",
     # what the probes of notebooks 04 and 05 lean on (they keep their own references; replacing one is still a flag)
-    "torch.vmap", "torch.compile", "torch.library.opcheck", "torch.autograd.graph.saved_tensors_hooks",
-    "torch.autograd.forward_ad.make_dual", "torch.autograd.forward_ad.unpack_dual", "torch.autograd.forward_ad.dual_level",
-    "torch.Tensor.untyped_storage", "torch.Tensor.data_ptr", "torch.Tensor.requires_grad_",
-    "triton.runtime.interpreter.InterpretedFunction.run", "triton.runtime.jit.JITFunction.run",
+    "torch.vmap",
+    "torch.compile",
+    "torch.library.opcheck",
+    "torch.autograd.graph.saved_tensors_hooks",
+    "torch.autograd.forward_ad.make_dual",
+    "torch.autograd.forward_ad.unpack_dual",
+    "torch.autograd.forward_ad.dual_level",
+    "torch.Tensor.untyped_storage",
+    "torch.Tensor.data_ptr",
+    "torch.Tensor.requires_grad_",
+    "triton.runtime.interpreter.InterpretedFunction.run",
+    "triton.runtime.jit.JITFunction.run",
 ]
 _KNOWN_HOOK_MODULES = ("IPython", "ipykernel", "matplotlib", "matplotlib_inline", "ipywidgets")
-_OWN_PACKAGES = ("autograder", "coursetools")   # the probes' code: every name in it is looked up when a probe runs
+_OWN_PACKAGES = ("autograder", "coursetools")  # the probes' code: every name in it is looked up when a probe runs
 
 
 def _own_attributes() -> dict[tuple[str, str], Any]:
@@ -53,7 +90,7 @@ def _own_attributes() -> dict[tuple[str, str], Any]:
         if isinstance(module, types.ModuleType) and name.split(".")[0] in _OWN_PACKAGES:
             for attr, value in list(vars(module).items()):
                 if not (attr.startswith("__") and attr.endswith("__")) and not isinstance(value, bool):
-                    out[(name, attr)] = value   # (flags such as learner_traceback._INSTALLED change by design)
+                    out[(name, attr)] = value  # (flags such as learner_traceback._INSTALLED change by design)
     return out
 
 
@@ -88,8 +125,18 @@ class _Watch:
                 pass
         self.parts = {name: (c, c.probe_target, c.judge_target) for name, c in checks.items()}
         self.own = _own_attributes()
-        self.modules = {m: sys.modules.get(m) for m in ("torch", "torch.autograd", "builtins", "math",
-                                                         "autograder.registry", "autograder.feedback", *modules)}
+        self.modules = {
+            m: sys.modules.get(m)
+            for m in (
+                "torch",
+                "torch.autograd",
+                "builtins",
+                "math",
+                "autograder.registry",
+                "autograder.feedback",
+                *modules,
+            )
+        }
         self.events = {k: list(v) for k, v in ip.events.callbacks.items()}
         self.transformers = self._transformers()
         self.trace = (sys.gettrace(), sys.getprofile())
@@ -133,11 +180,14 @@ class _Watch:
         out += self.replaced_own()
         for m, mod in self.modules.items():
             if sys.modules.get(m) is not mod:
-                out.append("sys.modules[%r]" % m)
+                out.append(f"sys.modules[{m!r}]")
         for k, v in self.ip.events.callbacks.items():
             before = self.events.get(k, [])
-            added = [cb for cb in v if cb not in before
-                     and not str(getattr(cb, "__module__", "") or "").startswith(_KNOWN_HOOK_MODULES)]
+            added = [
+                cb
+                for cb in v
+                if cb not in before and not str(getattr(cb, "__module__", "") or "").startswith(_KNOWN_HOOK_MODULES)
+            ]
             if added or any(cb not in v for cb in before):
                 out.append("IPython event hook " + k)
         if self._transformers() != self.transformers:
@@ -159,6 +209,7 @@ def _active_torch_modes(torch) -> list[str]:
         pass
     try:
         from torch.utils._python_dispatch import _get_current_dispatch_mode
+
         if _get_current_dispatch_mode() is not None:
             found.append("an active TorchDispatchMode")
     except Exception:  # noqa: BLE001
@@ -179,7 +230,10 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
     for name in modules:
         importlib.import_module(name)
     from autograder.registry import CHECKS, FAILED
-    for c in list(CHECKS.values()):   # the probes' modules too (resolved lazily otherwise): the watch sees them as installed
+
+    for c in list(
+        CHECKS.values()
+    ):  # the probes' modules too (resolved lazily otherwise): the watch sees them as installed
         importlib.import_module(c.probe_target.partition(":")[0])
 
     ip = get_ipython()
@@ -191,21 +245,25 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
         if probe.replaying:  # the kernel was restarted after a crash: earlier cells run again, unprobed
             return
         modes = _active_torch_modes(torch)
-        replaced = watch.restore_own()   # a probe or helper swapped through sys.modules runs as installed
+        replaced = watch.restore_own()  # a probe or helper swapped through sys.modules runs as installed
         try:
             try:
                 obj = eval(expr, ip.user_ns)
             except NameError:
-                data = {FAILED: "`%s` is not defined when this test runs. Run the cell that defines it "
-                                "(and keep its name as the exercise asks)." % expr}
+                data = {
+                    FAILED: f"`{expr}` is not defined when this test runs. Run the cell that defines it "
+                    "(and keep its name as the exercise asks)."
+                }
             else:
                 with disable_modes():
                     data = checks[check].collect(obj, **params)
         except KeyboardInterrupt:
-            data = {FAILED: "Your code was stopped: it ran longer than this test allows. Look for an "
-                            "infinite loop, or work that grows much faster than the input."}
+            data = {
+                FAILED: "Your code was stopped: it ran longer than this test allows. Look for an "
+                "infinite loop, or work that grows much faster than the input."
+            }
         except BaseException as exc:  # noqa: BLE001 -- whatever the learner's code raised is data
-            data = {FAILED: "Your code raised %s while it was being tested: %s" % (type(exc).__name__, exc)}
+            data = {FAILED: f"Your code raised {type(exc).__name__} while it was being tested: {exc}"}
         patched = list(dict.fromkeys(replaced + watch.changed() + modes))
         payload = {"cell": cell, "call": k, "results": [data], "patched": patched}
         buf = io.BytesIO()
@@ -213,10 +271,21 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
             save(payload, buf)
         except Exception as exc:  # noqa: BLE001
             buf = io.BytesIO()
-            save({"cell": cell, "call": k, "results": [{FAILED: "The values your code returned could not be "
-                  "recorded (%s): return numbers, dicts or tensors." % type(exc).__name__}],
-                  "patched": payload["patched"]}, buf)
-        path = os.path.join(channel, "%s.%d.pt" % (cell, k))
+            save(
+                {
+                    "cell": cell,
+                    "call": k,
+                    "results": [
+                        {
+                            FAILED: "The values your code returned could not be "
+                            f"recorded ({type(exc).__name__}): return numbers, dicts or tensors."
+                        }
+                    ],
+                    "patched": payload["patched"],
+                },
+                buf,
+            )
+        path = os.path.join(channel, f"{cell}.{k}.pt")
         with open(path + ".tmp", "wb") as fh:
             fh.write(buf.getvalue())
         os.replace(path + ".tmp", path)

@@ -1,4 +1,5 @@
 """Probes of notebook 01 (reverse accumulation by hand): call the learner's functions, return numbers."""
+
 from __future__ import annotations
 
 import math
@@ -15,12 +16,15 @@ TRACE = ("w1", "w2", "w3", "w4", "w5")
 
 def _as_trace(result, name: str, call: str) -> dict:
     if not isinstance(result, Mapping):
-        raise CheckFailed(f"`{call}` should return a dict with keys {', '.join(TRACE)}; it returned a "
-                          f"{type(result).__name__}.")
+        raise CheckFailed(
+            f"`{call}` should return a dict with keys {', '.join(TRACE)}; it returned a {type(result).__name__}."
+        )
     missing = [k for k in TRACE if k not in result]
     if missing:
-        raise CheckFailed(f"The dict returned by `{call}` has no entry for {', '.join(missing)}. "
-                          f"It needs one entry per node of the trace: {', '.join(TRACE)}.")
+        raise CheckFailed(
+            f"The dict returned by `{call}` has no entry for {', '.join(missing)}. "
+            f"It needs one entry per node of the trace: {', '.join(TRACE)}."
+        )
     return {k: as_float(result[k], f"entry '{k}' of `{call}`") for k in TRACE}
 
 
@@ -31,8 +35,6 @@ def _probe_traces(fn, name: str, calls: list) -> list:
         call = f"{name}({', '.join(map(str, args))})"
         results.append(_as_trace(call_learner(fn, *args, name=name), name, call))
     return results
-
-
 
 
 def probe_primal_trace(primal_trace, points):
@@ -77,7 +79,7 @@ def sweep_counter(counter: dict):
         @staticmethod
         def backward(ctx, grad):
             counter["sweeps"] += 1
-            if "library_sweeps" in counter:   # sweeps that torch.autograd.functional ran for the caller
+            if "library_sweeps" in counter:  # sweeps that torch.autograd.functional ran for the caller
                 counter["library_sweeps"] += _inside("torch.autograd.functional")
             return grad
 
@@ -108,13 +110,21 @@ def probe_jacobian_reverse(jacobian_reverse, cases):
 
         J = call_learner(jacobian_reverse, F, x.clone(), name="jacobian_reverse")
         if not isinstance(J, torch.Tensor):
-            raise CheckFailed(f"`jacobian_reverse(F, x)` should return a torch.Tensor; it returned a {type(J).__name__}.")
-        data.append({"J": J.detach().to("cpu", torch.float64).clone(), "sweeps": int(counter["sweeps"]),
-                     "forward_sweeps": int(counter["forward_sweeps"]), "library_sweeps": int(counter["library_sweeps"])})
+            raise CheckFailed(
+                f"`jacobian_reverse(F, x)` should return a torch.Tensor; it returned a {type(J).__name__}."
+            )
+        data.append(
+            {
+                "J": J.detach().to("cpu", torch.float64).clone(),
+                "sweeps": int(counter["sweeps"]),
+                "forward_sweeps": int(counter["forward_sweeps"]),
+                "library_sweeps": int(counter["library_sweeps"]),
+            }
+        )
     return data
 
 
-SCALAR_FUNCTIONS = {"sin": math.sin, "exp": math.exp, "cube": lambda x: x ** 3}
+SCALAR_FUNCTIONS = {"sin": math.sin, "exp": math.exp, "cube": lambda x: x**3}
 
 
 def probe_central_difference(central_difference, cases):
@@ -145,17 +155,25 @@ def probe_numerical_gradient(numerical_gradient, cases):
     for n, seed in cases:
         a, x = gradient_problem(n, seed)
         evaluations, counter = [], {"sweeps": 0, "forward_sweeps": 0}
-        count_sweeps = sweep_counter(counter)   # autograd through f, however it is reached, is counted
+        count_sweeps = sweep_counter(counter)  # autograd through f, however it is reached, is counted
 
         def f(v, a=a, evaluations=evaluations, count_sweeps=count_sweeps):
             evaluations.append(1)
-            return count_sweeps(torch.sum(a * torch.sin(v)) + 0.5 * torch.sum(v ** 2))
+            return count_sweeps(torch.sum(a * torch.sin(v)) + 0.5 * torch.sum(v**2))
 
         x_before = x.clone()
         g = call_learner(numerical_gradient, f, x, 1e-6, name="numerical_gradient")
         if not isinstance(g, torch.Tensor):
-            raise CheckFailed(f"`numerical_gradient(f, x, h=1e-6)` should return a torch.Tensor; it returned a {type(g).__name__}.")
-        data.append({"gradient": g.detach().to("cpu", torch.float64).clone(), "evaluations": len(evaluations),
-                     "x_changed": not torch.equal(x, x_before),
-                     "sweeps": int(counter["sweeps"]), "forward_sweeps": int(counter["forward_sweeps"])})
+            raise CheckFailed(
+                f"`numerical_gradient(f, x, h=1e-6)` should return a torch.Tensor; it returned a {type(g).__name__}."
+            )
+        data.append(
+            {
+                "gradient": g.detach().to("cpu", torch.float64).clone(),
+                "evaluations": len(evaluations),
+                "x_changed": not torch.equal(x, x_before),
+                "sweeps": int(counter["sweeps"]),
+                "forward_sweeps": int(counter["forward_sweeps"]),
+            }
+        )
     return data

@@ -3,17 +3,28 @@
 They build graphs with the learner's `Variable` constructor (or the learner's operators), call the
 learner's code through call_learner (time limit, recursion cap) and return plain numbers.
 """
+
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..feedback import CheckFailed
 from ..feedback import short as _short_repr
 from .call import call_learner
-from .nb02_cases import (CHECK_FUNCTIONS, SEED_COSTS, SEED_X, evaluate, example_graph, forms, graph_name, graph_words,
-                         random_program, sample_nodes)
+from .nb02_cases import (
+    CHECK_FUNCTIONS,
+    SEED_COSTS,
+    SEED_X,
+    evaluate,
+    example_graph,
+    forms,
+    graph_name,
+    graph_words,
+    random_program,
+    sample_nodes,
+)
 
 
 def _run(fn: Callable, *args: Any, **how: Any) -> Any:
@@ -24,12 +35,16 @@ def _run(fn: Callable, *args: Any, **how: Any) -> Any:
 def _crash_hint(exc: Exception) -> str:
     text = str(exc)
     if isinstance(exc, AttributeError) and any(f"'{t}' object has no attribute" in text for t in ("float", "int")):
-        return ("\nHint: one operand is a plain number, not a Variable. Wrap it with `as_variable(other)` "
-                "before you read `.value`.")
+        return (
+            "\nHint: one operand is a plain number, not a Variable. Wrap it with `as_variable(other)` "
+            "before you read `.value`."
+        )
     if isinstance(exc, ValueError) and "math domain error" in text:
-        return ("\nHint: math.log (or math.sqrt) got a number outside its domain. ln a exists only for a > 0. "
-                "For a base a < 0 the derivative with respect to the exponent does not exist: record math.nan. "
-                "At a = 0 (with b > 0), a^b is 0 for every such b: that derivative is 0.")
+        return (
+            "\nHint: math.log (or math.sqrt) got a number outside its domain. ln a exists only for a > 0. "
+            "For a base a < 0 the derivative with respect to the exponent does not exist: record math.nan. "
+            "At a = 0 (with b > 0), a^b is 0 for every such b: that derivative is 0."
+        )
     if isinstance(exc, TypeError) and "complex" in text:
         return "\nHint: a negative number to a fractional power is complex in Python; the tests avoid that."
     return ""
@@ -69,11 +84,15 @@ def _edges(node: Any, what: str) -> list:
     parents = getattr(node, "parents", None)
     local_grads = getattr(node, "local_grads", None)
     if not isinstance(parents, Sequence) or not isinstance(local_grads, Sequence):
-        raise CheckFailed(f"{what} should have `parents` and `local_grads`, each a tuple; it has "
-                          f"parents={_short(parents)}, local_grads={_short(local_grads)}.")
+        raise CheckFailed(
+            f"{what} should have `parents` and `local_grads`, each a tuple; it has "
+            f"parents={_short(parents)}, local_grads={_short(local_grads)}."
+        )
     if len(parents) != len(local_grads):
-        raise CheckFailed(f"{what} has {len(parents)} parents but {len(local_grads)} local derivatives: "
-                          "record one local derivative per parent, in the same order.")
+        raise CheckFailed(
+            f"{what} has {len(parents)} parents but {len(local_grads)} local derivatives: "
+            "record one local derivative per parent, in the same order."
+        )
     return list(zip(parents, local_grads))
 
 
@@ -106,6 +125,7 @@ def _gradients(out: Any, wrt: list, what: str, max_nodes: int = 200_000) -> list
                 ready.append(parent)
     return [adjoint.get(id(w), 0.0) for w in wrt]
 
+
 _OP_NAMES = {"mul": "variable_mul", "truediv": "variable_truediv", "pow": "variable_pow", "tanh": "variable_tanh"}
 
 
@@ -117,27 +137,37 @@ def _probe_op(op: str, Variable: Any, cases: list) -> list:
         results = []
         for text, fn in forms(op, a, b):
             x, y = Variable(float(a)), Variable(float(b))
-            call = f"{text} with x = Variable({a}), y = Variable({b}), a = {a}, b = {b}" if op != "tanh" \
+            call = (
+                f"{text} with x = Variable({a}), y = Variable({b}), a = {a}, b = {b}"
+                if op != "tanh"
                 else f"Variable({a}).tanh()"
+            )
             out = _run(fn, x, y, float(a), float(b), name=_OP_NAMES[op], call=call, seconds=10)
             if not isinstance(out, Variable):
-                raise CheckFailed(f"`{call}` should return a Variable; it returned {_short(out)} ({type(out).__name__}).")
+                raise CheckFailed(
+                    f"`{call}` should return a Variable; it returned {_short(out)} ({type(out).__name__})."
+                )
             value = _number(getattr(out, "value", None), f"The value of `{call}`")
             results.append({"form": text, "value": value, "grads": _gradients(out, [x, y], f"`{call}`")})
         data.append(results)
     return data
+
 
 _TIME = {"random": 10.0, "reuse": 10.0, "chain": 30.0, "doubling": 5.0}
 
 
 def _timeout_words(kind: str, n: int, what: str) -> str:
     if kind == "doubling":
-        return (f" on {graph_words(kind, n)}. It has only {n + 1} nodes, so {what} walks every path: "
-                "a node reached along many paths is visited once per path. Visit each node once: keep a set "
-                "of the nodes already seen, and sweep in (reverse) topological order.")
-    return (f" on {graph_words(kind, n)}. The work should grow in proportion to the number of nodes; "
-            "look for something in a loop that itself takes time proportional to the graph "
-            "(`list.pop(0)`, `x in some_list`, `list.index`, sorting inside the loop, ...).")
+        return (
+            f" on {graph_words(kind, n)}. It has only {n + 1} nodes, so {what} walks every path: "
+            "a node reached along many paths is visited once per path. Visit each node once: keep a set "
+            "of the nodes already seen, and sweep in (reverse) topological order."
+        )
+    return (
+        f" on {graph_words(kind, n)}. The work should grow in proportion to the number of nodes; "
+        "look for something in a loop that itself takes time proportional to the graph "
+        "(`list.pop(0)`, `x in some_list`, `list.index`, sorting inside the loop, ...)."
+    )
 
 
 def _recursion_words(kind: str, n: int) -> str:
@@ -150,6 +180,7 @@ def _index_map(nodes: list) -> dict:
 
 class _Node:
     """A bare node for topological_order when the notebook has no Variable class."""
+
     __slots__ = ("value", "grad", "parents", "local_grads", "op")
 
     def __init__(self, value, parents=(), local_grads=(), op=""):
@@ -165,8 +196,15 @@ def probe_topological_order(topological_order, graphs):
     for kind, n, seed in graphs:
         nodes = example_graph(cls, kind, n, seed)
         call = f"topological_order(nodes[-1]) with nodes = {graph_name(kind, n, seed)}"
-        order = _run(topological_order, nodes[-1], name="topological_order", call=call, seconds=_TIME[kind],
-                     on_timeout=_timeout_words(kind, n, "topological_order"), on_recursion=_recursion_words(kind, n))
+        order = _run(
+            topological_order,
+            nodes[-1],
+            name="topological_order",
+            call=call,
+            seconds=_TIME[kind],
+            on_timeout=_timeout_words(kind, n, "topological_order"),
+            on_recursion=_recursion_words(kind, n),
+        )
         try:
             order = list(order)
         except TypeError:
@@ -182,13 +220,23 @@ def probe_backward(Variable, graphs):
     for kind, n, seed in graphs:
         nodes = example_graph(Variable, kind, n, seed)
         call = f"nodes[-1].backward() with nodes = {graph_name(kind, n, seed)}"
-        _run(lambda: nodes[-1].backward(), name="backward", call=call, seconds=_TIME[kind],
-             on_timeout=_timeout_words(kind, n, "backward (or the topological_order it uses)"),
-             on_recursion=_recursion_words(kind, n))
-        data.append([_number(nodes[i].grad, f"The grad of node {i} after `{call}`") for i in sample_nodes(kind, len(nodes))])
+        _run(
+            lambda: nodes[-1].backward(),
+            name="backward",
+            call=call,
+            seconds=_TIME[kind],
+            on_timeout=_timeout_words(kind, n, "backward (or the topological_order it uses)"),
+            on_recursion=_recursion_words(kind, n),
+        )
+        data.append(
+            [_number(nodes[i].grad, f"The grad of node {i} after `{call}`") for i in sample_nodes(kind, len(nodes))]
+        )
     return data
 
-_VARIABLE_FNS = {name: (lambda name: lambda v: getattr(v, name)())(name) for name in ("exp", "log", "tanh", "relu", "sigmoid")}
+
+_VARIABLE_FNS = {
+    name: (lambda name: lambda v: getattr(v, name)())(name) for name in ("exp", "log", "tanh", "relu", "sigmoid")
+}
 
 
 def probe_engine(Variable, seeds):
@@ -202,8 +250,12 @@ def probe_engine(Variable, seeds):
         if not isinstance(out, Variable):
             raise CheckFailed(f"Building {call} gave {_short(out)}, not a Variable.")
         _run(lambda: out.backward(), name="backward", call=f"backward() on {call}", seconds=10)
-        data.append({"value": _number(out.value, f"The value of {call}"),
-                     "grads": [_number(x.grad, f"The grad of an input of {call}") for x in xs]})
+        data.append(
+            {
+                "value": _number(out.value, f"The value of {call}"),
+                "grads": [_number(x.grad, f"The grad of an input of {call}") for x in xs],
+            }
+        )
     return data
 
 
@@ -215,10 +267,17 @@ def probe_zero_grad(Variable, graphs):
         for i, node in enumerate(nodes):
             node.grad = 1.5 + i % 7
         call = f"nodes[-1].zero_grad() with nodes = {graph_name(kind, n, seed)} and every grad set to a nonzero number"
-        _run(lambda: nodes[-1].zero_grad(), name="zero_grad", call=call, seconds=_TIME[kind],
-             on_timeout=_timeout_words(kind, n, "zero_grad"), on_recursion=_recursion_words(kind, n))
-        data.append([_number(nodes[i].grad, f"The grad of node {i} after `{call}`")
-                     for i in sample_nodes(kind, len(nodes))])
+        _run(
+            lambda: nodes[-1].zero_grad(),
+            name="zero_grad",
+            call=call,
+            seconds=_TIME[kind],
+            on_timeout=_timeout_words(kind, n, "zero_grad"),
+            on_recursion=_recursion_words(kind, n),
+        )
+        data.append(
+            [_number(nodes[i].grad, f"The grad of node {i} after `{call}`") for i in sample_nodes(kind, len(nodes))]
+        )
     return data
 
 
@@ -235,9 +294,13 @@ def probe_gradient_check(gradient_check, cases):
         call = f"gradient_check(f, {list(inputs)}) with f = the test function \"{name}\""
         errors = _run(gradient_check, f, list(inputs), name="gradient_check", call=call, seconds=10)
         if isinstance(errors, (int, float)) or not isinstance(errors, Sequence):
-            raise CheckFailed(f"`{call}` should return a list with one relative error per input; it returned {_short(errors)}.")
+            raise CheckFailed(
+                f"`{call}` should return a list with one relative error per input; it returned {_short(errors)}."
+            )
         if len(errors) != len(inputs):
-            raise CheckFailed(f"`{call}` returned {len(errors)} numbers for {len(inputs)} inputs: one relative error per input.")
+            raise CheckFailed(
+                f"`{call}` returned {len(errors)} numbers for {len(inputs)} inputs: one relative error per input."
+            )
         data.append([_number(e, f"An entry of the list returned by `{call}`") for e in errors])
     return data
 
@@ -259,10 +322,24 @@ def _connected(out: Any, wrt: list) -> list[bool]:
 # record is plain data (op names, operand references, constants, and for a node the learner built by
 # hand, its recorded local derivatives), which the judge replays on tensors.
 
-_TRACED_METHODS = {"__add__": "add", "__radd__": "radd", "__sub__": "sub", "__rsub__": "rsub", "__mul__": "mul",
-                   "__rmul__": "rmul", "__truediv__": "div", "__rtruediv__": "rdiv", "__pow__": "pow",
-                   "__rpow__": "rpow", "__neg__": "neg", "tanh": "tanh", "exp": "exp", "log": "log",
-                   "sigmoid": "sigmoid", "relu": "relu"}
+_TRACED_METHODS = {
+    "__add__": "add",
+    "__radd__": "radd",
+    "__sub__": "sub",
+    "__rsub__": "rsub",
+    "__mul__": "mul",
+    "__rmul__": "rmul",
+    "__truediv__": "div",
+    "__rtruediv__": "rdiv",
+    "__pow__": "pow",
+    "__rpow__": "rpow",
+    "__neg__": "neg",
+    "tanh": "tanh",
+    "exp": "exp",
+    "log": "log",
+    "sigmoid": "sigmoid",
+    "relu": "relu",
+}
 _REFLECTED = {"radd", "rsub", "rmul", "rdiv", "rpow"}
 
 
@@ -274,7 +351,7 @@ def _tracing_class(Variable: type, trace: dict, keep: list) -> type:
     def make(method: str, op: str, base: Callable):
         def traced(self, *args):
             if op in _REFLECTED and args and isinstance(args[0], Variable):
-                return NotImplemented   # Python asked the subclass first: let the other Variable's own method run
+                return NotImplemented  # Python asked the subclass first: let the other Variable's own method run
             out = base(self, *args)
             if isinstance(out, Variable) and out is not self:
                 if type(out) is Variable:
@@ -285,6 +362,7 @@ def _tracing_class(Variable: type, trace: dict, keep: list) -> type:
                 trace[id(out)] = (op, self, args)
                 keep.append(out)
             return out
+
         traced.__name__ = method
         return traced
 
@@ -316,8 +394,9 @@ def _record(out: Any, inputs: list, trace: dict, what: str, limit: int = 20_000)
             continue
         if not expanded:
             stack.append((node, True))
-            stack.extend((child, False) for child in operands_of(node)
-                         if id(child) not in index and id(child) not in position)
+            stack.extend(
+                (child, False) for child in operands_of(node) if id(child) not in index and id(child) not in position
+            )
             continue
         if len(steps) >= limit:
             raise CheckFailed(f"The graph of {what} has more than {limit} nodes.")
@@ -351,14 +430,22 @@ def probe_neuron_loss(neuron_loss, cases):
         w = [Traced(float(v)) for v in weights]
         b = Traced(float(bias))
         call = f"neuron_loss({_short([f'Variable({v})' for v in weights])}, Variable({bias}), {list(inputs)}, {target})"
-        out = _run(neuron_loss, w, b, [float(v) for v in inputs], float(target), name="neuron_loss", call=call, seconds=10)
+        out = _run(
+            neuron_loss, w, b, [float(v) for v in inputs], float(target), name="neuron_loss", call=call, seconds=10
+        )
         if not isinstance(out, Variable):
-            raise CheckFailed(f"`{call}` should return a Variable (so that backward can run from it); it returned "
-                              f"{_short(out)} ({type(out).__name__}).")
-        data.append({"value": _number(out.value, f"The value of `{call}`"),
-                     "steps": _record(out, w + [b], trace, f"`{call}`") if not any(out is v for v in w + [b]) else [],
-                     "returns_input": next((i for i, v in enumerate(w + [b]) if out is v), None),
-                     "connected": _connected(out, w + [b])})
+            raise CheckFailed(
+                f"`{call}` should return a Variable (so that backward can run from it); it returned "
+                f"{_short(out)} ({type(out).__name__})."
+            )
+        data.append(
+            {
+                "value": _number(out.value, f"The value of `{call}`"),
+                "steps": _record(out, w + [b], trace, f"`{call}`") if not any(out is v for v in w + [b]) else [],
+                "returns_input": next((i for i, v in enumerate(w + [b]) if out is v), None),
+                "connected": _connected(out, w + [b]),
+            }
+        )
     return data
 
 
@@ -384,6 +471,7 @@ def probe_tanh(Variable, points):
 # A right local derivative is a central difference of the piece's own value (no formula given away);
 # the published ones are the tutorial's: tanh² for tanh, and the cost ½(ŷ − y²).
 
+
 def _central(f: Callable, a: float, h: float = 1e-5) -> float:
     return (f(a + h) - f(a - h)) / (2 * h)
 
@@ -408,11 +496,13 @@ def probe_seed_neuron(seed_neuron_report, cases):
     data = []
     for activation, cost, w, b in cases:
         pieces = _seed_pieces(Variable, activation, cost)
-        call = (f"seed_neuron_report(weighted_sum, activation, cost, w={w}, b={b}) with the test's {activation} "
-                f"and {cost}")
+        call = (
+            f"seed_neuron_report(weighted_sum, activation, cost, w={w}, b={b}) with the test's {activation} and {cost}"
+        )
         report = _run(seed_neuron_report, *pieces, float(w), float(b), name="seed_neuron_report", call=call, seconds=10)
         if not isinstance(report, dict) or not {"loss", "dw", "check"} <= set(report):
-            raise CheckFailed(f"`{call}` should return a dict with the keys 'loss', 'dw' and 'check'; it returned "
-                              f"{_short(report)}.")
+            raise CheckFailed(
+                f"`{call}` should return a dict with the keys 'loss', 'dw' and 'check'; it returned {_short(report)}."
+            )
         data.append({k: _number(report[k], f"report['{k}'] of `{call}`") for k in ("loss", "dw", "check")})
     return data

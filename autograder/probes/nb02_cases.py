@@ -4,6 +4,7 @@ Shared by both sides: a probe builds these graphs and expressions with the learn
 judge rebuilds their structure and asks PyTorch for the reference. Learners can rebuild a failing
 case with :func:`example_graph` and :func:`random_expression_text` (re-exported by autograder.nb02).
 """
+
 from __future__ import annotations
 
 import math
@@ -11,7 +12,6 @@ import random
 from typing import Any
 
 import torch
-
 
 GRAPH_KINDS = ("random", "reuse", "chain", "doubling")
 
@@ -30,8 +30,9 @@ def graph_spec(kind: str, n: int, seed: int) -> tuple[list[tuple], list[float]]:
                 spec.append(((), ()))
                 continue
             k = rng.choice((1, 2, 2, 3))
-            parents = tuple(rng.randrange(max(0, i - 8), i) if rng.random() < 0.8 else rng.randrange(i)
-                            for _ in range(k))
+            parents = tuple(
+                rng.randrange(max(0, i - 8), i) if rng.random() < 0.8 else rng.randrange(i) for _ in range(k)
+            )
             spec.append((parents, tuple(round(rng.uniform(-1.5, 1.5), 3) for _ in parents)))
     elif kind == "reuse":  # x (node 0) and w (node 1) feed n nodes; the output uses all of them and x twice more
         spec = [((), ()), ((), ())]
@@ -65,10 +66,12 @@ def graph_name(kind: str, n: int, seed: int) -> str:
 
 
 def graph_words(kind: str, n: int) -> str:
-    return {"random": f"a random graph of {n} nodes",
-            "reuse": f"a graph in which one input is used {n + 2} times",
-            "chain": f"a chain {n} nodes deep",
-            "doubling": f"a doubling chain of {n} levels ({n + 1} nodes, 2^{n} paths from the output to the input)"}[kind]
+    return {
+        "random": f"a random graph of {n} nodes",
+        "reuse": f"a graph in which one input is used {n + 2} times",
+        "chain": f"a chain {n} nodes deep",
+        "doubling": f"a doubling chain of {n} levels ({n + 1} nodes, 2^{n} paths from the output to the input)",
+    }[kind]
 
 
 def sample_nodes(kind: str, n_nodes: int) -> list[int]:
@@ -78,19 +81,26 @@ def sample_nodes(kind: str, n_nodes: int) -> list[int]:
     step = max(1, n_nodes // 200)
     return sorted(set(range(0, n_nodes, step)) | {0, 1, n_nodes - 2, n_nodes - 1})
 
+
 FORMS: dict[str, list[tuple]] = {
     # (shown as, applies to case (a, b)?, on Variables / tensors: f(x, y, a, b))
-    "mul": [("x * y", lambda a, b: True, lambda x, y, a, b: x * y),
-            ("x * b", lambda a, b: True, lambda x, y, a, b: x * b),
-            ("a * y", lambda a, b: True, lambda x, y, a, b: a * y),
-            ("x * x", lambda a, b: True, lambda x, y, a, b: x * x)],
-    "truediv": [("x / y", lambda a, b: b != 0, lambda x, y, a, b: x / y),
-                ("x / b", lambda a, b: b != 0, lambda x, y, a, b: x / b),
-                ("a / y", lambda a, b: b != 0, lambda x, y, a, b: a / y),
-                ("x / x", lambda a, b: a != 0, lambda x, y, a, b: x / x)],
-    "pow": [("x ** b", lambda a, b: a > 0 or float(b).is_integer() or (a == 0 and b > 1), lambda x, y, a, b: x ** b),
-            ("x ** y", lambda a, b: a > 0 or float(b).is_integer() or (a == 0 and b > 1), lambda x, y, a, b: x ** y),
-            ("a ** y", lambda a, b: a > 0, lambda x, y, a, b: a ** y)],
+    "mul": [
+        ("x * y", lambda a, b: True, lambda x, y, a, b: x * y),
+        ("x * b", lambda a, b: True, lambda x, y, a, b: x * b),
+        ("a * y", lambda a, b: True, lambda x, y, a, b: a * y),
+        ("x * x", lambda a, b: True, lambda x, y, a, b: x * x),
+    ],
+    "truediv": [
+        ("x / y", lambda a, b: b != 0, lambda x, y, a, b: x / y),
+        ("x / b", lambda a, b: b != 0, lambda x, y, a, b: x / b),
+        ("a / y", lambda a, b: b != 0, lambda x, y, a, b: a / y),
+        ("x / x", lambda a, b: a != 0, lambda x, y, a, b: x / x),
+    ],
+    "pow": [
+        ("x ** b", lambda a, b: a > 0 or float(b).is_integer() or (a == 0 and b > 1), lambda x, y, a, b: x**b),
+        ("x ** y", lambda a, b: a > 0 or float(b).is_integer() or (a == 0 and b > 1), lambda x, y, a, b: x**y),
+        ("a ** y", lambda a, b: a > 0, lambda x, y, a, b: a**y),
+    ],
 }
 
 
@@ -98,6 +108,7 @@ def forms(op: str, a: float, b: float) -> list[tuple]:
     if op == "tanh":
         return [("x.tanh()", lambda x, y, a, b: x.tanh() if not isinstance(x, torch.Tensor) else torch.tanh(x))]
     return [(text, fn) for text, applies, fn in FORMS[op] if applies(a, b)]
+
 
 _UNARY = ("neg", "radd", "rsub", "rmul", "rdiv", "powc", "rpow", "exp", "log", "tanh", "relu", "sigmoid")
 
@@ -143,7 +154,7 @@ def _apply(op: str, a: Any, b: Any, c: float, fns: dict) -> Any:
     if op == "rdiv":
         return c / (a * a + 0.5)
     if op == "powc":
-        return a ** c if c in (2.0, 3.0) else (a * a + 0.5) ** c
+        return a**c if c in (2.0, 3.0) else (a * a + 0.5) ** c
     if op == "rpow":
         return (abs(c) + 0.5) ** fns["tanh"](a)
     if op == "exp":
@@ -165,10 +176,21 @@ def random_expression_text(seed: int) -> str:
     inputs, steps = random_program(seed)
     names = [f"x{i}" for i in range(len(inputs))]
     lines = [f"{n} = Variable({v})" for n, v in zip(names, inputs)]
-    shown = {"add": "{a} + {b}", "sub": "{a} - {b}", "mul": "{a} * {b}", "div": "{a} / ({b} * {b} + 1.0)",
-             "powv": "({a}.sigmoid() + 0.5) ** {b}.tanh()", "neg": "-{a}", "radd": "{c} + {a}", "rsub": "{c} - {a}",
-             "rmul": "{c} * {a}", "rdiv": "{c} / ({a} * {a} + 0.5)", "rpow": "{p} ** {a}.tanh()",
-             "exp": "{a}.tanh().exp()", "log": "({a}.sigmoid() + 0.1).log()"}
+    shown = {
+        "add": "{a} + {b}",
+        "sub": "{a} - {b}",
+        "mul": "{a} * {b}",
+        "div": "{a} / ({b} * {b} + 1.0)",
+        "powv": "({a}.sigmoid() + 0.5) ** {b}.tanh()",
+        "neg": "-{a}",
+        "radd": "{c} + {a}",
+        "rsub": "{c} - {a}",
+        "rmul": "{c} * {a}",
+        "rdiv": "{c} / ({a} * {a} + 0.5)",
+        "rpow": "{p} ** {a}.tanh()",
+        "exp": "{a}.tanh().exp()",
+        "log": "({a}.sigmoid() + 0.1).log()",
+    }
     for k, (op, i, j, c) in enumerate(steps):
         a, b = names[i], names[j]
         if op == "powc":
@@ -198,4 +220,4 @@ CHECK_FUNCTIONS: dict[str, tuple] = {
 
 # Exercise 10, the published neuron (seed 002): x = 2 and y = 1 as published; the two costs it writes.
 SEED_X, SEED_Y = 2.0, 1.0
-SEED_COSTS = {"half_square": lambda p: 0.5 * (p - SEED_Y) ** 2, "published_cost": lambda p: 0.5 * (p - SEED_Y ** 2)}
+SEED_COSTS = {"half_square": lambda p: 0.5 * (p - SEED_Y) ** 2, "published_cost": lambda p: 0.5 * (p - SEED_Y**2)}

@@ -4,6 +4,7 @@ checks that are not `check_function` (a learner's numerical Jacobian, gradcheck,
 Inputs are seeded and away from kinks; the references they are compared with live in
 :mod:`autograder.judges.nb03`.
 """
+
 from __future__ import annotations
 
 import torch
@@ -39,7 +40,11 @@ def _exp_args(gen, case):
 
 
 _LINEAR_CASES = [  # (batch, in, out, bias: "tensor" | "absent" | "none")
-    (4, 3, 3, "tensor"), (3, 2, 4, "absent"), (5, 3, 2, "none"), (2, 4, 4, "tensor"), (64, 24, 16, "tensor"),
+    (4, 3, 3, "tensor"),
+    (3, 2, 4, "absent"),
+    (5, 3, 2, "none"),
+    (2, 4, 4, "tensor"),
+    (64, 24, 16, "tensor"),
     (3, 3, 2, "tensor"),  # batch = inputs, W not square: `x @ grad_output` (a published mistake) runs here
 ]
 
@@ -74,19 +79,37 @@ def _lse_args(gen, case):
 
 add_inputs(FunctionInputs(name="mul", title="MulFunction.apply(a, b)", arg_names=("a", "b"), make_args=_mul_args))
 add_inputs(FunctionInputs(name="exp", title="Exp.apply(x)", arg_names=("x",), make_args=_exp_args))
-add_inputs(FunctionInputs(name="linear", title="LinearFunction.apply(x, W, b=None)", arg_names=("x", "W", "b"),
-                          make_args=_linear_args))
+add_inputs(
+    FunctionInputs(
+        name="linear", title="LinearFunction.apply(x, W, b=None)", arg_names=("x", "W", "b"), make_args=_linear_args
+    )
+)
 # For the notebook's worked example only: the case in which `x @ grad_output` runs.
-add_inputs(FunctionInputs(name="linear_batch_equals_inputs", title="LinearFunction.apply(x, W, b=None), batch = inputs",
-                          arg_names=("x", "W", "b"), make_args=lambda gen, case: _linear_args(gen, len(_LINEAR_CASES) - 1)))
+add_inputs(
+    FunctionInputs(
+        name="linear_batch_equals_inputs",
+        title="LinearFunction.apply(x, W, b=None), batch = inputs",
+        arg_names=("x", "W", "b"),
+        make_args=lambda gen, case: _linear_args(gen, len(_LINEAR_CASES) - 1),
+    )
+)
 add_inputs(FunctionInputs(name="kill_head", title="KillHead.apply(x, n)", arg_names=("x", "n"), make_args=_kill_args))
-add_inputs(FunctionInputs(name="abs_product", title="AbsProduct.apply(u, v)", arg_names=("u", "v"),
-                          make_args=_abs_args))
-add_inputs(FunctionInputs(name="numerical_logsumexp", title="NumericalLogSumExp.apply(x)", arg_names=("x",),
-                          make_args=_lse_args, double_backward=False))
+add_inputs(
+    FunctionInputs(name="abs_product", title="AbsProduct.apply(u, v)", arg_names=("u", "v"), make_args=_abs_args)
+)
+add_inputs(
+    FunctionInputs(
+        name="numerical_logsumexp",
+        title="NumericalLogSumExp.apply(x)",
+        arg_names=("x",),
+        make_args=_lse_args,
+        double_backward=False,
+    )
+)
 
 
 # ============================================================================ numerical_jacobian(f, inputs, eps)
+
 
 def jacobian_problem(name: str, seed: int = 0):
     gen = torch.Generator().manual_seed(sum(map(ord, name)) + 7919 * int(seed))
@@ -95,7 +118,7 @@ def jacobian_problem(name: str, seed: int = 0):
     if name == "matrix_vector":
         return (lambda A, x: A @ x), (_randn(gen, 2, 3), _randn(gen, 3))
     if name == "sum_of_squares":
-        return (lambda x: (x ** 2).sum()), (_randn(gen, 2, 2),)
+        return (lambda x: (x**2).sum()), (_randn(gen, 2, 2),)
     if name == "softmax":
         return (lambda x: torch.softmax(x, dim=0)), (_randn(gen, 4),)
     raise ValueError(f"unknown problem {name!r}")
@@ -107,25 +130,33 @@ def probe_numerical_jacobian(numerical_jacobian, problems, eps=1e-6, seed=0):
         f, inputs = jacobian_problem(name, seed)
         given = tuple(x.clone() for x in inputs)
         count = {"calls": 0, "with_grad": 0, "sweeps": 0, "forward_sweeps": 0}
-        count_sweeps = sweep_counter(count)   # autograd through f, reverse or forward mode, however reached, is counted
+        count_sweeps = sweep_counter(count)  # autograd through f, reverse or forward mode, however reached, is counted
 
         def counted(*xs, f=f, count=count, count_sweeps=count_sweeps):
             count["calls"] += 1
             count["with_grad"] += torch.is_grad_enabled() and any(
-                isinstance(x, torch.Tensor) and x.requires_grad for x in xs)
+                isinstance(x, torch.Tensor) and x.requires_grad for x in xs
+            )
             return count_sweeps(f(*xs))
-
 
         result = call_learner(numerical_jacobian, counted, given, eps, name="numerical_jacobian")
         if isinstance(result, torch.Tensor):
             result = [result]
         if not isinstance(result, (list, tuple)) or not all(isinstance(r, torch.Tensor) for r in result):
-            raise CheckFailed(f"`numerical_jacobian(f, inputs, eps)` should return a list of tensors, one per input; "
-                              f"it returned a {type(result).__name__}.")
-        data.append({"jacobians": [r.detach().to("cpu", torch.float64).clone() for r in result], "calls": count["calls"],
-                     "calls_with_grad": count["with_grad"],
-                     "sweeps": int(count["sweeps"]), "forward_sweeps": int(count["forward_sweeps"]),
-                     "inputs_changed": any(not torch.equal(a, b) for a, b in zip(inputs, given))})
+            raise CheckFailed(
+                f"`numerical_jacobian(f, inputs, eps)` should return a list of tensors, one per input; "
+                f"it returned a {type(result).__name__}."
+            )
+        data.append(
+            {
+                "jacobians": [r.detach().to("cpu", torch.float64).clone() for r in result],
+                "calls": count["calls"],
+                "calls_with_grad": count["with_grad"],
+                "sweeps": int(count["sweeps"]),
+                "forward_sweeps": int(count["forward_sweeps"]),
+                "inputs_changed": any(not torch.equal(a, b) for a, b in zip(inputs, given)),
+            }
+        )
     return data
 
 
@@ -133,6 +164,7 @@ def probe_numerical_jacobian(numerical_jacobian, problems, eps=1e-6, seed=0):
 # Test Functions, all built alike (so that only a gradient check tells them apart, not their type or name): a
 # Function whose backward is autograd's gradient of a torch expression, left as it is for the correct ones and
 # spoiled in one known way for the wrong ones. Nothing here is an exercise's answer.
+
 
 def _unchanged(i, g):
     return g
@@ -168,15 +200,25 @@ def gradcheck_problem(name: str, seed: int = 0):
         "correct_with_zeros": (_spoiled(zeros_with_noise), (a, b)),
         "wrong_sign": (_spoiled(lambda a, b: a * b, lambda i, g: -g if i == 1 else g), (a, b)),
         "wrong_weight_gradient": (_spoiled(lambda x, W: x @ W, lambda i, g: g.T if i == 1 else g), (x, W)),
-        "one_entry_off": (_spoiled(lambda a, b: a * b, lambda i, g: g + (torch.arange(4) == 2) * 0.05 if i == 0 else g), (a, b)),
+        "one_entry_off": (
+            _spoiled(lambda a, b: a * b, lambda i, g: g + (torch.arange(4) == 2) * 0.05 if i == 0 else g),
+            (a, b),
+        ),
         "small_relative_error": (_spoiled(lambda x, W: x @ W, lambda i, g: g * 1.01 if i == 0 else g), (x, W)),
     }
     fn, inputs = problems[name]
     return fn, tuple(t.clone().requires_grad_() for t in inputs)
 
 
-GRADCHECK_PROBLEMS = ("correct_product", "correct_matmul", "correct_with_zeros", "wrong_sign", "wrong_weight_gradient",
-                      "one_entry_off", "small_relative_error")
+GRADCHECK_PROBLEMS = (
+    "correct_product",
+    "correct_matmul",
+    "correct_with_zeros",
+    "wrong_sign",
+    "wrong_weight_gradient",
+    "one_entry_off",
+    "small_relative_error",
+)
 
 
 def probe_my_gradcheck(my_gradcheck, problems, seed=0):
@@ -185,12 +227,15 @@ def probe_my_gradcheck(my_gradcheck, problems, seed=0):
         fn, inputs = gradcheck_problem(name, seed)
         result = call_learner(my_gradcheck, fn, inputs, name="my_gradcheck")
         if not isinstance(result, (bool, int)) and not (isinstance(result, torch.Tensor) and result.numel() == 1):
-            raise CheckFailed(f"`my_gradcheck(fn, inputs)` should return True or False; it returned a {type(result).__name__}.")
+            raise CheckFailed(
+                f"`my_gradcheck(fn, inputs)` should return True or False; it returned a {type(result).__name__}."
+            )
         data.append(bool(result))
     return data
 
 
 # ============================================================================ training through KillHead
+
 
 def training_problem(seed: int, shape, n):
     gen = torch.Generator().manual_seed(seed)
@@ -207,7 +252,11 @@ def probe_kill_head_training(train_kill_head, cases):
         if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], torch.Tensor)):
             raise CheckFailed(f"`{call}` should return a pair (x, losses): the trained tensor and the list of losses.")
         x, losses = result
-        data.append({"x": x.detach().to("cpu", torch.float64).clone(),
-                     "losses": [as_float(v, f"a loss returned by `{call}`") for v in losses],
-                     "x0_changed": not torch.equal(x0, x0_before)})
+        data.append(
+            {
+                "x": x.detach().to("cpu", torch.float64).clone(),
+                "losses": [as_float(v, f"a loss returned by `{call}`") for v in losses],
+                "x0_changed": not torch.equal(x0, x0_before),
+            }
+        )
     return data

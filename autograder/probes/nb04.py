@@ -5,6 +5,7 @@ Each ``probe_x(obj, seed=..., ...)`` calls the learner's object on inputs made f
 booleans, lists, dicts and CPU tensors. No reference answer lives here; the judges recompute them.
 Learner code is only ever called through ``call_learner``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,12 +25,13 @@ _opcheck, _compile, _equal = torch.library.opcheck, torch.compile, torch.equal
 
 # ------------------------------------------------------------------------------------------ inputs
 
+
 def _gen(seed: int, salt: int) -> torch.Generator:
     return torch.Generator().manual_seed(7919 * int(seed) + salt)
 
 
 def _randn(gen, *shape):
-    return torch.randn(shape, generator=gen, dtype=DT)        # a tuple: () makes a 0-dimensional tensor
+    return torch.randn(shape, generator=gen, dtype=DT)  # a tuple: () makes a 0-dimensional tensor
 
 
 def _away_from_zero(gen, *shape, low=0.2):
@@ -102,9 +104,9 @@ def hvp_problem(name: str, seed: int = 0, size: int = 4):
     n = int(size)
     x, v, A = _randn(gen, n), _randn(gen, n), _randn(gen, n, n)
     problems = {
-        "cubic": lambda x: (x ** 3).sum(),
+        "cubic": lambda x: (x**3).sum(),
         "sin_product": lambda x: torch.sin(x).prod(),
-        "quadratic_form": lambda x: x @ (A @ x),            # A is not symmetric: the Hessian is A + Aᵀ
+        "quadratic_form": lambda x: x @ (A @ x),  # A is not symmetric: the Hessian is A + Aᵀ
         "log_sum_exp": lambda x: torch.logsumexp(x, dim=0),
         "rosenbrock": lambda x: (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum(),
         "tanh_layer": lambda x: torch.tanh(A @ x).pow(2).sum(),
@@ -114,11 +116,14 @@ def hvp_problem(name: str, seed: int = 0, size: int = 4):
 
 # ------------------------------------------------------------------------------------------ helpers
 
+
 def _function_class(obj: Any, name: str):
     if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
         return obj
-    raise CheckFailed(f"`{name}` should be a subclass of torch.autograd.Function (the class itself, not an "
-                      f"instance or its apply), but it is {type(obj).__name__ if not isinstance(obj, type) else obj.__name__}.")
+    raise CheckFailed(
+        f"`{name}` should be a subclass of torch.autograd.Function (the class itself, not an "
+        f"instance or its apply), but it is {type(obj).__name__ if not isinstance(obj, type) else obj.__name__}."
+    )
 
 
 def _apply(F, *args, name: str):
@@ -129,7 +134,9 @@ def _outputs(value, count: int, name: str) -> tuple:
     outs = tuple(value) if isinstance(value, (tuple, list)) else (value,)
     if len(outs) != count or not all(isinstance(o, torch.Tensor) for o in outs):
         kinds = ", ".join(type(o).__name__ for o in outs)
-        raise CheckFailed(f"`{name}.apply` should return {count} tensor(s); it returned {len(outs)} value(s) ({kinds}).")
+        raise CheckFailed(
+            f"`{name}.apply` should return {count} tensor(s); it returned {len(outs)} value(s) ({kinds})."
+        )
     return outs
 
 
@@ -156,20 +163,32 @@ def _attempt(fn, *args, name: str, **kwargs):
 
 def _grad(outputs, inputs, grad_outputs, **kwargs):
     """torch.autograd.grad through the learner's backward; an error in it becomes data."""
-    return _attempt(torch.autograd.grad, outputs, inputs, grad_outputs, name="backward",
-                    call="torch.autograd.grad through your backward", **kwargs)
+    return _attempt(
+        torch.autograd.grad,
+        outputs,
+        inputs,
+        grad_outputs,
+        name="backward",
+        call="torch.autograd.grad through your backward",
+        **kwargs,
+    )
 
 
 def _summary(value) -> dict:
     if value is None:
         return {"kind": "none"}
     if isinstance(value, torch.Tensor):
-        return {"kind": "tensor", "shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", ""),
-                "value": _cpu(value).to(DT) if value.is_floating_point() else None}
+        return {
+            "kind": "tensor",
+            "shape": list(value.shape),
+            "dtype": str(value.dtype).replace("torch.", ""),
+            "value": _cpu(value).to(DT) if value.is_floating_point() else None,
+        }
     return {"kind": "other", "type": type(value).__name__}
 
 
 # ------------------------------------------------------------------------------------------ Cube: save_for_backward
+
 
 def probe_saved_tensors(obj, seed=0, cases=2, points=None):
     """Values of forward and backward, and what happens when the input is changed in place after forward."""
@@ -196,17 +215,23 @@ def probe_saved_tensors(obj, seed=0, cases=2, points=None):
 
 # ------------------------------------------------------------------------------------------ InplaceReLU: mark_dirty
 
+
 def probe_inplace(obj, seed=0, cases=2, points=None):
     F = _function_class(obj, "InplaceReLU")
     data = []
     for case, shape in enumerate(shapes_of(cases)):
         x0, g = inputs_elementwise(seed, case, kinks=True, shape=shape)
         base = x0.clone().requires_grad_()
-        x = base * 1.0                      # not a leaf: an in-place change of it is allowed
+        x = base * 1.0  # not a leaf: an in-place change of it is allowed
         version = x._version
         out = _outputs(_apply(F, x, name="InplaceReLU"), 1, "InplaceReLU")[0]
-        entry = {"output": _cpu(out), "returns_input": out is x, "same_memory": out.data_ptr() == x.data_ptr(),
-                 "version_bumped": x._version > version, "input_after": _cpu(x)}
+        entry = {
+            "output": _cpu(out),
+            "returns_input": out is x,
+            "same_memory": out.data_ptr() == x.data_ptr(),
+            "version_bumped": x._version > version,
+            "input_after": _cpu(x),
+        }
         grads, err = _grad(out, base, g, retain_graph=True)
         entry["grad"], entry["backward_error"] = (_cpu(grads[0]) if grads else None), err
         # Code after the call goes on using x: its gradient must go through the ReLU too.
@@ -216,7 +241,8 @@ def probe_inplace(obj, seed=0, cases=2, points=None):
     return data
 
 
-# ------------------------------------------------------------------------------------------ ReLUWithMask: mark_non_differentiable
+# -------------------------------------------------------------------------------- ReLUWithMask: mark_non_differentiable
+
 
 def probe_non_differentiable(obj, seed=0, cases=2, points=None):
     F = _function_class(obj, "ReLUWithMask")
@@ -225,8 +251,12 @@ def probe_non_differentiable(obj, seed=0, cases=2, points=None):
         x0, g = inputs_elementwise(seed, case, kinks=True, shape=shape)
         x = x0.clone().requires_grad_()
         y, mask = _outputs(_apply(F, x, name="ReLUWithMask"), 2, "ReLUWithMask")
-        entry = {"output": _cpu(y), "mask": _cpu(mask).to(DT), "mask_dtype": str(mask.dtype).replace("torch.", ""),
-                 "mask_requires_grad": bool(mask.requires_grad)}
+        entry = {
+            "output": _cpu(y),
+            "mask": _cpu(mask).to(DT),
+            "mask_dtype": str(mask.dtype).replace("torch.", ""),
+            "mask_requires_grad": bool(mask.requires_grad),
+        }
         grads, err = _grad(y, x, g, retain_graph=True)
         entry["grad"], entry["backward_error"] = (_cpu(grads[0]) if grads else None), err
         grads, err = _grad(mask.sum(), x, None) if mask.is_floating_point() else (None, "integer or bool mask")
@@ -235,7 +265,8 @@ def probe_non_differentiable(obj, seed=0, cases=2, points=None):
     return data
 
 
-# ------------------------------------------------------------------------------------------ SinCos: set_materialize_grads(False)
+# --------------------------------------------------------------------------------- SinCos: set_materialize_grads(False)
+
 
 def probe_materialize(obj, seed=0, cases=2, points=None):
     F = _function_class(obj, "SinCos")
@@ -253,12 +284,19 @@ def probe_materialize(obj, seed=0, cases=2, points=None):
         x = x0.clone().requires_grad_()
         s, c = _outputs(_apply(F, x, name="SinCos"), 2, "SinCos")
         entry = {"outputs": [_cpu(s), _cpu(c)], "calls": {}}
-        for label, used in (("both", (g, 2 * g)), ("sin_only", (g, None)), ("cos_only", (None, g)), ("neither", (None, None))):
+        for label, used in (
+            ("both", (g, 2 * g)),
+            ("sin_only", (g, None)),
+            ("cos_only", (None, g)),
+            ("neither", (None, None)),
+        ):
             x = x0.clone().requires_grad_()
             s, c = _outputs(_apply(F, x, name="SinCos"), 2, "SinCos")
             node = s.grad_fn
             if node is None:
-                raise CheckFailed("The outputs of `SinCos.apply` are not connected to the graph: return tensors computed by forward.")
+                raise CheckFailed(
+                    "The outputs of `SinCos.apply` are not connected to the graph: return tensors computed by forward."
+                )
             raw, err = _attempt(node.apply, *used, name="SinCos.backward")
             if err:
                 entry["calls"][label] = {"error": err}
@@ -277,16 +315,18 @@ def probe_materialize(obj, seed=0, cases=2, points=None):
 
 # ------------------------------------------------------------------------------------------ second derivatives
 
+
 def _second_derivatives(fn, x0, u, v, name):
     """(first, hvp, error): the VJP u^T J at x0, and its derivative along v, by double backward. Like gradgradcheck,
     grad_output requires grad too, so that @once_differentiable reports itself."""
+
     def both():
         x = x0.clone().requires_grad_()
         seed = u.clone().requires_grad_()
         (first,) = torch.autograd.grad(fn(x), x, seed, create_graph=True)
         if not first.requires_grad:
             return first, None
-        first.backward(v)                 # the whole graph, so that an @once_differentiable node reports itself
+        first.backward(v)  # the whole graph, so that an @once_differentiable node reports itself
         return first, torch.zeros_like(x0) if x.grad is None else x.grad
 
     result, err = _attempt(both, name=f"{name}.backward", call="differentiating your backward again")
@@ -298,7 +338,7 @@ def _second_derivatives(fn, x0, u, v, name):
     return _cpu(first), _cpu(second), None
 
 
-TWICE_OUTPUTS = {"tanh": 1, "sinh": 3}   # Sinh returns (sinh x, e^x, e^-x): intermediates as outputs
+TWICE_OUTPUTS = {"tanh": 1, "sinh": 3}  # Sinh returns (sinh x, e^x, e^-x): intermediates as outputs
 
 
 def probe_twice_differentiable(obj, reference, seed=0, cases=2, points=None):
@@ -321,8 +361,14 @@ def probe_twice_differentiable(obj, reference, seed=0, cases=2, points=None):
         result_only = lambda t: F.apply(t)[0] if outputs > 1 else F.apply(t)  # noqa: E731
         first, second, err = _second_derivatives(result_only, x0, u, v, name)
         entry.update(first=first, hvp=second, second_error=err)
-        ok, err = _attempt(_gradgradcheck, result_only, (x0.clone().requires_grad_(),),
-                           raise_exception=False, name=f"{name}.backward", call="gradgradcheck on your Function")
+        ok, err = _attempt(
+            _gradgradcheck,
+            result_only,
+            (x0.clone().requires_grad_(),),
+            raise_exception=False,
+            name=f"{name}.backward",
+            call="gradgradcheck on your Function",
+        )
         entry["gradgradcheck"] = bool(ok) if err is None else err
         data.append(entry)
     return data
@@ -335,13 +381,21 @@ def probe_hvp(hessian_vector_product, problems, seed=0, size=4, points=None):
         given_x, given_v = x.clone(), v.clone()
         result = call_learner(hessian_vector_product, f, given_x, given_v, name="hessian_vector_product")
         if not isinstance(result, torch.Tensor):
-            raise CheckFailed(f"`hessian_vector_product(f, x, v)` should return a tensor; it returned a {type(result).__name__}.")
-        data.append({"hvp": _cpu(result).to(DT), "requires_grad": bool(result.requires_grad),
-                     "inputs_changed": not (_equal(given_x.detach(), x) and _equal(given_v.detach(), v))})
+            raise CheckFailed(
+                f"`hessian_vector_product(f, x, v)` should return a tensor; it returned a {type(result).__name__}."
+            )
+        data.append(
+            {
+                "hvp": _cpu(result).to(DT),
+                "requires_grad": bool(result.requires_grad),
+                "inputs_changed": not (_equal(given_x.detach(), x) and _equal(given_v.detach(), v)),
+            }
+        )
     return data
 
 
 # ------------------------------------------------------------------------------------------ FunctionalLinear
+
 
 def probe_functional_linear(obj, seed=0, cases=3, points=None):
     F = _function_class(obj, "FunctionalLinear")
@@ -353,7 +407,10 @@ def probe_functional_linear(obj, seed=0, cases=3, points=None):
         y = _outputs(_apply(F, x, w, b, name="FunctionalLinear"), 1, "FunctionalLinear")[0]
         entry = {"output": _cpu(y)}
         if y.grad_fn is None:
-            raise CheckFailed("The output of `FunctionalLinear.apply` is not connected to the graph: return the tensor forward computed.")
+            raise CheckFailed(
+                "The output of `FunctionalLinear.apply` is not connected to the graph: return the tensor forward "
+                "computed."
+            )
         # what backward itself returns, before autograd reduces anything to the inputs' shapes
         raw, err = _attempt(y.grad_fn.apply, g.clone(), name="FunctionalLinear.backward")
         if err:
@@ -375,15 +432,20 @@ def probe_functional_linear(obj, seed=0, cases=3, points=None):
 
 # ------------------------------------------------------------------------------------------ LinearLayer (nn.Module)
 
+
 def probe_linear_layer(obj, seed=0, steps=20, lr=0.05, features=(3, 2), points=None):
     if not isinstance(obj, type) or not issubclass(obj, torch.nn.Module):
         raise CheckFailed("`LinearLayer` should be a subclass of torch.nn.Module (the class itself).")
     data: dict = {}
     torch.manual_seed(int(seed))
-    big = call_learner(obj, 64, 32, name="LinearLayer")   # 2048 weights: enough to see the distribution, small to ship
+    big = call_learner(obj, 64, 32, name="LinearLayer")  # 2048 weights: enough to see the distribution, small to ship
     params = dict(big.named_parameters())
-    data["parameters"] = {k: {"shape": list(p.shape), "is_parameter": isinstance(p, torch.nn.Parameter)} for k, p in params.items()}
-    data["weight"] = _cpu(getattr(big, "weight", None)) if isinstance(getattr(big, "weight", None), torch.Tensor) else None
+    data["parameters"] = {
+        k: {"shape": list(p.shape), "is_parameter": isinstance(p, torch.nn.Parameter)} for k, p in params.items()
+    }
+    data["weight"] = (
+        _cpu(getattr(big, "weight", None)) if isinstance(getattr(big, "weight", None), torch.Tensor) else None
+    )
     data["bias"] = _cpu(getattr(big, "bias", None)) if isinstance(getattr(big, "bias", None), torch.Tensor) else None
     small = call_learner(obj, 3, 2, name="LinearLayer")
     data["repr"] = call_learner(small.extra_repr, name="LinearLayer.extra_repr")
@@ -399,18 +461,23 @@ def probe_linear_layer(obj, seed=0, steps=20, lr=0.05, features=(3, 2), points=N
     X, Y, w0, b0 = inputs_training(seed, fan_in, fan_out)
     layer = call_learner(obj, fan_in, fan_out, name="LinearLayer")
     made = f"`LinearLayer({fan_in}, {fan_out})`"
-    if not (isinstance(getattr(layer, "weight", None), torch.Tensor) and isinstance(getattr(layer, "bias", None), torch.Tensor)):
+    if not (
+        isinstance(getattr(layer, "weight", None), torch.Tensor)
+        and isinstance(getattr(layer, "bias", None), torch.Tensor)
+    ):
         raise CheckFailed(f"{made} should have parameters `weight` (out_features, in_features) and `bias`.")
     layer = layer.to(DT)
     with torch.no_grad():
         if tuple(layer.weight.shape) != tuple(w0.shape) or tuple(layer.bias.shape) != tuple(b0.shape):
-            raise CheckFailed(f"{made} has weight {tuple(layer.weight.shape)} and bias {tuple(layer.bias.shape)}; "
-                              f"they should be (out_features, in_features) = {(fan_out, fan_in)} and (out_features,) = "
-                              f"{(fan_out,)}, as in nn.Linear.")
+            raise CheckFailed(
+                f"{made} has weight {tuple(layer.weight.shape)} and bias {tuple(layer.bias.shape)}; "
+                f"they should be (out_features, in_features) = {(fan_out, fan_in)} and (out_features,) = "
+                f"{(fan_out,)}, as in nn.Linear."
+            )
         layer.weight.copy_(w0)
         layer.bias.copy_(b0)
     losses, grad_shapes = [], None
-    for _ in range(steps):       # plain SGD, written out (torch.optim's first use costs seconds of imports)
+    for _ in range(steps):  # plain SGD, written out (torch.optim's first use costs seconds of imports)
         layer.weight.grad = layer.bias.grad = None
         out = call_learner(layer, X, name="LinearLayer.forward")
         if not isinstance(out, torch.Tensor):
@@ -422,7 +489,7 @@ def probe_linear_layer(obj, seed=0, steps=20, lr=0.05, features=(3, 2), points=N
         grad_shapes = [None if t.grad is None else list(t.grad.shape) for t in (layer.weight, layer.bias)]
         with torch.no_grad():
             for t in (layer.weight, layer.bias):
-                if t.grad is not None:        # a parameter without a gradient does not move (the judge will see it)
+                if t.grad is not None:  # a parameter without a gradient does not move (the judge will see it)
                     t -= lr * t.grad
         losses.append(float(loss.detach()))
     data["losses"], data["grad_shapes"] = losses, grad_shapes
@@ -446,8 +513,10 @@ def _node_inputs(node, parameters: dict) -> list[str]:
 
 # ------------------------------------------------------------------------------------------ setup_context + jvp + vmap
 
+
 def _forward_mode(F, x0, t):
     import torch.autograd.forward_ad as fwAD
+
     with fwAD.dual_level():
         dual = fwAD.make_dual(x0.clone(), t.clone())
         out = F.apply(dual)
@@ -456,12 +525,16 @@ def _forward_mode(F, x0, t):
 
 def _vmap_results(F, seed, case, shape):
     x0 = inputs_elementwise(seed, case, shape=shape)[0]
-    batch = torch.stack([x0, -x0, 0.5 * x0])           # (3, *shape)
-    moved = batch.movedim(0, -1)                        # the batch dimension last
+    batch = torch.stack([x0, -x0, 0.5 * x0])  # (3, *shape)
+    moved = batch.movedim(0, -1)  # the batch dimension last
     out = {}
     for label, tensor, dim in (("in_dims=0", batch, 0), ("in_dims=-1", moved, -1)):
-        result, err = _attempt(_vmap(F.apply, in_dims=dim, out_dims=dim), tensor, name=F.__name__,
-                               call=f"torch.vmap({F.__name__}.apply, in_dims={dim})")
+        result, err = _attempt(
+            _vmap(F.apply, in_dims=dim, out_dims=dim),
+            tensor,
+            name=F.__name__,
+            call=f"torch.vmap({F.__name__}.apply, in_dims={dim})",
+        )
         out[label] = {"error": err} if err else {"value": _cpu(result.movedim(dim, 0))}
     return out
 
@@ -470,10 +543,18 @@ def probe_modern(obj, seed=0, cases=2, hand_written_vmap=False, points=None):
     F = _function_class(obj, "the Function")
     name = F.__name__
     calls = {"vmap": 0}
-    data = {"has_setup_context": "setup_context" in F.__dict__ or any(
-                "setup_context" in c.__dict__ for c in F.__mro__[1:] if c is not torch.autograd.Function
-                and issubclass(c, torch.autograd.Function) and c.__module__ != "torch.autograd.function"),
-            "generate_vmap_rule": bool(getattr(F, "generate_vmap_rule", False)), "cases": []}
+    data = {
+        "has_setup_context": "setup_context" in F.__dict__
+        or any(
+            "setup_context" in c.__dict__
+            for c in F.__mro__[1:]
+            if c is not torch.autograd.Function
+            and issubclass(c, torch.autograd.Function)
+            and c.__module__ != "torch.autograd.function"
+        ),
+        "generate_vmap_rule": bool(getattr(F, "generate_vmap_rule", False)),
+        "cases": [],
+    }
     if hand_written_vmap:
         if "vmap" not in F.__dict__:
             data["vmap_defined"] = False
@@ -487,7 +568,8 @@ def probe_modern(obj, seed=0, cases=2, hand_written_vmap=False, points=None):
                 def vmap(info, in_dims, *args):
                     calls["vmap"] += 1
                     return inner(info, in_dims, *args)
-            Counted.__name__ = Counted.__qualname__ = name     # messages name the learner's class
+
+            Counted.__name__ = Counted.__qualname__ = name  # messages name the learner's class
             F_vmap = Counted
     for case, shape in enumerate(shapes_of(cases)):
         x0, u = inputs_elementwise(seed, case, shape=shape)
@@ -500,10 +582,18 @@ def probe_modern(obj, seed=0, cases=2, hand_written_vmap=False, points=None):
             entry["vmap"] = _vmap_results(F_vmap if data["vmap_defined"] else F, seed, case, shape)
             data["cases"].append(entry)
             continue
-        entry["jvp"], entry["jvp_error"] = _attempt(_forward_mode, F, x0, u, name=f"{name}.jvp",
-                                                    call="forward-mode AD through your jvp")
-        ok, err = _attempt(_gradcheck, F.apply, (x0.clone().requires_grad_(),), check_forward_ad=True,
-                           raise_exception=False, name=name, call="gradcheck(..., check_forward_ad=True)")
+        entry["jvp"], entry["jvp_error"] = _attempt(
+            _forward_mode, F, x0, u, name=f"{name}.jvp", call="forward-mode AD through your jvp"
+        )
+        ok, err = _attempt(
+            _gradcheck,
+            F.apply,
+            (x0.clone().requires_grad_(),),
+            check_forward_ad=True,
+            raise_exception=False,
+            name=name,
+            call="gradcheck(..., check_forward_ad=True)",
+        )
         entry["gradcheck_forward_ad"] = bool(ok) if err is None else err
         entry["vmap"] = _vmap_results(F, seed, case, shape)
         data["cases"].append(entry)
@@ -518,9 +608,12 @@ OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor")
 
 def probe_custom_op(obj, seed=0, cases=2, points=None):
     from torch._library.custom_ops import CustomOpDef
+
     if not isinstance(obj, CustomOpDef):
-        raise CheckFailed("`softplus_op` should be the function decorated with @torch.library.custom_op(...) "
-                          f"(a CustomOpDef); it is a {type(obj).__name__}.")
+        raise CheckFailed(
+            "`softplus_op` should be the function decorated with @torch.library.custom_op(...) "
+            f"(a CustomOpDef); it is a {type(obj).__name__}."
+        )
     data = {"name": str(getattr(obj, "_qualname", "")), "cases": []}
     for case, shape in enumerate(shapes_of(cases)):
         x0, u = inputs_elementwise(seed, case, shape=shape)
@@ -532,12 +625,25 @@ def probe_custom_op(obj, seed=0, cases=2, points=None):
         grads, err = _grad(y, x, u)
         entry["grad"], entry["backward_error"] = (_cpu(grads[0]) if grads else None), err
         # opcheck's AOT-dispatch test is left to the real torch.compile run below (same tracing, half the time)
-        result, err = _attempt(_opcheck, obj, (x0.clone().requires_grad_(),), test_utils=OPCHECK_TESTS,
-                               raise_exception=False, name="softplus_op", call="torch.library.opcheck(softplus_op, ...)")
-        entry["opcheck"] = {"opcheck": err} if err else {
-            k: ("SUCCESS" if v == "SUCCESS" else _error(v) if isinstance(v, BaseException) else str(v)[:300])
-            for k, v in result.items()}
-        if case == 0:          # compiling costs ~0.5 s: once per check, on the first case
+        result, err = _attempt(
+            _opcheck,
+            obj,
+            (x0.clone().requires_grad_(),),
+            test_utils=OPCHECK_TESTS,
+            raise_exception=False,
+            name="softplus_op",
+            call="torch.library.opcheck(softplus_op, ...)",
+        )
+        entry["opcheck"] = (
+            {"opcheck": err}
+            if err
+            else {
+                k: ("SUCCESS" if v == "SUCCESS" else _error(v) if isinstance(v, BaseException) else str(v)[:300])
+                for k, v in result.items()
+            }
+        )
+        if case == 0:  # compiling costs ~0.5 s: once per check, on the first case
+
             def compiled_run():
                 compiled = _compile(lambda t, w: (obj(t) * w).sum(), backend="aot_eager", fullgraph=True)
                 xc = x0.clone().requires_grad_()
@@ -546,12 +652,13 @@ def probe_custom_op(obj, seed=0, cases=2, points=None):
                 return {"loss": float(loss.detach()), "grad": _cpu(xc.grad)}
 
             try:
-                result, err = _attempt(compiled_run, name="softplus_op",
-                                       call="torch.compile(..., backend='aot_eager', fullgraph=True) through softplus_op")
+                result, err = _attempt(
+                    compiled_run,
+                    name="softplus_op",
+                    call="torch.compile(..., backend='aot_eager', fullgraph=True) through softplus_op",
+                )
             finally:
-                torch._dynamo.reset()      # forget the compiled graph: a re-registered op must be traced afresh
+                torch._dynamo.reset()  # forget the compiled graph: a re-registered op must be traced afresh
             entry["compiled"] = {"error": err} if err else result
         data["cases"].append(entry)
     return data
-
-

@@ -10,12 +10,14 @@ in compiled mode, its ``tl`` helpers then run as Python).
 Its output tensor sits between two guard zones, so a store past the end (a missing or wrong mask)
 lands in memory the probe owns and is reported, instead of corrupting the process.
 """
+
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -26,8 +28,8 @@ from .call import call_learner
 from .function import probe_function
 from .function_cases import FunctionInputs, add_inputs
 
-EPS = 1e-6                       # the central-difference step (gradcheck's)
-GUARD_VALUE = -12345.0           # what the guard zones around a kernel's output hold
+EPS = 1e-6  # the central-difference step (gradcheck's)
+GUARD_VALUE = -12345.0  # what the guard zones around a kernel's output hold
 # as imported, before any learner code runs (replaced later, they are flagged, and do not answer for the probes)
 _saved_tensors_hooks, _equal = torch.autograd.graph.saved_tensors_hooks, torch.equal
 
@@ -48,16 +50,18 @@ def elementwise_case(seed: int, case: int) -> dict[str, torch.Tensor]:
     x = 3 * torch.randn(shape, generator=gen, dtype=torch.float64)
     u = torch.randn(shape, generator=gen, dtype=torch.float64)
     rows, cols = 3 + case % 3, 4 + case % 4
-    wide = 3 * torch.randn(rows, 2 * cols, generator=gen, dtype=torch.float64)       # x_strided = wide[:, ::2]
+    wide = 3 * torch.randn(rows, 2 * cols, generator=gen, dtype=torch.float64)  # x_strided = wide[:, ::2]
     x2 = 3 * torch.randn(rows, cols, generator=gen, dtype=torch.float64)
-    u_transposed = torch.randn(cols, rows, generator=gen, dtype=torch.float64)       # u2 = u_transposed.t()
+    u_transposed = torch.randn(cols, rows, generator=gen, dtype=torch.float64)  # u2 = u_transposed.t()
     return {"x": x, "u": u, "wide": wide, "x2": x2, "u_transposed": u_transposed}
 
 
 def kernel_case(seed: int, n: int, dtype: str) -> dict[str, torch.Tensor]:
     gen = generator(seed, n, salt=5)
-    return {"x": 3 * torch.randn(n, generator=gen, dtype=torch.float64).to(getattr(torch, dtype)),
-            "g": torch.randn(n, generator=gen, dtype=torch.float64).to(getattr(torch, dtype))}
+    return {
+        "x": 3 * torch.randn(n, generator=gen, dtype=torch.float64).to(getattr(torch, dtype)),
+        "g": torch.randn(n, generator=gen, dtype=torch.float64).to(getattr(torch, dtype)),
+    }
 
 
 def gather_case(gen: torch.Generator, case: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -65,21 +69,29 @@ def gather_case(gen: torch.Generator, case: int) -> tuple[torch.Tensor, torch.Te
     rows, dim, picks = [(5, 3, 7), (4, 2, 9), (6, 4, 6)][case % 3]
     weight = torch.randn(rows, dim, generator=gen, dtype=torch.float64)
     index = torch.randint(0, rows, (picks,), generator=gen)
-    index[-1] = index[0]                                  # at least one row taken twice
+    index[-1] = index[0]  # at least one row taken twice
     return weight, index
 
 
-add_inputs(FunctionInputs(name="gather_rows", title="GatherRows.apply(weight, index)", arg_names=("weight", "index"),
-                          make_args=gather_case))
+add_inputs(
+    FunctionInputs(
+        name="gather_rows",
+        title="GatherRows.apply(weight, index)",
+        arg_names=("weight", "index"),
+        make_args=gather_case,
+    )
+)
 
 
 def linear_case(seed: int, case: int) -> dict[str, torch.Tensor]:
     gen = generator(seed, case, salt=9)
     n, fan_in, fan_out = [(8, 64, 16), (16, 128, 8), (4, 256, 32)][case % 3]
-    return {"x": torch.randn(n, fan_in, generator=gen, dtype=torch.float64),
-            "W": torch.randn(fan_in, fan_out, generator=gen, dtype=torch.float64) / math.sqrt(fan_in),
-            "b": torch.randn(fan_out, generator=gen, dtype=torch.float64),
-            "u": torch.randn(n, fan_out, generator=gen, dtype=torch.float64)}
+    return {
+        "x": torch.randn(n, fan_in, generator=gen, dtype=torch.float64),
+        "W": torch.randn(fan_in, fan_out, generator=gen, dtype=torch.float64) / math.sqrt(fan_in),
+        "b": torch.randn(fan_out, generator=gen, dtype=torch.float64),
+        "u": torch.randn(n, fan_out, generator=gen, dtype=torch.float64),
+    }
 
 
 def _mlp_weights():
@@ -88,7 +100,7 @@ def _mlp_weights():
 
 
 def composed_gelu(x: torch.Tensor) -> torch.Tensor:
-    return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
 
 
 def recompute_problem(name: str) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -120,26 +132,34 @@ def saved_bytes_problem(name: str):
         return (lambda x: x * torch.sigmoid(x)), (x,)
     if name == "gelu_composed":
         return composed_gelu, (x,)
-    if name == "exp_twice":                      # exp saves its output: two tensors
+    if name == "exp_twice":  # exp saves its output: two tensors
         return (lambda x: torch.exp(torch.exp(x))), (x,)
-    if name == "square_by_product":              # x * x saves x twice: one storage
+    if name == "square_by_product":  # x * x saves x twice: one storage
         return (lambda x: x * x), (x,)
     if name == "matmul":
         A = torch.randn(64, 32, generator=gen, dtype=torch.float64, requires_grad=True)
         B = torch.randn(32, 16, generator=gen, dtype=torch.float64, requires_grad=True)
         return (lambda A, B: A @ B), (A, B)
-    if name == "no_grad_needed":                 # nothing requires grad: nothing is saved
+    if name == "no_grad_needed":  # nothing requires grad: nothing is saved
         return (lambda x: x * torch.sigmoid(x)), (x.detach(),)
     if name == "half_precision":
         return (lambda x: torch.tanh(x)), (x.detach().to(torch.bfloat16).requires_grad_(),)
     raise ValueError(f"unknown problem {name!r}")
 
 
-SAVED_BYTES_PROBLEMS = ("silu_composed", "gelu_composed", "exp_twice", "square_by_product", "matmul",
-                        "no_grad_needed", "half_precision")
+SAVED_BYTES_PROBLEMS = (
+    "silu_composed",
+    "gelu_composed",
+    "exp_twice",
+    "square_by_product",
+    "matmul",
+    "no_grad_needed",
+    "half_precision",
+)
 
 
 # --------------------------------------------------------------------------------------------- helpers
+
 
 def count_saved(fn: Callable, *args) -> tuple[Any, list[dict]]:
     """Run fn(*args) under saved-tensor hooks; (result, one record per distinct storage saved)."""
@@ -147,7 +167,9 @@ def count_saved(fn: Callable, *args) -> tuple[Any, list[dict]]:
 
     def pack(t):
         storage = t.untyped_storage()
-        seen.setdefault(storage.data_ptr(), {"bytes": storage.nbytes(), "shape": list(t.shape), "ptr": storage.data_ptr()})
+        seen.setdefault(
+            storage.data_ptr(), {"bytes": storage.nbytes(), "shape": list(t.shape), "ptr": storage.data_ptr()}
+        )
         return t
 
     with _saved_tensors_hooks(pack, lambda t: t):
@@ -156,7 +178,7 @@ def count_saved(fn: Callable, *args) -> tuple[Any, list[dict]]:
 
 
 def _plain(records: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k != "ptr"} for r in records]     # addresses stay in the kernel
+    return [{k: v for k, v in r.items() if k != "ptr"} for r in records]  # addresses stay in the kernel
 
 
 @contextmanager
@@ -207,8 +229,13 @@ def _cpu(t: Any) -> Any:
 
 def _describe(value: Any) -> dict:
     if isinstance(value, torch.Tensor):
-        return {"kind": "tensor", "shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", ""),
-                "device": value.device.type, "value": _cpu(value) if value.device.type != "meta" else None}
+        return {
+            "kind": "tensor",
+            "shape": list(value.shape),
+            "dtype": str(value.dtype).replace("torch.", ""),
+            "device": value.device.type,
+            "value": _cpu(value) if value.device.type != "meta" else None,
+        }
     if value is None:
         return {"kind": "none"}
     return {"kind": "other", "type": type(value).__name__}
@@ -255,16 +282,19 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
     node = out.grad_fn
     result["attribute_tensors"] = attribute_tensors(node, saved) if node is not None else []
     if node is None:
-        result["backward_error"] = (f"the output of `{name}.apply` is not connected to the graph (no grad_fn): "
-                                    "return the tensor forward computed, not a detached copy.")
+        result["backward_error"] = (
+            f"the output of `{name}.apply` is not connected to the graph (no grad_fn): "
+            "return the tensor forward computed, not a detached copy."
+        )
         return result
     try:
         saved = [s for s in node.saved_tensors if isinstance(s, torch.Tensor)]
     except RuntimeError:
         saved = []
     result["saved_tensors"] = [list(s.shape) for s in saved]
-    result["saved_is_input"] = [bool(s.device.type != "meta" and s.shape == x.shape and _equal(s.detach(), x.detach()))
-                                for s in saved]
+    result["saved_is_input"] = [
+        bool(s.device.type != "meta" and s.shape == x.shape and _equal(s.detach(), x.detach())) for s in saved
+    ]
     kept = u.clone()
     try:
         with counting_launches(backward_launches) if triton else _nothing():
@@ -290,6 +320,7 @@ if not torch.cuda.is_available():
 try:
     from triton.runtime.interpreter import InterpretedFunction as _Interpreted
     from triton.runtime.jit import JITFunction as _Jit
+
     _LAUNCHERS = ((_Interpreted, _Interpreted.run), (_Jit, _Jit.run))
 except ImportError:  # pragma: no cover - triton is pinned in requirements.txt
     _LAUNCHERS = ()
@@ -300,11 +331,13 @@ def counting_launches(counter: dict):
     """Count in counter["n"] the Triton kernels the body launches (interpreted or compiled): a Function that is to
     wrap kernels must launch some. Launches go through Triton's own run methods, whatever the learner's code did
     to them (a replaced run is flagged by the kernel's watch)."""
+
     def counted(run):
         def launch(self, *args, **kwargs):
             if not kwargs.get("warmup"):
                 counter["n"] += 1
             return run(self, *args, **kwargs)
+
         return launch
 
     before = [(cls, cls.__dict__.get("run")) for cls, _ in _LAUNCHERS]
@@ -327,6 +360,7 @@ def kernel_launcher(kernel: Any, name: str) -> tuple[Any, str, Callable[[], Any]
     Triton runs compiled; else in the interpreter on the CPU, in a context where Triton's own @jit helpers
     (tl.sigmoid, tl.softmax ...) run as Python, which they do not when Triton was imported in compiled mode."""
     from triton.runtime.jit import JITFunction
+
     if isinstance(kernel, JITFunction) and torch.cuda.is_available() and triton_mode() != "interpreter":
         return kernel, "cuda", _nothing
     return interpreted(kernel, name), "cpu", helpers_as_python
@@ -341,6 +375,7 @@ def _nothing():
 def helpers_as_python():
     """While an interpreted kernel runs: a @triton.jit function it calls (compiled-mode object) runs its Python body."""
     from triton.runtime.jit import JITFunction
+
     before = JITFunction.__dict__.get("__call__")
     JITFunction.__call__ = lambda self, *args, **kwargs: self.fn(*args, **kwargs)
     try:
@@ -363,15 +398,17 @@ def interpreted(kernel: Any, name: str):
         return kernel
     if isinstance(kernel, JITFunction):
         return InterpretedFunction(kernel.fn)
-    raise CheckFailed(f"`{name}` should be a Triton kernel (a function decorated with @triton.jit), "
-                      f"but it is a {type(kernel).__name__}.")
+    raise CheckFailed(
+        f"`{name}` should be a Triton kernel (a function decorated with @triton.jit), "
+        f"but it is a {type(kernel).__name__}."
+    )
 
 
 def _guarded(values: torch.Tensor, guard: int, fill: float, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """(buffer, view): values in the middle of a buffer with `guard` entries of `fill` on each side."""
     buffer = torch.full((values.numel() + 2 * guard,), fill, dtype=values.dtype, device=device)
-    buffer[guard:guard + values.numel()] = values
-    return buffer, buffer[guard:guard + values.numel()]
+    buffer[guard : guard + values.numel()] = values
+    return buffer, buffer[guard : guard + values.numel()]
 
 
 def probe_kernel(kernel, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float64", "float32")):
@@ -398,18 +435,25 @@ def probe_kernel(kernel, kind="forward", sizes=((10, 16),), seed=0, dtypes=("flo
             args = (x, out, n) if kind == "forward" else (x, g, out, n)
             with context():
                 _call(lambda *a: launcher[grid](*a, BLOCK_SIZE=block), *args, name=name)
-            data.append({
-                "n": n, "block": block, "dtype": dtype,
-                "values": out.to(torch.float64).cpu().clone(),
-                "written_before": int((out_buf[:guard] != GUARD_VALUE).sum()),
-                "written_after": int((out_buf[guard + n:] != GUARD_VALUE).sum()),
-                "inputs_changed": not (_equal(x_buf.nan_to_num(7.0), x_before.nan_to_num(7.0))
-                                       and _equal(g_buf.nan_to_num(7.0), g_before.nan_to_num(7.0))),
-            })
+            data.append(
+                {
+                    "n": n,
+                    "block": block,
+                    "dtype": dtype,
+                    "values": out.to(torch.float64).cpu().clone(),
+                    "written_before": int((out_buf[:guard] != GUARD_VALUE).sum()),
+                    "written_after": int((out_buf[guard + n :] != GUARD_VALUE).sum()),
+                    "inputs_changed": not (
+                        _equal(x_buf.nan_to_num(7.0), x_before.nan_to_num(7.0))
+                        and _equal(g_buf.nan_to_num(7.0), g_before.nan_to_num(7.0))
+                    ),
+                }
+            )
     return data
 
 
 # --------------------------------------------------------------------------------------------- element-wise Functions
+
 
 def probe_elementwise(obj, activation="silu", seed=0, cases=2, triton=False, points=1, name=None):
     """An element-wise Function (x -> f(x)) on float64 cases: forward, what it saves, backward with a random
@@ -448,12 +492,22 @@ def probe_elementwise(obj, activation="silu", seed=0, cases=2, triton=False, poi
 
 # --------------------------------------------------------------------------------------------- GatherRows
 
+
 def probe_gather_rows(obj, seed=0, cases=2, points=1, double_backward=False):
     """check_function's probe on the gather_rows inputs, and GatherRows on the meta device and in bfloat16.
     cuda=False: the device part runs on the meta device, on every machine alike."""
-    return {"function": probe_function(obj, reference="gather_rows", seed=seed, cases=cases, points=points,
-                                       double_backward=double_backward, cuda=False),
-            "devices": probe_gather_devices(obj, name=getattr(obj, "__name__", "GatherRows"))}
+    return {
+        "function": probe_function(
+            obj,
+            reference="gather_rows",
+            seed=seed,
+            cases=cases,
+            points=points,
+            double_backward=double_backward,
+            cuda=False,
+        ),
+        "devices": probe_gather_devices(obj, name=getattr(obj, "__name__", "GatherRows")),
+    }
 
 
 def probe_gather_devices(obj, name="GatherRows"):
@@ -461,7 +515,11 @@ def probe_gather_devices(obj, name="GatherRows"):
     apply = _function_apply(obj, name)
     out: dict[str, Any] = {}
     for label, device, dtype in (("meta", "meta", torch.float32), ("bfloat16", "cpu", torch.bfloat16)):
-        weight = torch.randn(5, 3, dtype=dtype, device=device) if device != "meta" else torch.empty(5, 3, dtype=dtype, device="meta")
+        weight = (
+            torch.randn(5, 3, dtype=dtype, device=device)
+            if device != "meta"
+            else torch.empty(5, 3, dtype=dtype, device="meta")
+        )
         index = torch.tensor([0, 2, 2, 4], device=device)
         try:
             weight.requires_grad_(True)
@@ -478,6 +536,7 @@ def probe_gather_devices(obj, name="GatherRows"):
 
 # --------------------------------------------------------------------------------------------- Checkpoint
 
+
 def probe_recompute(obj, problems=RECOMPUTE_PROBLEMS, seed=0, points=1, name="Checkpoint"):
     """Checkpoint.apply(fn, x) on each problem: how many calls of fn forward and backward make, what forward saves."""
     apply = _function_apply(obj, name)
@@ -493,9 +552,14 @@ def probe_recompute(obj, problems=RECOMPUTE_PROBLEMS, seed=0, points=1, name="Ch
         x = recompute_input(problem, seed).requires_grad_(True)
         out, saved = count_saved(lambda t: _call(apply, counted, t, name=f"{name}.forward"), x)
         forward_calls = calls["n"]
-        entry = {"problem": problem, "saved_storages": _plain(saved), "forward_calls": forward_calls,
-                 "output": _describe(out), "requires_grad": bool(isinstance(out, torch.Tensor) and out.requires_grad),
-                 "attribute_tensors": attribute_tensors(out.grad_fn, saved) if isinstance(out, torch.Tensor) else []}
+        entry = {
+            "problem": problem,
+            "saved_storages": _plain(saved),
+            "forward_calls": forward_calls,
+            "output": _describe(out),
+            "requires_grad": bool(isinstance(out, torch.Tensor) and out.requires_grad),
+            "attribute_tensors": attribute_tensors(out.grad_fn, saved) if isinstance(out, torch.Tensor) else [],
+        }
         if isinstance(out, torch.Tensor) and out.grad_fn is not None:
             u = torch.randn(out.shape, generator=generator(seed, len(problem), salt=17), dtype=out.dtype)
             try:
@@ -508,6 +572,7 @@ def probe_recompute(obj, problems=RECOMPUTE_PROBLEMS, seed=0, points=1, name="Ch
 
 
 # --------------------------------------------------------------------------------------------- autocast
+
 
 def autocast_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -543,6 +608,7 @@ def probe_autocast_linear(obj, seed=0, cases=2, points=1, name="Linear32"):
 
 # --------------------------------------------------------------------------------------------- saved_bytes, bandwidth
 
+
 def probe_saved_bytes(saved_bytes, problems=SAVED_BYTES_PROBLEMS):
     data = []
     for problem in problems:
@@ -551,8 +617,10 @@ def probe_saved_bytes(saved_bytes, problems=SAVED_BYTES_PROBLEMS):
         if isinstance(result, torch.Tensor) and result.numel() == 1:
             result = result.item()
         if isinstance(result, bool) or not isinstance(result, (int, float)):
-            raise CheckFailed(f"`saved_bytes(fn, *inputs)` should return a number of bytes (an int); "
-                              f"for the test function '{problem}' it returned a {type(result).__name__}.")
+            raise CheckFailed(
+                f"`saved_bytes(fn, *inputs)` should return a number of bytes (an int); "
+                f"for the test function '{problem}' it returned a {type(result).__name__}."
+            )
         data.append(float(result))
     return data
 
@@ -564,6 +632,8 @@ def probe_bandwidth(effective_bandwidth, cases=((1 << 24, 4, 1e-3, "forward"),))
         if isinstance(result, torch.Tensor) and result.numel() == 1:
             result = result.item()
         if isinstance(result, bool) or not isinstance(result, (int, float)):
-            raise CheckFailed(f"`effective_bandwidth(...)` should return a number (GB/s); it returned a {type(result).__name__}.")
+            raise CheckFailed(
+                f"`effective_bandwidth(...)` should return a number (GB/s); it returned a {type(result).__name__}."
+            )
         data.append(float(result))
     return data

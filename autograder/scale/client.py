@@ -5,6 +5,7 @@ files, the workers write into the gradebook database, and this process brings th
 feedback pages back from the database into nbgrader's folders (autograded/, feedback/) for formgrader and
 release_feedback.
 """
+
 from __future__ import annotations
 
 import time
@@ -20,15 +21,25 @@ from . import ledger, service
 from .payload import Payload, PayloadRefused, from_submission, submitted_at
 
 
-def queue_assignment(course_root: Path, assignment: str, students: list[str] | None, *, broker: str, db_url: str,
-                     source: str, release: str, limits: sandbox.Limits, force: bool = False,
-                     log=print) -> dict[str, ledger.Key]:
+def queue_assignment(
+    course_root: Path,
+    assignment: str,
+    students: list[str] | None,
+    *,
+    broker: str,
+    db_url: str,
+    source: str,
+    release: str,
+    limits: sandbox.Limits,
+    force: bool = False,
+    log=print,
+) -> dict[str, ledger.Key]:
     """Queue the submissions (all collected ones by default); student -> the key to wait on."""
     students = students or submitted_students(course_root, assignment)
     time_limits = _prepare(course_root, assignment, db_url, source, release, limits)
     app = service.use_broker(broker)
     keys, known = {}, ledger.states(db_url, assignment)
-    with app.connection_for_write(broker) as connection:   # this broker's, not one cached from another
+    with app.connection_for_write(broker) as connection:  # this broker's, not one cached from another
         for student in students:
             try:
                 payload = from_submission(course_root / "submitted", student, assignment)
@@ -37,7 +48,7 @@ def queue_assignment(course_root: Path, assignment: str, students: list[str] | N
                 keys[student] = _refuse_here(payload, course_root, db_url, source, release, str(refused))
                 continue
             keys[student] = ledger.Key(assignment, student, payload.sha256)
-            if force or (student, payload.sha256) not in known:   # else graded, or queued by an earlier run
+            if force or (student, payload.sha256) not in known:  # else graded, or queued by an earlier run
                 _send(app, connection, payload, db_url, limits, time_limits)
     skipped = 0 if force else sum(1 for s in students if (s, keys[s].sha256) in known)
     if skipped:
@@ -46,8 +57,9 @@ def queue_assignment(course_root: Path, assignment: str, students: list[str] | N
     return keys
 
 
-def queue_payload(broker: str, course_root: Path, payload: Payload, db_url: str, source: str, release: str,
-                  limits: sandbox.Limits) -> ledger.Key:
+def queue_payload(
+    broker: str, course_root: Path, payload: Payload, db_url: str, source: str, release: str, limits: sandbox.Limits
+) -> ledger.Key:
     """Queue one submission (grade on submit)."""
     time_limits = _prepare(course_root, payload.assignment, db_url, source, release, limits)
     app = service.use_broker(broker)
@@ -55,25 +67,35 @@ def queue_payload(broker: str, course_root: Path, payload: Payload, db_url: str,
         return _send(app, connection, payload, db_url, limits, time_limits)
 
 
-def _prepare(course_root: Path, assignment: str, db_url: str, source: str, release: str,
-             limits: sandbox.Limits) -> tuple[int, int]:
+def _prepare(
+    course_root: Path, assignment: str, db_url: str, source: str, release: str, limits: sandbox.Limits
+) -> tuple[int, int]:
     """The assignment in the gradebook before any worker needs it; the task's (soft, hard) time limits."""
     spec = assignment_spec(course_root, assignment, db_url, source, release)
     soft, hard = service.time_limits(limits, len(spec["notebooks"]))
     if hard >= service.VISIBILITY_TIMEOUT_S:
-        raise SystemExit(f"A submission of {assignment} may take {hard} s, longer than the broker's visibility "
-                         f"timeout ({service.VISIBILITY_TIMEOUT_S} s): a task still running would be handed to a "
-                         "second worker. Raise REVAD_VISIBILITY_TIMEOUT (on workers and here) or lower --timeout.")
+        raise SystemExit(
+            f"A submission of {assignment} may take {hard} s, longer than the broker's visibility "
+            f"timeout ({service.VISIBILITY_TIMEOUT_S} s): a task still running would be handed to a "
+            "second worker. Raise REVAD_VISIBILITY_TIMEOUT (on workers and here) or lower --timeout."
+        )
     return soft, hard
 
 
-def _send(app, connection, payload: Payload, db_url: str, limits: sandbox.Limits,
-          time_limits: tuple[int, int]) -> ledger.Key:
+def _send(
+    app, connection, payload: Payload, db_url: str, limits: sandbox.Limits, time_limits: tuple[int, int]
+) -> ledger.Key:
     key = ledger.Key(payload.assignment, payload.student, payload.sha256)
     ledger.queued(db_url, key, payload.submitted_at)
     soft, hard = time_limits
-    app.send_task("revad.grade_submission", args=[{**payload.to_dict(), "sha256": key.sha256}, asdict(limits)],
-                  queue=service.QUEUE, soft_time_limit=soft, time_limit=hard, connection=connection)
+    app.send_task(
+        "revad.grade_submission",
+        args=[{**payload.to_dict(), "sha256": key.sha256}, asdict(limits)],
+        queue=service.QUEUE,
+        soft_time_limit=soft,
+        time_limit=hard,
+        connection=connection,
+    )
     return key
 
 
@@ -87,11 +109,20 @@ def _refuse_here(payload: Payload, course_root: Path, db_url: str, source: str, 
 def _safe(url: str) -> str:
     """The broker URL without its password."""
     from kombu.utils.url import maybe_sanitize_url
+
     return maybe_sanitize_url(url)
 
 
-def wait(course_root: Path, assignment: str, keys: dict[str, ledger.Key], db_url: str, *, progress: bool = True,
-         poll_s: float = 1.0, timeout_s: float | None = None) -> list[SubmissionScore]:
+def wait(
+    course_root: Path,
+    assignment: str,
+    keys: dict[str, ledger.Key],
+    db_url: str,
+    *,
+    progress: bool = True,
+    poll_s: float = 1.0,
+    timeout_s: float | None = None,
+) -> list[SubmissionScore]:
     """Until every queued submission is graded, superseded or failed; then its files into nbgrader's folders."""
     bar = Progress(len(keys), progress)
     pending, start = dict(keys), time.monotonic()

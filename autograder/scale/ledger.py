@@ -9,6 +9,7 @@ that no file system is shared between workers and the instructor's machine.
 nothing for a submission already written (a redelivered task) or older than the one in the gradebook
 (a newer submission finished first), so each submission counts once and the newest one wins.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,30 +19,31 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sqlalchemy import (Column, Integer, LargeBinary, MetaData, String, Table, Text, and_, insert, select, text,
-                        update)
+from sqlalchemy import Column, Integer, LargeBinary, MetaData, String, Table, Text, and_, insert, select, text, update
 
 from ..grading import record
 from ..grading.jobs import SubmissionResult
 
 METADATA = MetaData()
 TASK = Table(
-    "revad_task", METADATA,
+    "revad_task",
+    METADATA,
     Column("assignment", String(128), primary_key=True),
     Column("student", String(128), primary_key=True),
     Column("sha256", String(64), primary_key=True),
     Column("submitted_at", String(40), nullable=False),
     Column("state", String(16), nullable=False),
     Column("attempts", Integer, nullable=False, default=0),
-    Column("written", Integer, nullable=False, default=0),   # times written into the gradebook: 1 when graded
+    Column("written", Integer, nullable=False, default=0),  # times written into the gradebook: 1 when graded
     Column("reason", Text, nullable=False, default=""),
     Column("updated", String(40), nullable=False),
 )
 OUTPUT = Table(
-    "revad_output", METADATA,
+    "revad_output",
+    METADATA,
     Column("assignment", String(128), primary_key=True),
     Column("student", String(128), primary_key=True),
-    Column("kind", String(16), primary_key=True),     # autograded | feedback
+    Column("kind", String(16), primary_key=True),  # autograded | feedback
     Column("name", String(255), primary_key=True),
     Column("data", LargeBinary, nullable=False),
 )
@@ -81,7 +83,7 @@ def engine(db_url: str):
 @contextlib.contextmanager
 def _creation_lock(db_url: str):
     if db_url.startswith("sqlite"):
-        yield                        # SQLite serialises writers itself
+        yield  # SQLite serialises writers itself
         return
     from sqlalchemy import create_engine
 
@@ -106,9 +108,19 @@ def queued(db_url: str, key: Key, submitted_at: str) -> None:
     """The submission is on its way (a row to wait on); a submission queued again keeps its history."""
     with engine(db_url).begin() as conn:
         if conn.execute(select(TASK.c.state).where(_where(key))).first() is None:
-            conn.execute(insert(TASK).values(assignment=key.assignment, student=key.student, sha256=key.sha256,
-                                             submitted_at=submitted_at, state="queued", attempts=0, written=0,
-                                             reason="", updated=_now()))
+            conn.execute(
+                insert(TASK).values(
+                    assignment=key.assignment,
+                    student=key.student,
+                    sha256=key.sha256,
+                    submitted_at=submitted_at,
+                    state="queued",
+                    attempts=0,
+                    written=0,
+                    reason="",
+                    updated=_now(),
+                )
+            )
 
 
 def start_attempt(db_url: str, key: Key, submitted_at: str) -> int:
@@ -129,8 +141,10 @@ def state(db_url: str, key: Key) -> dict | None:
 def states(db_url: str, assignment: str) -> dict[tuple[str, str], dict]:
     """(student, sha256) -> its row."""
     with engine(db_url).connect() as conn:
-        return {(r.student, r.sha256): dict(r._mapping)
-                for r in conn.execute(select(TASK).where(TASK.c.assignment == assignment))}
+        return {
+            (r.student, r.sha256): dict(r._mapping)
+            for r in conn.execute(select(TASK).where(TASK.c.assignment == assignment))
+        }
 
 
 def _set(conn, key: Key, **values) -> None:
@@ -143,7 +157,7 @@ def learner_lock(db_url: str, assignment: str, student: str):
     SQLite (workers on one machine) a lock file beside the database."""
     name = f"{assignment}/{student}".encode()
     if db_url.startswith("sqlite:///"):
-        path = Path(db_url[len("sqlite:///"):] + ".locks") / (hashlib.sha256(name).hexdigest()[:32] + ".lock")
+        path = Path(db_url[len("sqlite:///") :] + ".locks") / (hashlib.sha256(name).hexdigest()[:32] + ".lock")
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
@@ -164,14 +178,28 @@ def learner_lock(db_url: str, assignment: str, student: str):
 
 def _in_gradebook(conn, assignment: str, student: str) -> dict | None:
     """The learner's submission whose grades the gradebook holds (graded, or failed with a zero)."""
-    row = conn.execute(select(TASK).where(and_(TASK.c.assignment == assignment, TASK.c.student == student,
-                                               TASK.c.written > 0, TASK.c.state.in_(("graded", "failed"))))).first()
+    row = conn.execute(
+        select(TASK).where(
+            and_(
+                TASK.c.assignment == assignment,
+                TASK.c.student == student,
+                TASK.c.written > 0,
+                TASK.c.state.in_(("graded", "failed")),
+            )
+        )
+    ).first()
     return dict(row._mapping) if row is not None else None
 
 
-def record_once(db_url: str, key: Key, submitted_at: str, result: SubmissionResult,
-                outputs: dict[tuple[str, str], bytes], state_if_written: str = "graded",
-                reason: str = "") -> str:
+def record_once(
+    db_url: str,
+    key: Key,
+    submitted_at: str,
+    result: SubmissionResult,
+    outputs: dict[tuple[str, str], bytes],
+    state_if_written: str = "graded",
+    reason: str = "",
+) -> str:
     """Write a graded submission into the gradebook unless it is there already or a newer one is; which
     happened: 'written', 'already written' or 'superseded'."""
     with learner_lock(db_url, key.assignment, key.student):
@@ -186,21 +214,31 @@ def record_once(db_url: str, key: Key, submitted_at: str, result: SubmissionResu
             return "superseded"
         record.record(db_url, result, key.sha256, submitted_at)
         with engine(db_url).begin() as conn:
-            conn.execute(OUTPUT.delete().where(and_(OUTPUT.c.assignment == key.assignment,
-                                                    OUTPUT.c.student == key.student)))
+            conn.execute(
+                OUTPUT.delete().where(and_(OUTPUT.c.assignment == key.assignment, OUTPUT.c.student == key.student))
+            )
             for (kind, name), data in sorted(outputs.items()):
-                conn.execute(insert(OUTPUT).values(assignment=key.assignment, student=key.student, kind=kind,
-                                                   name=name, data=data))
+                conn.execute(
+                    insert(OUTPUT).values(
+                        assignment=key.assignment, student=key.student, kind=kind, name=name, data=data
+                    )
+                )
             if current is not None and current["sha256"] != key.sha256:
-                _set(conn, Key(key.assignment, key.student, current["sha256"]), state="superseded",
-                     reason="a newer submission of this learner is graded")
-            conn.execute(update(TASK).where(_where(key)).values(
-                state=state_if_written, written=TASK.c.written + 1, reason=reason, updated=_now()))
+                _set(
+                    conn,
+                    Key(key.assignment, key.student, current["sha256"]),
+                    state="superseded",
+                    reason="a newer submission of this learner is graded",
+                )
+            conn.execute(
+                update(TASK)
+                .where(_where(key))
+                .values(state=state_if_written, written=TASK.c.written + 1, reason=reason, updated=_now())
+            )
         return "written"
 
 
 def outputs(db_url: str, assignment: str, student: str) -> dict[tuple[str, str], bytes]:
     with engine(db_url).connect() as conn:
-        rows = conn.execute(select(OUTPUT).where(and_(OUTPUT.c.assignment == assignment,
-                                                      OUTPUT.c.student == student)))
+        rows = conn.execute(select(OUTPUT).where(and_(OUTPUT.c.assignment == assignment, OUTPUT.c.student == student)))
         return {(r.kind, r.name): bytes(r.data) for r in rows}

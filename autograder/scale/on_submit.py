@@ -10,6 +10,7 @@ It runs on the instructor's side (the exchange's machine), never in a learner's 
 holds no broker or gradebook credentials, so a learner cannot queue work in another learner's name or read
 the gradebook. The student is the one nbgrader's submit wrote into the folder name, as for nbgrader collect.
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,17 +29,24 @@ from .payload import Payload, PayloadRefused, from_submission, submitted_at
 
 METADATA = MetaData()
 SEEN = Table("revad_inbound_seen", METADATA, Column("folder", String(512), primary_key=True))
-DELIVERED = Table("revad_feedback_delivered", METADATA,
-                  Column("assignment", String(128), primary_key=True), Column("student", String(128), primary_key=True),
-                  Column("sha256", String(64), primary_key=True))
+DELIVERED = Table(
+    "revad_feedback_delivered",
+    METADATA,
+    Column("assignment", String(128), primary_key=True),
+    Column("student", String(128), primary_key=True),
+    Column("sha256", String(64), primary_key=True),
+)
 
 
 class GradeOnSubmit(LoggingConfigurable):
     broker_url = Unicode("", help="the broker the grading workers listen on").tag(config=True)
     db_url = Unicode("", help="the gradebook (default: CourseDirectory.db_url)").tag(config=True)
-    feedback = Enum(["none", "full"], default_value="none",
-                    help="what goes back to the learner once graded: none (the instructor releases it) or full "
-                         "(the feedback page, at once)").tag(config=True)
+    feedback = Enum(
+        ["none", "full"],
+        default_value="none",
+        help="what goes back to the learner once graded: none (the instructor releases it) or full "
+        "(the feedback page, at once)",
+    ).tag(config=True)
     poll_seconds = Float(2.0, help="how often the exchange is looked at").tag(config=True)
 
 
@@ -49,7 +57,7 @@ def inbound_record(folder: Path) -> tuple[str, str, str] | None:
 
     try:
         parse_utc(folder.name.rsplit("+", 1)[-1])
-        parts = folder.name.rsplit("+", 2)           # ends with the timestamp: no random part
+        parts = folder.name.rsplit("+", 2)  # ends with the timestamp: no random part
     except (ValueError, OverflowError, TypeError):
         parts = folder.name.rsplit("+", 3)[:3]
     if len(parts) < 3 or not all(parts):
@@ -60,8 +68,17 @@ def inbound_record(folder: Path) -> tuple[str, str, str] | None:
 class Service:
     log = logging.getLogger("revad.on_submit")
 
-    def __init__(self, config: GradeOnSubmit, course_dir: Path, exchange_root: Path, course_id: str, db_url: str,
-                 source: str = "source", release: str = "release", limits: sandbox.Limits | None = None):
+    def __init__(
+        self,
+        config: GradeOnSubmit,
+        course_dir: Path,
+        exchange_root: Path,
+        course_id: str,
+        db_url: str,
+        source: str = "source",
+        release: str = "release",
+        limits: sandbox.Limits | None = None,
+    ):
         self.config, self.course_dir, self.db_url = config, course_dir, db_url
         self.course_exchange = exchange_root / course_id
         self.source, self.release, self.limits = source, release, limits or sandbox.Limits()
@@ -77,26 +94,37 @@ class Service:
 
     def queue_new(self) -> int:
         from .client import queue_payload
+
         count = 0
         for folder in self.new_folders():
             record = inbound_record(folder)
-            if record is not None and (folder / "timestamp.txt").is_file():   # nbgrader writes it after the files
+            if record is not None and (folder / "timestamp.txt").is_file():  # nbgrader writes it after the files
                 student, assignment, _ = record
                 try:
                     payload = from_submission(folder.parent.parent, folder.parent.name, folder.name)
                     payload = Payload(assignment, student, payload.submitted_at, payload.files)
                 except PayloadRefused as refused:
                     payload = Payload(assignment, student, submitted_at(None), [])
-                    service.fail(payload, service.WorkerSettings(self.course_dir, self.db_url, self.source,
-                                                                 self.release), str(refused))
+                    service.fail(
+                        payload,
+                        service.WorkerSettings(self.course_dir, self.db_url, self.source, self.release),
+                        str(refused),
+                    )
                 else:
-                    queue_payload(self.config.broker_url, self.course_dir, payload, self.db_url, self.source,
-                                  self.release, self.limits)
+                    queue_payload(
+                        self.config.broker_url,
+                        self.course_dir,
+                        payload,
+                        self.db_url,
+                        self.source,
+                        self.release,
+                        self.limits,
+                    )
                 count += 1
             elif record is None:
                 self.log.warning("not an nbgrader submission folder, left alone: %s", folder.name)
             else:
-                continue      # still being written: next time
+                continue  # still being written: next time
             with ledger.engine(self.db_url).begin() as conn:
                 conn.execute(insert(SEEN).values(folder=folder.name))
         return count
@@ -109,8 +137,11 @@ class Service:
 
         with ledger.engine(self.db_url).connect() as conn:
             done = {(r.assignment, r.student, r.sha256) for r in conn.execute(select(DELIVERED))}
-            graded = [r for r in conn.execute(select(ledger.TASK).where(ledger.TASK.c.state.in_(("graded", "failed"))))
-                      if r.written and (r.assignment, r.student, r.sha256) not in done]
+            graded = [
+                r
+                for r in conn.execute(select(ledger.TASK).where(ledger.TASK.c.state.in_(("graded", "failed"))))
+                if r.written and (r.assignment, r.student, r.sha256) not in done
+            ]
         outbound = self.course_exchange / "feedback"
         count = 0
         for row in graded:
@@ -124,10 +155,12 @@ class Service:
                         with tempfile.NamedTemporaryFile(dir=outbound, delete=False) as tmp:
                             tmp.write(data)
                         os.chmod(tmp.name, 0o644)
-                        os.replace(tmp.name, target)      # atomically, as release_feedback does
+                        os.replace(tmp.name, target)  # atomically, as release_feedback does
                 count += 1
             with ledger.engine(self.db_url).begin() as conn:
-                conn.execute(insert(DELIVERED).values(assignment=row.assignment, student=row.student, sha256=row.sha256))
+                conn.execute(
+                    insert(DELIVERED).values(assignment=row.assignment, student=row.student, sha256=row.sha256)
+                )
         return count
 
     def run(self, once: bool = False) -> None:
@@ -148,12 +181,21 @@ def from_course(course_dir: Path) -> Service:
 
     config = load_pyconfig_files(["nbgrader_config.py"], str(course_dir))
     if "root" not in config.CourseDirectory:
-        config.CourseDirectory.root = str(course_dir)     # as nbgrader does when run from the course directory
+        config.CourseDirectory.root = str(course_dir)  # as nbgrader does when run from the course directory
     coursedir = CourseDirectory(config=config)
     settings = GradeOnSubmit(config=config)
     if not settings.broker_url:
         raise SystemExit(f"{course_dir / 'nbgrader_config.py'} sets no c.GradeOnSubmit.broker_url.")
-    exchange_root = Path(config.Exchange.root) if "root" in config.Exchange else Path("/usr/local/share/nbgrader/exchange")
+    exchange_root = (
+        Path(config.Exchange.root) if "root" in config.Exchange else Path("/usr/local/share/nbgrader/exchange")
+    )
     db_url = settings.db_url or coursedir.db_url
-    return Service(settings, Path(coursedir.root), exchange_root, coursedir.course_id, db_url,
-                   coursedir.source_directory, coursedir.release_directory)
+    return Service(
+        settings,
+        Path(coursedir.root),
+        exchange_root,
+        coursedir.course_id,
+        db_url,
+        coursedir.source_directory,
+        coursedir.release_directory,
+    )

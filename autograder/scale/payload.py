@@ -4,6 +4,7 @@ The broker carries no hidden tests or references (the workers hold the course so
 than :data:`MAX_PAYLOAD_BYTES`. Files are read without following links (autograder.grading.intake), and
 written back on the worker only under the submission's folder.
 """
+
 from __future__ import annotations
 
 import base64
@@ -15,7 +16,7 @@ from pathlib import Path, PurePosixPath
 
 from ..grading import intake
 
-MAX_PAYLOAD_BYTES = 32 * 2**20   # a submission's files, before base64; larger ones are refused with a message
+MAX_PAYLOAD_BYTES = 32 * 2**20  # a submission's files, before base64; larger ones are refused with a message
 
 
 class PayloadRefused(ValueError):
@@ -24,8 +25,8 @@ class PayloadRefused(ValueError):
 
 @dataclass(frozen=True)
 class SubmittedFile:
-    path: str       # relative, POSIX
-    data: str       # base64
+    path: str  # relative, POSIX
+    data: str  # base64
     sha256: str
 
     def content(self) -> bytes:
@@ -39,7 +40,7 @@ class SubmittedFile:
 class Payload:
     assignment: str
     student: str
-    submitted_at: str                        # ISO 8601, UTC: nbgrader's timestamp.txt, else the time it was queued
+    submitted_at: str  # ISO 8601, UTC: nbgrader's timestamp.txt, else the time it was queued
     files: list[SubmittedFile] = field(default_factory=list)
 
     @property
@@ -54,12 +55,12 @@ class Payload:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Payload":
+    def from_dict(cls, data: dict) -> Payload:
         files = [SubmittedFile(**f) for f in data["files"]]
         payload = cls(str(data["assignment"]), str(data["student"]), str(data["submitted_at"]), files)
         payload.check()
         for f in files:
-            f.content()     # refused here, with its message, if damaged
+            f.content()  # refused here, with its message, if damaged
         return payload
 
     def check(self) -> None:
@@ -85,15 +86,18 @@ class Payload:
 
 
 def too_large(size: int) -> str:
-    return (f"The submission is {size / 2**20:.1f} MiB; the grading service takes at most "
-            f"{MAX_PAYLOAD_BYTES / 2**20:.0f} MiB. Remove large files (data, model checkpoints) from the "
-            "assignment folder and submit again.")
+    return (
+        f"The submission is {size / 2**20:.1f} MiB; the grading service takes at most "
+        f"{MAX_PAYLOAD_BYTES / 2**20:.0f} MiB. Remove large files (data, model checkpoints) from the "
+        "assignment folder and submit again."
+    )
 
 
 def submitted_at(timestamp_text: str | None) -> str:
     """nbgrader's timestamp (e.g. '2026-11-24 21:05:03.123456 UTC') as ISO 8601 UTC; now if there is none."""
     if timestamp_text:
         from nbgrader.utils import parse_utc
+
         try:
             return parse_utc(timestamp_text.strip()).replace(tzinfo=timezone.utc).isoformat()
         except (ValueError, TypeError, OverflowError):
@@ -113,7 +117,12 @@ def from_submission(submitted: Path, student: str, assignment: str) -> Payload:
             total += len(raw)
             if total > MAX_PAYLOAD_BYTES:
                 raise PayloadRefused(too_large(sum(p.stat().st_size for p in copy.rglob("*") if p.is_file())))
-            files.append(SubmittedFile(path.relative_to(copy).as_posix(), base64.b64encode(raw).decode("ascii"),
-                                       hashlib.sha256(raw).hexdigest()))
+            files.append(
+                SubmittedFile(
+                    path.relative_to(copy).as_posix(),
+                    base64.b64encode(raw).decode("ascii"),
+                    hashlib.sha256(raw).hexdigest(),
+                )
+            )
     stamp = intake.read_timestamp(submitted, student, assignment)
     return Payload(assignment, student, submitted_at(stamp), files)

@@ -8,6 +8,7 @@ its reason instead (a submission that kills its worker every time must not loop 
 task that was taken but not acknowledged to another worker after the visibility timeout, which must
 exceed the longest a task may take (checked when a task is queued).
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,8 +35,10 @@ app.conf.update(
     task_acks_late=True,
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,
-    task_serializer="json", accept_content=["json"], result_serializer="json",
-    task_ignore_result=True,                 # results go to the gradebook, not to a result backend
+    task_serializer="json",
+    accept_content=["json"],
+    result_serializer="json",
+    task_ignore_result=True,  # results go to the gradebook, not to a result backend
     task_default_queue=QUEUE,
     broker_connection_retry_on_startup=True,
     broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT_S},
@@ -62,9 +65,13 @@ class WorkerSettings:
     release: str
 
     @classmethod
-    def from_env(cls) -> "WorkerSettings":
-        return cls(Path(os.environ["REVAD_COURSE_DIR"]), os.environ["REVAD_DB_URL"],
-                   os.environ.get("REVAD_SOURCE", "source"), os.environ.get("REVAD_RELEASE", "release"))
+    def from_env(cls) -> WorkerSettings:
+        return cls(
+            Path(os.environ["REVAD_COURSE_DIR"]),
+            os.environ["REVAD_DB_URL"],
+            os.environ.get("REVAD_SOURCE", "source"),
+            os.environ.get("REVAD_RELEASE", "release"),
+        )
 
 
 @app.task(name="revad.grade_submission", bind=True)
@@ -78,22 +85,32 @@ def grade(data: dict, settings: WorkerSettings, limits: Limits) -> str:
     try:
         payload = Payload.from_dict(data)
         if data.get("sha256") not in (None, payload.sha256):
-            raise PayloadRefused("the submission's files do not match the sha256 it was queued with (damaged on the way)")
+            raise PayloadRefused(
+                "the submission's files do not match the sha256 it was queued with (damaged on the way)"
+            )
     except (PayloadRefused, KeyError, TypeError, ValueError) as refused:
         return _refused(data, settings, f"The grading service could not read this submission: {refused}")
     key = ledger.Key(payload.assignment, payload.student, payload.sha256)
     attempt = ledger.start_attempt(settings.db_url, key, payload.submitted_at)
     if (ledger.state(settings.db_url, key) or {}).get("written"):
-        return "already graded"            # delivered again after it was written: nothing to do
+        return "already graded"  # delivered again after it was written: nothing to do
     if attempt > MAX_ATTEMPTS:
-        return fail(payload, settings, f"The grading worker stopped {attempt - 1} times while it graded this "
-                    "submission (killed, or out of memory), so it was not tried again. It scores 0 for now; your "
-                    "instructor has been told and will look at it.")
+        return fail(
+            payload,
+            settings,
+            f"The grading worker stopped {attempt - 1} times while it graded this "
+            "submission (killed, or out of memory), so it was not tried again. It scores 0 for now; your "
+            "instructor has been told and will look at it.",
+        )
     try:
         return _grade(payload, key, settings, limits)
     except SoftTimeLimitExceeded:
-        return fail(payload, settings, "The grader took longer than the service allows for one submission, so it "
-                    "was stopped. It scores 0 for now; your instructor has been told and will look at it.")
+        return fail(
+            payload,
+            settings,
+            "The grader took longer than the service allows for one submission, so it "
+            "was stopped. It scores 0 for now; your instructor has been told and will look at it.",
+        )
 
 
 def _scratch_course(scratch: Path, settings: WorkerSettings, payload: Payload) -> Path:
@@ -101,8 +118,11 @@ def _scratch_course(scratch: Path, settings: WorkerSettings, payload: Payload) -
     root = scratch / "course"
     for name in (settings.source, settings.release):
         (root / name).mkdir(parents=True)
-        shutil.copytree(settings.course_dir / name / payload.assignment, root / name / payload.assignment,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        shutil.copytree(
+            settings.course_dir / name / payload.assignment,
+            root / name / payload.assignment,
+            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
+        )
     payload.write_into(root / "submitted" / payload.student / payload.assignment)
     return root
 
@@ -139,13 +159,26 @@ def _grade(payload: Payload, key: ledger.Key, settings: WorkerSettings, limits: 
         outcome = []
 
         def write_once(db_url, result, content_hash, timestamp):
-            outcome.append(ledger.record_once(settings.db_url, key, payload.submitted_at, result,
-                                              _outputs(root, payload)))
+            outcome.append(
+                ledger.record_once(settings.db_url, key, payload.submitted_at, result, _outputs(root, payload))
+            )
             return 0.0, 0.0
 
-        grade_assignment(root, payload.assignment, [payload.student], db_url=settings.db_url,
-                         source=settings.source, release=settings.release, workers=1, force=True, limits=limits,
-                         progress=False, log=log.info, recorder=write_once, pool=warm_pool())
+        grade_assignment(
+            root,
+            payload.assignment,
+            [payload.student],
+            db_url=settings.db_url,
+            source=settings.source,
+            release=settings.release,
+            workers=1,
+            force=True,
+            limits=limits,
+            progress=False,
+            log=log.info,
+            recorder=write_once,
+            pool=warm_pool(),
+        )
     return outcome[0] if outcome else "not graded"
 
 
@@ -155,7 +188,7 @@ def fail(payload: Payload, settings: WorkerSettings, reason: str, key: ledger.Ke
     from ..grading.jobs import Flag
     from ..grading.spec import assignment_spec
 
-    ledger.engine(settings.db_url)      # the gradebook's tables made first, once, under a lock
+    ledger.engine(settings.db_url)  # the gradebook's tables made first, once, under a lock
     with tempfile.TemporaryDirectory(prefix="revad-task-") as scratch:
         root = Path(scratch) / "course"
         for name in (settings.source, settings.release):
@@ -165,8 +198,9 @@ def fail(payload: Payload, settings: WorkerSettings, reason: str, key: ledger.Ke
     result = zero_result(spec, payload.student, reason, Flag("grader_error", reason))
     key = key or ledger.Key(payload.assignment, payload.student, payload.sha256)
     ledger.queued(settings.db_url, key, payload.submitted_at)
-    return ledger.record_once(settings.db_url, key, payload.submitted_at, result, {}, state_if_written="failed",
-                              reason=reason)
+    return ledger.record_once(
+        settings.db_url, key, payload.submitted_at, result, {}, state_if_written="failed", reason=reason
+    )
 
 
 def _refused(data: dict, settings: WorkerSettings, reason: str) -> str:

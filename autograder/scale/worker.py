@@ -1,4 +1,5 @@
 """`python -m autograder worker --broker URL --db-url URL`: start a Celery worker that grades submissions."""
+
 from __future__ import annotations
 
 import os
@@ -6,8 +7,9 @@ import socket
 from pathlib import Path
 
 
-def run_worker(broker: str, db_url: str, course_dir: Path, source: str, release: str, concurrency: int | None,
-               hostname: str | None) -> int:
+def run_worker(
+    broker: str, db_url: str, course_dir: Path, source: str, release: str, concurrency: int | None, hostname: str | None
+) -> int:
     if not (course_dir / source).is_dir():
         raise SystemExit(f"{course_dir} has no {source}/ folder: a worker needs the course source (--course-dir).")
     from ..grading import sandbox
@@ -17,13 +19,23 @@ def run_worker(broker: str, db_url: str, course_dir: Path, source: str, release:
     print(info.describe(), flush=True)
     refuse_unreachable_python(info)
     # read by every process of the worker pool (autograder.scale.service.WorkerSettings)
-    os.environ.update(REVAD_COURSE_DIR=str(course_dir), REVAD_DB_URL=db_url, REVAD_SOURCE=source,
-                      REVAD_RELEASE=release)
+    os.environ.update(REVAD_COURSE_DIR=str(course_dir), REVAD_DB_URL=db_url, REVAD_SOURCE=source, REVAD_RELEASE=release)
     from .service import use_broker
 
     app = use_broker(broker)
-    argv = ["worker", "--loglevel", "INFO", "--pool", "prefork", "--queues", "revad-grading",
-            "--hostname", hostname or f"revad@{socket.gethostname()}", "--without-gossip", "--without-mingle"]
+    argv = [
+        "worker",
+        "--loglevel",
+        "INFO",
+        "--pool",
+        "prefork",
+        "--queues",
+        "revad-grading",
+        "--hostname",
+        hostname or f"revad@{socket.gethostname()}",
+        "--without-gossip",
+        "--without-mingle",
+    ]
     if concurrency:
         argv += ["--concurrency", str(concurrency)]
     app.worker_main(argv)
