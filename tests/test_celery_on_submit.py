@@ -39,7 +39,9 @@ def test_inbound_folder_names_are_read_as_nbgrader_collect_reads_them():
     assert inbound_record(type("P", (), {"name": "stray"})()) is None
 
 
-def test_submit_is_graded_and_its_feedback_fetched_with_no_instructor_step(tmp_path):
+def _submit_and_fetch(tmp_path, feedback: str, learners: dict[str, dict[str, str]]):
+    """Release, each learner fetches, answers and submits; the on-submit service and one worker run until each
+    learner's stock fetch_feedback brings a page. (pages by learner, gradebook url, instructor folder)"""
     exchange, instructor = tmp_path / "exchange", tmp_path / "instructor"
     exchange.mkdir(mode=0o777)
     shutil.copytree(SOLUTIONS / ASSIGNMENT, instructor / "source" / ASSIGNMENT)
@@ -47,7 +49,7 @@ def test_submit_is_graded_and_its_feedback_fetched_with_no_instructor_step(tmp_p
     db_url = f"sqlite:///{instructor / 'gradebook.db'}"
     (instructor / "nbgrader_config.py").write_text(
         INSTRUCTOR_CONFIG.format(exchange=str(exchange))
-        + f"c.GradeOnSubmit.broker_url = {redis.url!r}\nc.GradeOnSubmit.feedback = 'full'\n"
+        + f"c.GradeOnSubmit.broker_url = {redis.url!r}\nc.GradeOnSubmit.feedback = {feedback!r}\n"
         + "c.GradeOnSubmit.poll_seconds = 0.5\n"
     )
     nbgrader(instructor, "generate_assignment", ASSIGNMENT, "--force")
@@ -61,8 +63,7 @@ def test_submit_is_graded_and_its_feedback_fetched_with_no_instructor_step(tmp_p
     )
     try:
         homes = {}
-        answers = solution_sources(SOLUTIONS / ASSIGNMENT / NOTEBOOK)
-        for learner, mine in (("ada", answers), ("ben", {**answers, **BEN_WRONG})):
+        for learner, mine in learners.items():
             home = homes[learner] = tmp_path / "home" / learner
             home.mkdir(parents=True)
             (home / "nbgrader_config.py").write_text(LEARNER_CONFIG.format(exchange=str(exchange), learner=learner))
@@ -80,14 +81,19 @@ def test_submit_is_graded_and_its_feedback_fetched_with_no_instructor_step(tmp_p
                     pages[learner] = found[0].read_text()
                     break
                 assert "no feedback" in out.lower(), out[-2000:]
-                assert time.monotonic() < deadline and watcher.poll() is None, (tmp_path / "on-submit.log").read_text()[
-                    -3000:
-                ]
+                log = (tmp_path / "on-submit.log").read_text()[-3000:]
+                assert time.monotonic() < deadline and watcher.poll() is None, log
                 time.sleep(2)
     finally:
         watcher.terminate()
         worker.stop()
         redis.stop()
+    return pages, db_url, instructor
+
+
+def test_submit_is_graded_and_its_feedback_fetched_with_no_instructor_step(tmp_path):
+    answers = solution_sources(SOLUTIONS / ASSIGNMENT / NOTEBOOK)
+    pages, db_url, instructor = _submit_and_fetch(tmp_path, "full", {"ada": answers, "ben": {**answers, **BEN_WRONG}})
     assert "15" in pages["ada"] and "one-sided difference" not in pages["ada"]
     assert "one-sided difference" in pages["ben"] and "13" in pages["ben"]
     rows = ledger.states(db_url, ASSIGNMENT)
@@ -97,3 +103,18 @@ def test_submit_is_graded_and_its_feedback_fetched_with_no_instructor_step(tmp_p
     ]
     again = from_course(instructor)
     assert again.queue_new() == 0 and again.deliver() == 0, "each submission queued once, its feedback handed once"
+
+
+def test_visible_feedback_hands_back_the_shown_tests_alone_and_the_gradebook_keeps_the_whole_grade(tmp_path):
+    """feedback = "visible": an answer right only on the case the notebook shows fetches a page with full marks on
+    the shown tests and the note that the hidden tests' result comes later; the gradebook holds its real score."""
+    from nbgrader.api import Gradebook
+
+    from autograder.grading.write import SHOWN_ONLY_NOTE
+    from tests.test_feedback_visible import _answers, _text
+
+    pages, db_url, _ = _submit_and_fetch(tmp_path, "visible", {"cy": _answers()["cy"]})
+    page = _text(pages["cy"])
+    assert "Score: 15.0 / 15.0" in page and _text(SHOWN_ONLY_NOTE).replace("*", "") in page.replace("*", "")
+    with Gradebook(db_url) as gb:
+        assert gb.find_submission(ASSIGNMENT, "cy").score == 8

@@ -73,6 +73,8 @@ class NotebookResult:
     comments: dict[str, str | None] = field(default_factory=dict)  # answer cell grade_id -> auto comment
     messages: list[str] = field(default_factory=list)
     flags: list[Flag] = field(default_factory=list)
+    # grade_id -> the grade on the tests the learner's copy shows (hidden cases left out): "visible" feedback
+    shown: dict[str, CellGrade] = field(default_factory=dict)
 
     @property
     def score(self) -> float:
@@ -91,6 +93,7 @@ class NotebookResult:
             comments=dict(data["comments"]),
             messages=list(data["messages"]),
             flags=[Flag(**f) for f in data["flags"]],
+            shown={k: CellGrade(**v) for k, v in data.get("shown", {}).items()},
         )
 
 

@@ -31,7 +31,7 @@ from .judge import judge_cell, read_channel
 from .read import Unreadable, find_notebooks, nbgrader_meta, normalized, read_notebook
 from .screen import screen
 from .spec import CheckCall, UntrustedCell, check_modules, hidden_lines, parse_check_calls
-from .write import write_autograded, write_feedback
+from .write import ALL_HIDDEN, write_autograded, write_feedback
 
 STOP_MESSAGES = {
     "died": "The notebook's kernel stopped at the cell shown (it crashed, ran out of memory, or your code called "
@@ -208,6 +208,14 @@ def _visible_calls(spec_cell: dict, calls: list) -> int | None:
         return None
 
 
+def _shown_grade(calls: list[CheckCall], results: list, points: float, shown: int | None) -> CellGrade:
+    """The cell judged on the check calls the learner's copy shows alone: what the learner could have run."""
+    if not shown:
+        return CellGrade(0.0, 0.0, [ALL_HIDDEN])  # out of 0: the shown total leaves it out
+    score, msgs, _ = judge_cell(calls[:shown], results[:shown], points, visible=shown)
+    return CellGrade(score, points, msgs)
+
+
 def judge(plan: Plan, report: dict, spec_nb: dict, result: NotebookResult) -> None:
     """Each graded test cell's score, decided here by the judges from the probes' data."""
     status = report["status"]
@@ -219,9 +227,11 @@ def judge(plan: Plan, report: dict, spec_nb: dict, result: NotebookResult) -> No
             result.grades[gid] = CellGrade(
                 0.0, points, ["This test could not be graded; your instructor has been told."]
             )
+            result.shown[gid] = result.grades[gid]
             continue
         calls = plan.calls[gid]
         assert calls is not None  # untrusted cells were scored above
+        shown_grade = None
         if status[tindex] == "not_run":
             score, msgs = 0.0, ["This test did not run: the notebook stopped before reaching it."]
         elif status[tindex] == "died":
@@ -240,7 +250,9 @@ def judge(plan: Plan, report: dict, spec_nb: dict, result: NotebookResult) -> No
             score, msgs, _ = judge_cell(calls, results, points, visible=shown)
             if status[tindex] == "timeout" and score < points:
                 msgs.append("Your code was stopped while this test ran: it took longer than the grader allows.")
+            shown_grade = _shown_grade(calls, results, points, shown)
         result.grades[gid] = CellGrade(score, points, msgs)
+        result.shown[gid] = shown_grade or result.grades[gid]
     result.flags += [Flag("patched", f"replaced in the kernel: {p}") for p in sorted(patched)]
 
 

@@ -97,27 +97,52 @@ def _outcome_output(g):
     return nbformat.v4.new_output("error", ename="CheckFailed", evalue=text, traceback=[f"CheckFailed: {text}"])
 
 
+ALL_HIDDEN = "All of this test's cases are hidden: its score comes with the feedback your instructor releases."
+SHOWN_ONLY_NOTE = (
+    "**Your results on the tests your notebook shows.** Your instructor's hidden tests were run too; their "
+    "result, and your score for the assignment, come with the feedback your instructor releases."
+)
+
+
 def write_feedback(name: str, result: NotebookResult, out_dir: Path, messages: Sequence[str] = ()) -> None:
     """Feedback HTML with nbgrader's feedback template: scores, trusted messages, the flags that concern
     the learner, no hidden tests; maths rendered without a network, long lines wrapped."""
-    path = out_dir / "autograded" / f"{name}.ipynb"
-    if path.exists():
-        nb = nbformat.read(path, as_version=4)
-    else:
-        nb = nbformat.v4.new_notebook()
-    with_notes(nb, notes_cell([*messages, *result.messages], [asdict(f) for f in result.flags], for_learner=True))
+    html = feedback_page(name, result, out_dir / "autograded" / f"{name}.ipynb", messages)
+    (out_dir / "feedback").mkdir(parents=True, exist_ok=True)
+    (out_dir / "feedback" / f"{name}.html").write_text(html)
+
+
+def feedback_page(
+    name: str, result: NotebookResult, autograded: Path, messages: Sequence[str] = (), shown_only: bool = False
+) -> str:
+    """The feedback page of one notebook. `shown_only`: each test judged on the cases the learner's copy shows
+    (result.shown), nothing of the hidden tests, not even their score: what grade on submit hands back at once
+    when the course keeps the hidden tests' result for the instructor's release."""
+    nb = nbformat.read(autograded, as_version=4) if autograded.exists() else nbformat.v4.new_notebook()
+    grades = result.shown if shown_only else result.grades
+    notes = notes_cell([*messages, *result.messages], [asdict(f) for f in result.flags], for_learner=True)
+    with_notes(nb, notes)
+    if shown_only:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(SHOWN_ONLY_NOTE))
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
         gid = meta.get("grade_id")
-        if gid in result.grades:
-            meta["score"] = result.grades[gid].score
-            meta["points"] = result.grades[gid].max
+        if gid in grades:
+            meta["score"] = grades[gid].score
+            meta["points"] = grades[gid].max
+            if shown_only and meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
+                g = grades[gid]
+                hidden = g.messages == [ALL_HIDDEN]
+                cell.outputs = (
+                    [nbformat.v4.new_output("stream", name="stdout", text=ALL_HIDDEN + "\n")]
+                    if hidden
+                    else [_outcome_output(g)]
+                )
         if gid in result.comments:
             meta["comment"] = result.comments[gid]
     sanitize_notebook(nb)  # the grader's notes name files the learner named
-    score, max_score = result.score, result.max_score
+    score, max_score = sum(g.score for g in grades.values()), sum(g.max for g in grades.values())
     exporter = feedback_exporter()
     resources = {"nbgrader": {"notebook": name, "score": score, "max_score": max_score, "late_penalty": 0}}
     html, _ = exporter.from_notebook_node(nb, resources=resources)
-    (out_dir / "feedback").mkdir(parents=True, exist_ok=True)
-    (out_dir / "feedback" / f"{name}.html").write_text(html)
+    return html

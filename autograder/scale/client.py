@@ -58,13 +58,21 @@ def queue_assignment(
 
 
 def queue_payload(
-    broker: str, course_root: Path, payload: Payload, db_url: str, source: str, release: str, limits: sandbox.Limits
+    broker: str,
+    course_root: Path,
+    payload: Payload,
+    db_url: str,
+    source: str,
+    release: str,
+    limits: sandbox.Limits,
+    feedback: str = "full",
 ) -> ledger.Key:
-    """Queue one submission (grade on submit)."""
+    """Queue one submission (grade on submit); `feedback="visible"` has the worker also write the pages of the
+    shown tests alone."""
     time_limits = _prepare(course_root, payload.assignment, db_url, source, release, limits)
     app = service.use_broker(broker)
     with app.connection_for_write(broker) as connection:
-        return _send(app, connection, payload, db_url, limits, time_limits)
+        return _send(app, connection, payload, db_url, limits, time_limits, feedback)
 
 
 def _prepare(
@@ -83,14 +91,20 @@ def _prepare(
 
 
 def _send(
-    app, connection, payload: Payload, db_url: str, limits: sandbox.Limits, time_limits: tuple[int, int]
+    app,
+    connection,
+    payload: Payload,
+    db_url: str,
+    limits: sandbox.Limits,
+    time_limits: tuple[int, int],
+    feedback: str = "full",
 ) -> ledger.Key:
     key = ledger.Key(payload.assignment, payload.student, payload.sha256)
     ledger.queued(db_url, key, payload.submitted_at)
     soft, hard = time_limits
     app.send_task(
         "revad.grade_submission",
-        args=[{**payload.to_dict(), "sha256": key.sha256}, asdict(limits)],
+        args=[{**payload.to_dict(), "sha256": key.sha256}, asdict(limits), feedback],
         queue=service.QUEUE,
         soft_time_limit=soft,
         time_limit=hard,

@@ -43,7 +43,7 @@ OUTPUT = Table(
     METADATA,
     Column("assignment", String(128), primary_key=True),
     Column("student", String(128), primary_key=True),
-    Column("kind", String(16), primary_key=True),  # autograded | feedback
+    Column("kind", String(16), primary_key=True),  # autograded | feedback | feedback_visible
     Column("name", String(255), primary_key=True),
     Column("data", LargeBinary, nullable=False),
 )

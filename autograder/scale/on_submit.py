@@ -4,7 +4,8 @@ hands its feedback back through the exchange, as nbgrader's release_feedback wou
 Configured in the course's ``nbgrader_config.py``::
 
     c.GradeOnSubmit.broker_url = "amqp://grader:…@broker-host//"
-    c.GradeOnSubmit.feedback = "full"        # or "none": learners wait for the instructor's release
+    c.GradeOnSubmit.feedback = "visible"     # the shown tests' results at once; "full": everything at once;
+                                             # "none": learners wait for the instructor's release
 
 It runs on the instructor's side (the exchange's machine), never in a learner's process: a learner's server
 holds no broker or gradebook credentials, so a learner cannot queue work in another learner's name or read
@@ -42,10 +43,11 @@ class GradeOnSubmit(LoggingConfigurable):
     broker_url = Unicode("", help="the broker the grading workers listen on").tag(config=True)
     db_url = Unicode("", help="the gradebook (default: CourseDirectory.db_url)").tag(config=True)
     feedback = Enum(
-        ["none", "full"],
+        ["none", "visible", "full"],
         default_value="none",
-        help="what goes back to the learner once graded: none (the instructor releases it) or full "
-        "(the feedback page, at once)",
+        help="what goes back to the learner once graded: none (the instructor releases it), visible (the "
+        "results of the tests the learner's notebook shows, at once; the hidden tests' result waits for the "
+        "instructor's release) or full (the whole feedback page, at once)",
     ).tag(config=True)
     poll_seconds = Float(2.0, help="how often the exchange is looked at").tag(config=True)
 
@@ -119,6 +121,7 @@ class Service:
                         self.source,
                         self.release,
                         self.limits,
+                        "visible" if self.config.feedback == "visible" else "full",
                     )
                 count += 1
             elif record is None:
@@ -143,14 +146,15 @@ class Service:
                 if r.written and (r.assignment, r.student, r.sha256) not in done
             ]
         outbound = self.course_exchange / "feedback"
+        kind = service.SHOWN_FEEDBACK if self.config.feedback == "visible" else "feedback"
         count = 0
         for row in graded:
             files = ledger.outputs(self.db_url, row.assignment, row.student)
             secret = files.get(("feedback", "submission_secret.txt"), b"").decode("ascii", "replace").strip()
             if secret:
                 outbound.mkdir(parents=True, exist_ok=True)
-                for (kind, name), data in files.items():
-                    if kind == "feedback" and name.endswith(".html") and "/" not in name:
+                for (file_kind, name), data in files.items():
+                    if file_kind == kind and name.endswith(".html") and "/" not in name:
                         target = outbound / f"{notebook_hash(secret=secret, notebook_id=name[:-5])}.html"
                         with tempfile.NamedTemporaryFile(dir=outbound, delete=False) as tmp:
                             tmp.write(data)
@@ -174,8 +178,8 @@ class Service:
 
 
 def from_course(course_dir: Path) -> Service:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     """The service as the course directory's nbgrader_config.py configures it."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config.loader import load_pyconfig_files
 

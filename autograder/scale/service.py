@@ -75,12 +75,15 @@ class WorkerSettings:
 
 
 @app.task(name="revad.grade_submission", bind=True)
-def grade_submission(self, payload: dict, limits: dict) -> str:
+def grade_submission(self, payload: dict, limits: dict, feedback: str = "full") -> str:
     settings = WorkerSettings.from_env()
-    return grade(payload, settings, Limits(**limits))
+    return grade(payload, settings, Limits(**limits), feedback)
 
 
-def grade(data: dict, settings: WorkerSettings, limits: Limits) -> str:
+FEEDBACK_KINDS = ("full", "visible")  # "visible": also the page of the shown tests alone (grade on submit)
+
+
+def grade(data: dict, settings: WorkerSettings, limits: Limits, feedback: str = "full") -> str:
     """Grade one submission into the gradebook; what happened, in a word or two (for the worker's log)."""
     try:
         payload = Payload.from_dict(data)
@@ -103,7 +106,7 @@ def grade(data: dict, settings: WorkerSettings, limits: Limits) -> str:
             "instructor has been told and will look at it.",
         )
     try:
-        return _grade(payload, key, settings, limits)
+        return _grade(payload, key, settings, limits, shown_feedback=feedback == "visible")
     except SoftTimeLimitExceeded:
         return fail(
             payload,
@@ -129,7 +132,7 @@ def _scratch_course(scratch: Path, settings: WorkerSettings, payload: Payload) -
 
 def _outputs(root: Path, payload: Payload) -> dict[tuple[str, str], bytes]:
     out = {}
-    for kind in ("autograded", "feedback"):
+    for kind in ("autograded", "feedback", SHOWN_FEEDBACK):
         folder = root / kind / payload.student / payload.assignment
         for path in sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []:
             out[(kind, path.relative_to(folder).as_posix())] = path.read_bytes()
@@ -148,7 +151,23 @@ def warm_pool() -> list:
     return _POOL
 
 
-def _grade(payload: Payload, key: ledger.Key, settings: WorkerSettings, limits: Limits) -> str:
+SHOWN_FEEDBACK = "feedback_visible"  # the outputs' kind of the shown-tests-only pages
+
+
+def _write_shown_feedback(root: Path, payload: Payload, result) -> None:
+    from ..grading.write import feedback_page
+
+    folder = root / SHOWN_FEEDBACK / payload.student / payload.assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    autograded = root / "autograded" / payload.student / payload.assignment
+    for name, nb_result in result.notebooks.items():
+        page = feedback_page(name, nb_result, autograded / f"{name}.ipynb", result.messages, shown_only=True)
+        (folder / f"{name}.html").write_text(page)
+
+
+def _grade(
+    payload: Payload, key: ledger.Key, settings: WorkerSettings, limits: Limits, shown_feedback: bool = False
+) -> str:
     from ..grading.command import grade_assignment
     from ..grading.spec import assignment_spec
 
@@ -159,6 +178,8 @@ def _grade(payload: Payload, key: ledger.Key, settings: WorkerSettings, limits: 
         outcome = []
 
         def write_once(db_url, result, content_hash, timestamp):
+            if shown_feedback:
+                _write_shown_feedback(root, payload, result)
             outcome.append(
                 ledger.record_once(settings.db_url, key, payload.submitted_at, result, _outputs(root, payload))
             )
