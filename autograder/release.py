@@ -30,7 +30,9 @@ def generate_in_course(root: Path, ids: list[str], db_url: str | None = None) ->
 
 
 def untrusted_test_cells(folder: Path) -> list[str]:
-    """'notebook: grade_id: why' for each graded test cell under `folder` the grader cannot read as trusted."""
+    """'notebook: grade_id: why' for each graded test cell under `folder` the grader cannot read as trusted, and
+    'notebook: cell N: why' for each measurement mark that leaving the cell out could make untrue."""
+    from .grading.measurements import measurement_problems
     from .grading.spec import UntrustedCell, check_modules, parse_check_calls
     from .registry import CHECKS
 
@@ -38,7 +40,9 @@ def untrusted_test_cells(folder: Path) -> list[str]:
     for path in sorted(folder.rglob("*.ipynb")):
         if ".ipynb_checkpoints" in path.parts:
             continue
-        for cell in nbformat.read(path, as_version=4).cells:
+        cells = nbformat.read(path, as_version=4).cells
+        problems += [f"{path.relative_to(folder)}: {why}" for why in measurement_problems(cells)]
+        for cell in cells:
             meta = cell.metadata.get("nbgrader", {})
             if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
                 continue

@@ -56,6 +56,7 @@ def build_execution(
     hidden tests, and scores 0)."""
     spec_by_id = {c["grade_id"]: c for c in spec_nb["cells"] if c.get("grade_id")}
     order = [c["grade_id"] for c in spec_nb["cells"] if c.get("grade_id")]
+    measurements = set(spec_nb.get("measurements", []))
     cells = []
     placed = set()
     stripped = {
@@ -81,6 +82,10 @@ def build_execution(
 
     for cell in nb.cells:
         gid = nbgrader_meta(cell).get("grade_id")
+        # the grader's own marks come from the instructor's copy only: a learner's "revad" metadata is dropped
+        # (a cell marked as the grader's setup would get the setup's time limit and vanish from the autograded copy)
+        cell = copy.copy(cell)
+        cell.metadata = nbformat.from_dict({k: v for k, v in cell.metadata.items() if k != "revad"})
         if gid in spec_by_id and gid not in placed:
             insert_missing_before(gid)
             spec_cell = spec_by_id[gid]
@@ -111,6 +116,8 @@ def build_execution(
             new = copy.deepcopy(cell)
             if nbgrader_meta(new):
                 new.metadata.pop("nbgrader", None)  # unknown grade_id: an ordinary cell
+            if new.cell_type == "code" and normalized(new.source) in measurements:
+                new.metadata["revad"] = {"skip": "measurement"}
             cells.append(new)
     for gid in order:
         if gid not in placed and state.get(gid) == "deleted":

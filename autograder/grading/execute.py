@@ -57,7 +57,7 @@ def _make_client_class():
 
 
 def execute(run_nb, scratch: Path, job: Job) -> dict:
-    """Run the notebook in a sandboxed kernel. Returns {"status": {index: ok|error|timeout|died|not_run},
+    """Run the notebook in a sandboxed kernel. Returns {"status": {index: ok|error|timeout|died|not_run|skipped},
     "stopped": why it stopped early (None), "truncated": cells whose output was cut, "recovered": cells that
     crashed the kernel, after which a fresh kernel went on}."""
     from jupyter_client.kernelspec import KernelSpec
@@ -234,6 +234,9 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
             for index, cell in enumerate(run_nb.cells):
                 if cell.cell_type != "code":
                     status[index] = "ok"
+                    continue
+                if cell.metadata.get("revad", {}).get("skip") == "measurement":
+                    status[index] = "skipped"  # an unchanged measurement cell of the lesson (grading/measurements.py)
                     continue
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

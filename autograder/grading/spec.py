@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..coursedir import nbgrader_api, quiet_nbgrader, require_success
+from .measurements import measurement_sources
 from .read import normalized
 
 HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
@@ -229,7 +230,11 @@ def _read_spec(assignment: str, db_url: str, release_dir: Path) -> dict:
                 for c in released.cells
                 if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade_id")
             ]
-            notebooks[nb_row.name] = {"cells": cells, "plain": plain}
+            notebooks[nb_row.name] = {
+                "cells": cells,
+                "plain": plain,
+                "measurements": measurement_sources(released.cells),
+            }
     modules = sorted(
         {m for nb in notebooks.values() for c in nb["cells"] if c["grade"] for m in check_modules(c["source"])}
     )

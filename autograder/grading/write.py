@@ -14,6 +14,7 @@ import nbformat
 from .assemble import fresh_ids
 from .feedback_html import feedback_exporter, notes_cell, with_notes
 from .jobs import NotebookResult
+from .measurements import NOT_RUN_NOTE
 from .read import nbgrader_meta
 from .sanitize import sanitize_notebook
 
@@ -65,6 +66,8 @@ def write_autograded(
             cell.outputs = [_outcome_output(g)]
         elif cell.cell_type == "code":
             _redact_outputs(cell, secrets)
+            if status.get(index) == "skipped":
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=NOT_RUN_NOTE)]
             if status.get(index) == "timeout":
                 cell.outputs.append(
                     nbformat.v4.new_output(
