@@ -2,10 +2,11 @@
 
     make bench-grading            # or: python -m benchmarks.grading [--n 40] [--workers 2]
 
-Builds two identical scratch courses with N submissions of notebook 01 (the demo's correct, partly
-wrong and blank learners, in turn), grades one with `autograder.grading.grade_assignment` (sandboxed,
-verdicts decided outside the kernel, feedback HTML written) and the other with nbgrader's own
-autograde, one student after the other, and prints seconds per submission for each and the ratio.
+Builds identical scratch courses with N submissions of notebook 01 (the demo's correct, partly wrong and
+blank learners, in turn), grades one with `autograder.grading.grade_assignment` (sandboxed, verdicts decided
+outside the kernel, feedback HTML written), one the same way with the lesson's measurement marks removed
+(every cell runs, as in stock nbgrader), and one with nbgrader's own autograde, one student after the
+other; prints seconds per submission for each and the ratios.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from autograder.submissions import example_submissions
 ASSIGNMENT = "01-reverse-accumulation"
 
 
-def build(root: Path, n: int) -> list[str]:
+def build(root: Path, n: int, measurements: bool = True) -> list[str]:
+    """A scratch course with `n` submissions; `measurements=False`: the source without its measurement marks,
+    so that grading runs every cell, as stock nbgrader does."""
     if root.exists():
         shutil.rmtree(root)
     (root / "source").mkdir(parents=True)
@@ -34,6 +37,12 @@ def build(root: Path, n: int) -> list[str]:
         root / "source" / ASSIGNMENT,
         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
     )
+    if not measurements:
+        for path in (root / "source" / ASSIGNMENT).glob("*.ipynb"):
+            nb = nbformat.read(path, as_version=4)
+            for cell in nb.cells:
+                cell.metadata.pop("revad", None)
+            nbformat.write(nb, path)
     generate_in_course(root, [ASSIGNMENT], f"sqlite:///{root / 'gradebook.db'}")
     examples = list(example_submissions(ASSIGNMENT, root / "release", SOLUTIONS).values())
     students = [f"learner{i:03d}" for i in range(n)]
@@ -58,21 +67,25 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    ours_root, stock_root = args.dir / "ours", args.dir / "stock"
+    ours_root, every_cell_root, stock_root = args.dir / "ours", args.dir / "every-cell", args.dir / "stock"
     students = build(ours_root, args.n)
+    build(every_cell_root, args.n, measurements=False)
     build(stock_root, args.n)
 
-    start = time.perf_counter()
-    rows = grade_assignment(
-        ours_root,
-        ASSIGNMENT,
-        db_url=f"sqlite:///{ours_root / 'gradebook.db'}",
-        workers=args.workers,
-        progress=False,
-        log=lambda *_: None,
-    )
-    ours = time.perf_counter() - start
-    assert len(rows) == args.n
+    def ours_on(root: Path) -> float:
+        start = time.perf_counter()
+        rows = grade_assignment(
+            root,
+            ASSIGNMENT,
+            db_url=f"sqlite:///{root / 'gradebook.db'}",
+            workers=args.workers,
+            progress=False,
+            log=lambda *_: None,
+        )
+        assert len(rows) == args.n
+        return time.perf_counter() - start
+
+    ours, every_cell = ours_on(ours_root), ours_on(every_cell_root)
 
     api = nbgrader_api(stock_root, db_url=f"sqlite:///{stock_root / 'gradebook.db'}")
     start = time.perf_counter()
@@ -83,6 +96,10 @@ def main() -> None:
     print(
         f"course command ({args.workers} workers, sandboxed, feedback included): {ours / args.n:6.2f} s per submission "
         f"({ours:.0f} s)"
+    )
+    print(
+        f"  the same, running the lesson's measurement cells too:      {every_cell / args.n:6.2f} s per submission "
+        f"({every_cell:.0f} s; {stock / every_cell:.2f}x stock)"
     )
     print(
         f"stock nbgrader autograde (sequential):                       {stock / args.n:6.2f} s per submission "

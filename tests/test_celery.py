@@ -221,6 +221,74 @@ def test_a_bad_payload_ends_as_a_failed_row_with_its_reason(tmp_path, damage, me
     assert scores(db_url, [ada])[ada][0] == 0
 
 
+def test_links_bad_json_and_a_missing_notebook_get_the_local_commands_flags_and_messages(tmp_path):
+    """The payload carries the files, not the links; what reading the submission left out travels with it, so a
+    worker's grade has the local command's `symlink` flag and messages, and a linked notebook is refused. A
+    notebook that is not JSON, and one that is missing, get the local command's messages too."""
+    from autograder.grading.record import graded_rows
+
+    rows = {}
+    for where in ("local", "service"):
+        root, db_url, (ada, ben, cy, dee) = course(tmp_path / where, 4)
+        for student in (ada, ben):
+            folder = root / "submitted" / student / ASSIGNMENT
+            (folder / "passwords.txt").symlink_to("/etc/passwd")
+        notebook = root / "submitted" / ben / ASSIGNMENT / "reverse_accumulation.ipynb"
+        shutil.move(notebook, tmp_path / f"{where}-outside.ipynb")
+        notebook.symlink_to(tmp_path / f"{where}-outside.ipynb")
+        cut = root / "submitted" / cy / ASSIGNMENT / "reverse_accumulation.ipynb"
+        cut.write_text(cut.read_text()[:5000])  # truncated: not JSON
+        (root / "submitted" / dee / ASSIGNMENT / "reverse_accumulation.ipynb").unlink()
+        (root / "submitted" / dee / ASSIGNMENT / "notes.txt").write_text("my answers are in my head")
+        if where == "local":
+            grade_assignment(root, ASSIGNMENT, db_url=db_url, workers=2, progress=False, limits=LIMITS, log=print)
+        else:
+            for student in (ada, ben, cy, dee):
+                payload = from_submission(root / "submitted", student, ASSIGNMENT)
+                assert [f.path for f in payload.files if "passwords" in f.path] == []
+                data = {**payload.to_dict(), "sha256": payload.sha256}
+                assert service.grade(data, settings(root, db_url), LIMITS) == "written"
+        rows[where] = {s: (r["score"], r["flags"], r["messages"]) for (_, s), r in graded_rows(db_url).items()}
+    assert rows["service"] == rows["local"]
+    ada_row, ben_row = rows["local"]["learner000"], rows["local"]["learner001"]
+    assert [f["code"] for f in ada_row[1]] == ["symlink"] and "passwords.txt" in ada_row[1][0]["detail"]
+    assert any("is a symbolic link, not a notebook file" in m for m in ben_row[2]) and ben_row[0] == 0
+    cy_row, dee_row = rows["local"]["learner002"], rows["local"]["learner003"]
+    assert cy_row[0] == 0 and any("JSON" in m for m in cy_row[2]), cy_row
+    assert dee_row[0] == 0 and any("is missing from your submission" in m for m in dee_row[2]), dee_row
+
+
+@pytest.mark.parametrize("notes", [{"dropped": "x"}, {"refused": ["a"]}, {"other": []}, {"skipped": [1]}, "links"])
+def test_a_note_of_what_was_left_out_in_another_shape_is_a_bad_payload(tmp_path, notes):
+    root, db_url, (ada, *_) = course(tmp_path / "course", 1)
+    payload = from_submission(root / "submitted", ada, ASSIGNMENT)
+    data = {**payload.to_dict(), "left_out": notes}
+    assert service.grade(data, settings(root, db_url), LIMITS) == "written"
+    (row,) = ledger.states(db_url, ASSIGNMENT).values()
+    assert row["state"] == "failed" and "left out is not in the expected form" in row["reason"], row
+
+
+def test_a_submission_folder_that_is_a_link_is_refused_before_it_is_queued(tmp_path, redis):
+    root, db_url, (ada, *_) = course(tmp_path / "course", 1)
+    folder = root / "submitted" / ada / ASSIGNMENT
+    shutil.move(folder, tmp_path / "elsewhere")
+    folder.symlink_to(tmp_path / "elsewhere")
+    keys = queue_assignment(
+        root,
+        ASSIGNMENT,
+        None,
+        broker=redis.url,
+        db_url=db_url,
+        source="source",
+        release="release",
+        limits=LIMITS,
+        log=lambda *_: None,
+    )
+    assert redis.cli("llen", service.QUEUE).strip() == "0", "nothing went to the broker"
+    row = ledger.state(db_url, keys[ada])
+    assert row["state"] == "failed" and "is a symbolic link" in row["reason"], row
+
+
 def test_a_submission_too_large_for_the_broker_is_refused_before_it_is_queued(tmp_path, redis):
     root, db_url, (ada, *_) = course(tmp_path / "course", 1)
     (root / "submitted" / ada / ASSIGNMENT / "weights.bin").write_bytes(b"\0" * (MAX_PAYLOAD_BYTES + 1))

@@ -132,11 +132,13 @@ def grade_assignment(
     log=print,
     recorder=record.record,
     pool: list[Worker] | None = None,
+    left_out: dict[str, dict] | None = None,
 ) -> list[SubmissionScore]:
     """Grade `students` (default: all who submitted), write feedback; return their scores.
     `recorder(db_url, result, content_hash, timestamp) -> (score, max)` writes a graded submission (a Celery
     worker passes one that writes each submission exactly once: autograder.scale.ledger). `pool`: grading
-    processes kept warm by the caller across calls (a Celery worker's), left running at the end."""
+    processes kept warm by the caller across calls (a Celery worker's), left running at the end. `left_out`:
+    student -> what an earlier reading of their submission left out (links, special files: a Celery payload's)."""
     put_interpreter_scripts_on_path()  # nbgrader's gradebook runs `alembic`: found without an activated venv
     course_root = Path(course_root).resolve()
     db_url = db_url or f"sqlite:///{course_root / 'gradebook.db'}"
@@ -211,6 +213,7 @@ def grade_assignment(
                         draw_key=hmac.new(
                             secret.encode(), f"{assignment}/{student}/{hashes[student]}".encode(), hashlib.sha256
                         ).hexdigest(),
+                        left_out=(left_out or {}).get(student, {}),
                     )
                     (job_dir / "job.json").write_text(job.to_json())
                     worker.submit(student, job_dir)

@@ -50,6 +50,16 @@ class Intake:
         """What a submission folder that is itself a link (or not a folder) amounts to: nothing, and why."""
         return cls(Path(folder), refused={cls.WHOLE: message})
 
+    def left_out(self) -> dict:
+        """What was left out, as data (a Celery task carries it: the worker's copy of the files has no links)."""
+        return {"dropped": list(self.dropped), "refused": dict(self.refused), "skipped": list(self.skipped)}
+
+    def add_left_out(self, notes: dict) -> None:
+        """What an earlier reading of the same submission left out (see left_out), as if read here."""
+        self.dropped += [str(p) for p in notes.get("dropped", [])]
+        self.refused.update({str(k): str(v) for k, v in notes.get("refused", {}).items()})
+        self.skipped += [str(p) for p in notes.get("skipped", [])]
+
     def refuses(self, notebook_file: str) -> bool:
         """Whether this notebook file (or the whole folder) was refused as a link."""
         return notebook_file in self.refused or self.WHOLE in self.refused

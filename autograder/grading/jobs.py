@@ -36,6 +36,7 @@ class Job:
     hide: list[str] = field(default_factory=list)  # paths the sandbox must not show
     threads: int = 1
     draw_key: str = ""  # seeds the hidden cases: from the gradebook's secret and the submission's content
+    left_out: dict = field(default_factory=dict)  # Intake.left_out() of an earlier reading (a Celery payload's)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -276,6 +276,7 @@ def grade_submission(job: Job) -> SubmissionResult:
         importlib.import_module(module)
     submitted, out_dir = Path(job.submission), Path(job.out)
     taken = take_in(submitted, Path(job.scratch) / ".intake")
+    taken.add_left_out(job.left_out)
     folder = taken.folder  # from here on only the copy is read: it holds no links
     found, messages = find_notebooks(folder, spec["notebooks"])
     result = SubmissionResult(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -42,13 +43,18 @@ class Payload:
     student: str
     submitted_at: str  # ISO 8601, UTC: nbgrader's timestamp.txt, else the time it was queued
     files: list[SubmittedFile] = field(default_factory=list)
+    # what reading the submission left out (links, special files, files too large): Intake.left_out(); the
+    # worker's copy has none of it, and grading reports it as the local command does
+    left_out: dict = field(default_factory=dict)
 
     @property
     def sha256(self) -> str:
-        """The submission's identity: its files' names and contents."""
+        """The submission's identity: its files' names and contents (and what was left out, if anything)."""
         digest = hashlib.sha256()
         for f in sorted(self.files, key=lambda f: f.path):
             digest.update(f"{f.path}\0{f.sha256}\0".encode())
+        if any(self.left_out.values()):
+            digest.update(json.dumps(self.left_out, sort_keys=True).encode())
         return digest.hexdigest()
 
     def to_dict(self) -> dict:
@@ -57,7 +63,8 @@ class Payload:
     @classmethod
     def from_dict(cls, data: dict) -> Payload:
         files = [SubmittedFile(**f) for f in data["files"]]
-        payload = cls(str(data["assignment"]), str(data["student"]), str(data["submitted_at"]), files)
+        left_out = data.get("left_out") or {}
+        payload = cls(str(data["assignment"]), str(data["student"]), str(data["submitted_at"]), files, left_out)
         payload.check()
         for f in files:
             f.content()  # refused here, with its message, if damaged
@@ -70,6 +77,8 @@ class Payload:
         for name in (self.assignment, self.student):
             if not name or "/" in name or name in (".", "..") or "\0" in name:
                 raise PayloadRefused(f"not a valid assignment or student name: {name!r}")
+        if not _plain_left_out(self.left_out):
+            raise PayloadRefused("its note of what was left out is not in the expected form")
         for f in self.files:
             parts = PurePosixPath(f.path).parts
             if not parts or PurePosixPath(f.path).is_absolute() or ".." in parts or "\0" in f.path:
@@ -83,6 +92,17 @@ class Payload:
             target = folder / f.path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(f.content())
+
+
+def _plain_left_out(notes) -> bool:
+    """Intake.left_out()'s shape: lists of paths and a dict of refused notebook -> message, all short strings."""
+    if not isinstance(notes, dict) or set(notes) - {"dropped", "refused", "skipped"}:
+        return False
+    dropped, refused, skipped = notes.get("dropped", []), notes.get("refused", {}), notes.get("skipped", [])
+    if not isinstance(dropped, list) or not isinstance(refused, dict) or not isinstance(skipped, list):
+        return False
+    listed = [*dropped, *refused, *refused.values(), *skipped]
+    return len(listed) <= 10_000 and all(isinstance(s, str) and len(s) <= 4096 for s in listed)
 
 
 def too_large(size: int) -> str:
@@ -110,7 +130,10 @@ def from_submission(submitted: Path, student: str, assignment: str) -> Payload:
     files = []
     with tempfile.TemporaryDirectory(prefix="revad-payload-") as scratch:
         copy = Path(scratch) / "copy"
-        intake.snapshot(submitted, student, assignment, copy)
+        try:
+            taken = intake.snapshot(submitted, student, assignment, copy)
+        except intake.SubmissionRefused as refused:
+            raise PayloadRefused(str(refused)) from None
         total = 0
         for path in sorted(p for p in copy.rglob("*") if p.is_file()):
             raw = path.read_bytes()
@@ -125,4 +148,4 @@ def from_submission(submitted: Path, student: str, assignment: str) -> Payload:
                 )
             )
     stamp = intake.read_timestamp(submitted, student, assignment)
-    return Payload(assignment, student, submitted_at(stamp), files)
+    return Payload(assignment, student, submitted_at(stamp), files, taken.left_out())

@@ -199,6 +199,7 @@ def _grade(
             log=log.info,
             recorder=write_once,
             pool=warm_pool(),
+            left_out={payload.student: payload.left_out},
         )
     return outcome[0] if outcome else "not graded"
 
