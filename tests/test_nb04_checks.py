@@ -150,6 +150,11 @@ def _lin_b(ctx, g):
     return g @ w, g.T @ x, (g.sum(0) if ctx.has_bias else None)
 
 
+def _lin_b_reads_third_flag(ctx, g):
+    x, w = ctx.saved_tensors  # right whenever a bias argument is passed, even None; apply(x, w) has two flags
+    return g @ w, g.T @ x, (g.sum(0) if ctx.needs_input_grad[2] else None)
+
+
 def hvp(f, x, v):
     x = x.detach().requires_grad_()
     (g,) = torch.autograd.grad(f(x), x, create_graph=True)
@@ -637,6 +642,13 @@ CATALOGUE = [
         {"parameter_shapes", "gradients"},
         "return None",
     ),  # autograd itself refuses it, so the gradients fail too
+    (
+        "linear: needs_input_grad[2] read when apply had two arguments",
+        "linear",
+        fn(_lin_f, _lin_b_reads_third_flag),
+        "gradients",
+        "ctx.needs_input_grad then has two entries",
+    ),
     ("hvp: returns the gradient", "hvp", hvp_gradient_only, "values", "not the Hessian-vector product"),
     ("layer: randn initialisation", "layer", make_layer(init="randn"), "initialisation", "torch.randn"),
     (

@@ -253,6 +253,7 @@ LINEAR_ENTRY = {
     "backward_error": MAYBE_TEXT,
     "grads": OneOf(None, ListOf(MAYBE_TENSOR)),
     "grads_error": MAYBE_TEXT,
+    "two_arguments": OneOf(None, {"grads": OneOf(None, ListOf(MAYBE_TENSOR)), "error": MAYBE_TEXT}),
 }
 _SHAPE_OR_NONE = OneOf(None, ListOf("int"))
 LAYER_DATA = {
@@ -635,6 +636,28 @@ def judge_hvp(data, problems, seed=0, size=4, points=2):
 # ------------------------------------------------------------------------------------------ FunctionalLinear
 
 
+def _judge_two_arguments(p, got, want, where: str) -> None:
+    """FunctionalLinear.apply(x, weight), with no bias argument at all: the same gradients."""
+    if got is None:
+        raise _mismatch("FunctionalLinear's data has no two-argument call for a case without a bias")
+    call = f"FunctionalLinear.apply(x, weight), with no bias argument, {where}"
+    if got["error"]:
+        p["gradients"].fail(
+            f"{call}: backward raised {got['error']}.",
+            "called with two arguments, forward has two inputs: ctx.needs_input_grad then has two entries, and "
+            "backward's third value must be None (or left out)."
+            if "index" in got["error"] or "tuple" in got["error"] or "not a Variable" in got["error"]
+            else None,
+        )
+        return
+    if got["grads"] is None or len(got["grads"]) != 2:
+        raise _mismatch("FunctionalLinear's two-argument call has no gradient for each of its 2 inputs")
+    for label, gk, wk in zip(("input", "weight"), got["grads"], want):
+        problem = _wrong(gk, wk, f"the gradient of {label} through {call}")
+        if problem:
+            p["gradients"].fail(problem)
+
+
 def judge_functional_linear(data, seed=0, cases=3, points=4):
     p = Parts(
         "FunctionalLinear (gradients with the parameters' shapes)", forward=1.0, gradients=1.5, parameter_shapes=1.5
@@ -681,6 +704,8 @@ def judge_functional_linear(data, seed=0, cases=3, points=4):
                     if k == 0 and gk is not None and w.shape[0] == w.shape[1] and _same(gk, g @ w.T):
                         hint = "grad_input used the weight's transpose: weight is (out, in) here, as in nn.Linear."
                     p["gradients"].fail(problem, hint)
+        if b is None:
+            _judge_two_arguments(p, got["two_arguments"], want[:2], where)
         returned = got["returned"]
         if returned is None:
             p["parameter_shapes"].fail(f"calling backward directly raised {got['backward_error']} {where}.")

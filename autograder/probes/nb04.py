@@ -426,8 +426,22 @@ def probe_functional_linear(obj, seed=0, cases=3, points=None):
         grads, err = _grad(y, wanted, g, allow_unused=True)
         entry["grads"] = [_cpu(t) for t in grads] if grads else None
         entry["grads_error"] = err
+        # without a bias, also the two-argument call FunctionalLinear.apply(x, weight): backward's ctx then
+        # knows of two inputs only (ctx.needs_input_grad has two entries)
+        entry["two_arguments"] = _two_argument_grads(F, x0, w0, g) if b0 is None else None
         data.append(entry)
     return data
+
+
+def _two_argument_grads(F, x0, w0, g) -> dict:
+    x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
+    y, err = _attempt(F.apply, x, w, name="FunctionalLinear.apply")
+    if err:
+        return {"grads": None, "error": err}
+    if not isinstance(y, torch.Tensor) or y.grad_fn is None:
+        return {"grads": None, "error": "apply(x, weight) did not return a tensor connected to the graph"}
+    grads, err = _grad(y, [x, w], g, allow_unused=True)
+    return {"grads": [_cpu(t) for t in grads] if grads else None, "error": err}
 
 
 # ------------------------------------------------------------------------------------------ LinearLayer (nn.Module)
