@@ -155,6 +155,12 @@ def _lin_b_reads_third_flag(ctx, g):
     return g @ w, g.T @ x, (g.sum(0) if ctx.needs_input_grad[2] else None)
 
 
+def hvp_without_create_graph(f, x, v):
+    x = x.detach().requires_grad_()
+    (g,) = torch.autograd.grad(f(x), x)  # no graph of the gradient: the second call has nothing to differentiate
+    return torch.autograd.grad(g, x, v)[0]
+
+
 def hvp(f, x, v):
     x = x.detach().requires_grad_()
     (g,) = torch.autograd.grad(f(x), x, create_graph=True)
@@ -1096,3 +1102,10 @@ def test_any_drawn_cases_give_the_references_full_marks(key, count):
         params = check.drawn({**DRAWN[name][0], "draw": count}, random.Random(key))
         verdict, message = run(check, answer, **params)
         assert message is None and float(verdict) == params["points"], message or verdict.report()
+
+
+def test_an_hvp_whose_gradient_has_no_graph_gets_the_idea_as_a_hint():
+    check, params, _ = CHECKS["hvp"]
+    verdict, message = run(check, hvp_without_create_graph, **params)
+    assert verdict is None and "does not require grad" in message, message
+    assert "must itself have been recorded as a graph" in message and "create_graph" not in message.split("Hint")[1]

@@ -167,8 +167,10 @@ def triton_silu(
     return fn("TritonSiLU", forward, backward)
 
 
-def _linear32(forward_decorator=True, backward_decorator=True):
+def _linear32(forward_decorator=True, backward_decorator=True, own_cast=False):
     def forward(ctx, x, W, b):
+        if own_cast:  # x.float() instead of autocast's cast: float64 inputs become float32 too
+            x, W, b = x.float(), W.float(), b.float()
         ctx.save_for_backward(x, W)
         return x @ W + b
 
@@ -641,8 +643,24 @@ WRONG = {
         ["gradcheck", "reference"],
         "multiply it by grad_output",
     ),
-    "linear32: no custom_bwd": ("linear32", _linear32(backward_decorator=False), ["autocast_backward"], "custom_bwd"),
-    "linear32: no decorators": ("linear32", _linear32(False, False), ["autocast", "autocast_backward"], "cast_inputs"),
+    "linear32: no custom_bwd": (
+        "linear32",
+        _linear32(backward_decorator=False),
+        ["autocast_backward"],
+        "the state forward had",
+    ),
+    "linear32: no decorators": (
+        "linear32",
+        _linear32(False, False),
+        ["autocast", "autocast_backward"],
+        "autocast is still on inside forward",
+    ),
+    "linear32: casts its inputs itself": (
+        "linear32",
+        _linear32(False, False, own_cast=True),
+        ["forward", "reference", "autocast", "autocast_backward"],
+        "converting them to float32 is autocast's business",
+    ),
     "saved_bytes: a tensor saved twice counted twice": (
         "saved_bytes",
         lambda f, *xs: _count_every_save(f, *xs),

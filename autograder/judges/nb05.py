@@ -690,14 +690,29 @@ def judge_autocast_linear(data, seed=0, cases=2, points=1, name="Linear32"):
         want_grads = torch.autograd.grad(want, (x, W, b), c["u"])
         f64 = got["float64"]
         out = f64["output"]
+        # forward that converts its inputs itself (x.float()) turns float64 into float32 even without autocast
+        own_cast = (
+            "without autocast, Linear32 computes in its inputs' own dtype: converting them to float32 is "
+            "autocast's business, done for forward only while autocast is on (what forward's decorator arranges)."
+        )
         if (
             out["kind"] != "tensor"
             or list(out["shape"]) != list(want.shape)
             or not torch.allclose(out["value"], want.detach(), rtol=1e-9, atol=1e-10)
         ):
-            parts["forward"].fail(f"in float64 without autocast, forward is not x @ W + b {where}.")
+            parts["forward"].fail(
+                f"in float64 without autocast, forward is not x @ W + b {where}"
+                + (f": it returned {out['dtype']}." if out.get("dtype") not in (None, "float64") else "."),
+                own_cast if out.get("dtype") == "float32" else None,
+            )
+        if f64.get("backward_error"):
+            error = f64["backward_error"]
+            parts["reference"].fail(
+                f"in float64 without autocast, backward raised {error} {where}.",
+                own_cast if out.get("dtype") == "float32" or "dtype" in error or "!=" in error else None,
+            )
         returns = f64.get("returns") or []
-        for i, label in enumerate(("x", "W", "b")):
+        for i, label in enumerate(() if f64.get("backward_error") else ("x", "W", "b")):
             r = returns[i] if i < len(returns) else {"kind": "missing"}
             if (
                 r["kind"] != "tensor"
@@ -727,8 +742,9 @@ def judge_autocast_linear(data, seed=0, cases=2, points=1, name="Linear32"):
             parts["autocast"].fail(
                 f"under autocast(bfloat16) forward returned a {out['dtype']} tensor with relative error "
                 f"{rel:.2g} {where}; computed in float32 it would be about 1e-7.",
-                "decorate forward with @torch.amp.custom_fwd(device_type=..., cast_inputs=torch.float32): "
-                "autocast then hands forward float32 inputs and switches itself off inside it.",
+                "autocast is still on inside forward, so the product is computed in bfloat16 whatever the inputs' "
+                "dtype: forward must run with autocast off and its inputs in float32 (torch.amp has a decorator for "
+                "forward that arranges both).",
             )
         u = c["u"].to(torch.float32 if out["dtype"] == "float32" else torch.bfloat16).to(torch.float64)
         want_ag = torch.autograd.grad(want_a, (xa, Wa, ba), u)
@@ -745,9 +761,8 @@ def judge_autocast_linear(data, seed=0, cases=2, points=1, name="Linear32"):
                 parts["autocast_backward"].fail(
                     f"under autocast the gradient for {label} has relative error {rel:.2g} {where}: it was computed in "
                     "bfloat16.",
-                    "decorate backward with @torch.amp.custom_bwd(device_type=...): it then runs with the "
-                    "autocast state forward had (off, after cast_inputs), even when .backward() is called inside "
-                    "autocast.",
+                    "backward runs under whatever autocast state surrounds the .backward() call: it must run with "
+                    "the state forward had (torch.amp has a decorator for backward too).",
                 )
                 break
     return _verdict(parts, points, f"{name}.apply(x, W, b)")

@@ -374,12 +374,23 @@ def probe_twice_differentiable(obj, reference, seed=0, cases=2, points=None):
     return data
 
 
+def _hvp_hint(exc: Exception) -> str:
+    if "does not require grad and does not have a grad_fn" in str(exc):
+        return (
+            "\nHint: the gradient you differentiate a second time must itself have been recorded as a graph; "
+            "whether it is, is decided by the first call that computes it."
+        )
+    return ""
+
+
 def probe_hvp(hessian_vector_product, problems, seed=0, size=4, points=None):
     data = []
     for name in problems:
         f, x, v = hvp_problem(name, seed, size)
         given_x, given_v = x.clone(), v.clone()
-        result = call_learner(hessian_vector_product, f, given_x, given_v, name="hessian_vector_product")
+        result = call_learner(
+            hessian_vector_product, f, given_x, given_v, name="hessian_vector_product", crash_hint=_hvp_hint
+        )
         if not isinstance(result, torch.Tensor):
             raise CheckFailed(
                 f"`hessian_vector_product(f, x, v)` should return a tensor; it returned a {type(result).__name__}."
