@@ -581,7 +581,13 @@ CATALOGUE = [
     ),
     ("cube: saves a copy of x", "cube", fn(_cube_f_copy, _cube_b), "version_counter", "not a copy"),
     ("inplace: out-of-place ReLU", "inplace", fn(_relu_f_clone, _relu_b), "in_place", "change x itself"),
-    ("inplace: no mark_dirty", "inplace", fn(_relu_f_unmarked, _relu_b), "mark_dirty", "mark_dirty"),
+    (
+        "inplace: no mark_dirty",
+        "inplace",
+        fn(_relu_f_unmarked, _relu_b),
+        "mark_dirty",
+        "which input it changed in place",
+    ),
     (
         "inplace: backward lets everything through",
         "inplace",

@@ -387,7 +387,8 @@ def judge_inplace(data, seed=0, cases=2, points=3):
         if not got["returns_input"]:
             p["mark_dirty"].fail(
                 f"forward changed x in place, but `apply` returned a different tensor object {where}.",
-                "call ctx.mark_dirty(x) in forward: then apply returns x itself, with its new grad_fn.",
+                "forward must tell autograd which input it changed in place (ctx has a method for it): then apply "
+                "returns that input itself, with its new grad_fn.",
             )
         if got["input_error"]:
             p["mark_dirty"].fail(f"using x after the call, backward raised {got['input_error']} {where}.")
@@ -395,9 +396,8 @@ def judge_inplace(data, seed=0, cases=2, points=3):
             hint = None
             if got["grad_through_input"] is not None and _same(got["grad_through_input"], g):
                 hint = (
-                    "autograd still treats x as the value before the ReLU: its gradient skips the ReLU. "
-                    "ctx.mark_dirty(x) tells autograd that forward changed x, so later uses of x go through your "
-                    "backward."
+                    "autograd still treats x as the value before the ReLU: its gradient skips the ReLU. Once forward "
+                    "declares that it changed x (through ctx), later uses of x go through your backward."
                 )
             p["mark_dirty"].fail(
                 f"code that goes on using x after `InplaceReLU.apply(x)` does not differentiate through "
@@ -479,8 +479,8 @@ def judge_materialize(data, seed=0, cases=2, points=3):
             if "error" in call:
                 p["none_grads"].fail(
                     f"backward raised {call['error']} when {words} {where}.",
-                    "with set_materialize_grads(False) an unused output's gradient arrives as None: "
-                    "skip its term (`if grad_cos is not None: ...`).",
+                    "with set_materialize_grads(False) an unused output's gradient arrives as None, not as zeros: "
+                    "backward must leave out the term of an output whose gradient is None.",
                 )
                 continue
             problem = _wrong(call["returned"].get("value"), expected[label], f"the gradient when {words} {where}")
@@ -885,7 +885,8 @@ def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
         if not data["vmap_defined"]:
             p["vmap"].fail(
                 "the Function defines no `vmap` staticmethod of its own.",
-                "write @staticmethod def vmap(info, in_dims, x): ... and leave generate_vmap_rule False.",
+                "the exercise asks for the rule written by hand, as a staticmethod of the class; a generated rule "
+                "does not count here.",
             )
         elif data["generate_vmap_rule"]:
             p["vmap"].fail("generate_vmap_rule is True, so PyTorch writes the rule and your vmap is never used.")
@@ -927,7 +928,8 @@ def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
         for label, result in got["vmap"].items():
             if "error" in result:
                 hint = (
-                    "set generate_vmap_rule = True on the class (or write a vmap staticmethod)."
+                    "vmap needs a rule for a Function: let PyTorch generate it (a class attribute says so) or "
+                    "write one."
                     if "generate_vmap_rule" in result["error"] or "vmap staticmethod" in result["error"]
                     else None
                 )

@@ -462,9 +462,9 @@ def judge_kernel(data, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float
         if got["written_after"]:
             raise CheckFailed(
                 f"{launch} wrote {got['written_after']} value(s) past the end of the output tensor.\n"
-                "Hint: likely an unmasked tl.store: the last block reaches past n_elements; pass "
-                "mask=offsets < n_elements to tl.store (and to tl.load). On a GPU this corrupts other "
-                "tensors; in the interpreter it can crash Python."
+                "Hint: likely an unmasked tl.store: the last block reaches past n_elements, and its programs "
+                "must neither read nor write the entries beyond it. On a GPU this corrupts other tensors; in "
+                "the interpreter it can crash Python."
             )
         if got["written_before"]:
             raise CheckFailed(
