@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 
-def _register(name: str, suffix: str, draw: str, by_hand: bool = True):
+def _register(name: str, suffix: str, draw: str, by_hand: bool = True, crash_hint: str | None = None):
     return register(
         name,
         probe=f"autograder.probes.nb04:probe_{suffix}",
@@ -32,6 +32,7 @@ def _register(name: str, suffix: str, draw: str, by_hand: bool = True):
         show="autograder.jacobian_pictures:show_verdict",
         draw=f"autograder.judges.nb04:draw_{draw}",
         by_hand=by_hand,
+        crash_hint=crash_hint,
     )
 
 
@@ -46,5 +47,12 @@ check_twice_differentiable = _register("check_twice_differentiable", "twice_diff
 check_hvp = _register("check_hvp", "hvp", "hvp_problems", by_hand=False)
 check_functional_linear = _register("check_functional_linear", "functional_linear", "linear_cases")
 check_linear_layer = _register("check_linear_layer", "linear_layer", "layer_training", by_hand=False)
-check_modern = _register("check_modern", "modern", "elementwise_cases")
+# the check refuses a jvp that returns forward's output as the tangent (it segfaults); other self-referential
+# tangents may still kill the kernel: the grader then names the likely cause
+check_modern = _register(
+    "check_modern",
+    "modern",
+    "elementwise_cases",
+    crash_hint="likely a jvp whose tangent is a tensor forward saved (a tangent is computed from the incoming one)",
+)
 check_custom_op = _register("check_custom_op", "custom_op", "elementwise_cases")

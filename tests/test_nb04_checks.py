@@ -161,6 +161,16 @@ def hvp_without_create_graph(f, x, v):
     return torch.autograd.grad(g, x, v)[0]
 
 
+def _setup_saves_output(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0])
+    ctx.save_for_forward(output)
+
+
+def _jvp_returns_saved_output(ctx, t):
+    (y,) = ctx.saved_tensors
+    return y  # the output itself as its own tangent: outside the grader, forward-mode AD segfaults
+
+
 def hvp(f, x, v):
     x = x.detach().requires_grad_()
     (g,) = torch.autograd.grad(f(x), x, create_graph=True)
@@ -683,7 +693,14 @@ CATALOGUE = [
         "softplus",
         modern(setup=_setup_backward_only),
         "forward_mode",
-        "save_for_forward",
+        "saved for forward mode",
+    ),
+    (
+        "softplus: jvp returns the saved output",
+        "softplus",
+        modern(setup=_setup_saves_output, jvp=_jvp_returns_saved_output),
+        "forward_mode",
+        "its own tangent",
     ),
     ("softplus: jvp returns the tangent", "softplus", modern(jvp=_jvp_identity), "forward_mode", "sigmoid"),
     ("vmap: out_dims always 0", "vmap", with_vmap(_vmap_zero), "vmap", "in_dims[0]"),

@@ -901,8 +901,13 @@ def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
                 hint = None
                 if "not enough values to unpack" in got["jvp_error"] or "saved" in got["jvp_error"]:
                     hint = (
-                        "in jvp, ctx.saved_tensors holds what setup_context saved with ctx.save_for_forward(...), "
-                        "not with save_for_backward: save x for both."
+                        "in jvp, ctx.saved_tensors holds only what setup_context saved for forward mode: that is a "
+                        "list of its own, apart from what it saved for backward."
+                    )
+                elif "own output as the tangent" in got["jvp_error"]:
+                    hint = (
+                        "a tangent is a new tensor, computed from the tangent jvp receives; handing back a tensor "
+                        "forward saved makes the output its own tangent (which crashes Python outside the grader)."
                     )
                 elif "jvp" in got["jvp_error"]:
                     hint = "write the jvp staticmethod: jvp(ctx, x_tangent) returns the output's tangent."

@@ -539,6 +539,36 @@ def _node_inputs(node, parameters: dict) -> list[str]:
 # ------------------------------------------------------------------------------------------ setup_context + jvp + vmap
 
 
+OUTPUT_AS_TANGENT = "jvp returned forward's own output as the tangent"
+
+
+def _tangent_guarded(F):
+    """F, with its jvp refused (a RuntimeError) when it hands back forward's own output as the output's tangent:
+    autograd would make the output its own tangent, and the whole process dies (a segfault), losing every later
+    test. Only for a Function written with setup_context (overriding it changes nothing else then)."""
+    if "setup_context" not in dir(F) or F.setup_context is torch.autograd.Function.setup_context:
+        return F
+    setup, jvp = F.setup_context, F.jvp
+
+    class Guarded(F):
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            outs = output if isinstance(output, (tuple, list)) else (output,)
+            ctx._revad_output_ptrs = {o.data_ptr() for o in outs if isinstance(o, torch.Tensor)}
+            return setup(ctx, inputs, output)
+
+        @staticmethod
+        def jvp(ctx, *tangents):
+            result = jvp(ctx, *tangents)
+            for r in result if isinstance(result, (tuple, list)) else (result,):
+                if isinstance(r, torch.Tensor) and r.data_ptr() in getattr(ctx, "_revad_output_ptrs", ()):
+                    raise RuntimeError(OUTPUT_AS_TANGENT)
+            return result
+
+    Guarded.__name__ = Guarded.__qualname__ = F.__name__
+    return Guarded
+
+
 def _forward_mode(F, x0, t):
     import torch.autograd.forward_ad as fwAD
 
@@ -607,12 +637,13 @@ def probe_modern(obj, seed=0, cases=2, hand_written_vmap=False, points=None):
             entry["vmap"] = _vmap_results(F_vmap if data["vmap_defined"] else F, seed, case, shape)
             data["cases"].append(entry)
             continue
+        guarded = _tangent_guarded(F)
         entry["jvp"], entry["jvp_error"] = _attempt(
-            _forward_mode, F, x0, u, name=f"{name}.jvp", call="forward-mode AD through your jvp"
+            _forward_mode, guarded, x0, u, name=f"{name}.jvp", call="forward-mode AD through your jvp"
         )
         ok, err = _attempt(
             _gradcheck,
-            F.apply,
+            guarded.apply,
             (x0.clone().requires_grad_(),),
             check_forward_ad=True,
             raise_exception=False,
