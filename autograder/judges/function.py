@@ -140,8 +140,8 @@ def _generic_hints(got: torch.Tensor, want: torch.Tensor, per_call_rows: bool) -
     c = float((got * want).sum()) / denom
     if abs(c) > 1e-9 and abs(c - 1) > 1e-6 and torch.allclose(got, c * want, atol=tol, rtol=1e-6):
         return [
-            f"every entry is off by the same factor (about {c:.3g}): look for a missing or extra constant in your "
-            f"derivative."
+            f"every entry is off by the same factor (about {c:.3g}): look for a missing or extra constant in "
+            "your derivative."
         ]
     if per_call_rows and got.shape[0] > 1:
         same = torch.allclose(got, got[:1].expand_as(got), atol=tol, rtol=1e-6)
@@ -464,8 +464,8 @@ def _shape_hints(data, i, ref, args) -> list[str]:
             and torch.allclose(value.sum(0), want, rtol=1e-6, atol=1e-9)
         ):
             hints.append(
-                "the bias is added to every row of the batch, so its gradient is the sum over the batch: sum over dim "
-                "0."
+                "the bias is added to every row of the batch, so its gradient is the sum over the batch: sum over "
+                "dim 0."
             )
         break
     return hints
@@ -593,7 +593,7 @@ def _judge_cuda(spec, data, seed, part, names):
             if r["kind"] == "tensor" and r["device"] != "cuda":
                 part.fail(
                     f"for CUDA inputs the gradient for `{names[i]}` is on {r['device']}: create it on the input's "
-                    f"device."
+                    "device."
                 )
         if got["grad_output_modified"]:
             part.fail("on CUDA, backward changed grad_output in place.")

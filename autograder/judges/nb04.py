@@ -735,11 +735,9 @@ def judge_functional_linear(data, seed=0, cases=3, points=4):
                     f"backward returns a {labels[k]} gradient of shape {tuple(r['shape'])}; the {labels[k]} has shape "
                     f"{tuple(target.shape)} {where}.",
                     (
-                        "that is one gradient per sample: autograd quietly sums it over the batch for you, after you "
-                        "have "
-                        "paid for a (batch × out × in) tensor. Do that sum over the batch inside backward (for the "
-                        "weight, "
-                        "one matrix product does it)."
+                        "that is one gradient per sample: autograd quietly sums it over the batch for you, after "
+                        "you have paid for a (batch × out × in) tensor. Do that sum over the batch inside backward "
+                        "(for the weight, one matrix product does it)."
                     )
                     if per_sample
                     else None,

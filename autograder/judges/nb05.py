@@ -299,9 +299,8 @@ def _judge_layouts(data, activation, seed, part, triton, forward_wrong=False, co
         "call .contiguous() on x in forward and on grad_output in backward before handing their memory to a kernel: "
         "a kernel reads n_elements values in memory order and ignores strides."
         if triton
-        else "compute with torch operations on the tensors themselves (no .view() on a tensor whose memory is not in "
-        "order, "
-        "no reading of .data_ptr() / storage())."
+        else "compute with torch operations on the tensors themselves (no .view() on a tensor whose memory is not "
+        "in order, no reading of .data_ptr() / storage())."
     )
     out = data.get("strided_forward") or {}
     want, _ = _reference_and_vjp(activation, strided, torch.ones_like(strided))

@@ -40,12 +40,10 @@ _TRANSLATIONS = [
         "or computed under torch.no_grad().",
     ),
     (
-        r"mat1 and mat2 shapes cannot be multiplied|size mismatch|shapes cannot be multiplied|must match the size of "
-        r"tensor|"
-        r"The size of tensor a|inconsistent tensor size|expected .* to have size",
-        "two tensors in this computation have shapes that do not fit together. Write down the shape of every tensor in "
-        "the "
-        "formula: a transposed matrix is the usual culprit.",
+        r"mat1 and mat2 shapes cannot be multiplied|size mismatch|shapes cannot be multiplied"
+        r"|must match the size of tensor|The size of tensor a|inconsistent tensor size|expected .* to have size",
+        "two tensors in this computation have shapes that do not fit together. Write down the shape of every "
+        "tensor in the formula: a transposed matrix is the usual culprit.",
     ),
     (
         r"expected scalar type|expected both vectors to have same dtype|Float and Double|Double and Float|dtype",
