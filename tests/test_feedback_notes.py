@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nbformat
 
 from autograder.grading.feedback_html import notes_cell, notes_markdown, with_notes
+from autograder.grading.jobs import Flag
 
 FLAGS = [
-    {"code": "locked_cell_edited", "detail": "test_primal_trace: edited (the instructor's copy was run instead)"},
-    {"code": "grader_error", "detail": "Traceback (most recent call last): internal"},
+    Flag("locked_cell_edited", "test_primal_trace: edited (the instructor's copy was run instead)"),
+    Flag("grader_error", "Traceback (most recent call last): internal"),
 ]
 
 
 def test_instructor_notes_give_each_flag_its_reason_and_the_messages():
     text = notes_markdown(["reverse_accumulation.ipynb has no code in it"], FLAGS, for_learner=False)
-    assert "`locked_cell_edited`: test_primal_trace: edited" in text and "has no code in it" in text
+    assert "`locked_cell_edited`: a locked cell was edited; the original ran in its place" in text
+    assert ": test_primal_trace: edited" in text and "has no code in it" in text
     assert "Traceback" not in text, "the grader's own traceback stays in the score table and the CSV"
 
 
@@ -32,3 +36,48 @@ def test_nothing_to_say_adds_no_cell_and_notes_are_added_once():
     assert len(nb.cells) == 2 and "Flagged by the grader" in nb.cells[0].source
     with_notes(nb, notes_cell(["m"], FLAGS, for_learner=True))
     assert len(nb.cells) == 2 and "Flagged for your instructor" in nb.cells[0].source
+
+
+def test_every_flag_the_grader_raises_has_a_sentence_for_each_reader():
+    """Each code written anywhere in the grader (Flag("code", ...) or {"code": "code"}) is a FLAG_KINDS entry
+    with a learner's and an instructor's sentence; an unknown code is refused where the flag is made."""
+    import re
+    from pathlib import Path
+
+    import pytest
+
+    from autograder.grading.jobs import FLAG_KINDS, Flag
+
+    source = "\n".join(p.read_text() for p in Path(autograder_dir()).rglob("*.py"))
+    raised = set(re.findall(r'Flag\(\s*"([a-z_]+)"', source)) | set(re.findall(r'"code": "([a-z_]+)"', source))
+    assert {"patched", "symlink", "reaches_for_grader", "by_hand_with_autograd"} <= raised
+    assert raised <= set(FLAG_KINDS), raised - set(FLAG_KINDS)
+    for code, kind in FLAG_KINDS.items():
+        assert len(kind.learner) > 20 and len(kind.instructor) > 20 and kind.learner != kind.instructor, code
+    with pytest.raises(ValueError, match="unknown flag code"):
+        Flag("patchd", "a typo")
+
+
+def test_learner_and_instructor_notes_carry_the_meaning_of_every_flag():
+    from autograder.grading.jobs import FLAG_KINDS
+
+    flags = [Flag(code, "where") for code in FLAG_KINDS]
+    learner = notes_markdown([], flags, for_learner=True)
+    instructor = notes_markdown([], flags, for_learner=False)
+    for code, kind in FLAG_KINDS.items():
+        assert f"`{code}`: {kind.learner}" in learner and f"`{code}`: {kind.instructor}" in instructor, code
+
+
+def autograder_dir():
+    import autograder
+
+    return Path(autograder.__file__).parent
+
+
+def test_the_score_table_gives_each_recorded_flag_its_instructor_sentence():
+    from autograder.grading.jobs import FLAG_KINDS
+    from autograder.grading.report import _flag_line
+
+    line = _flag_line({"code": "patched", "detail": "the learner's code assigns to torch.allclose"})
+    assert line == f"patched: {FLAG_KINDS['patched'].instructor}: the learner's code assigns to torch.allclose"
+    assert _flag_line({"code": "retired_code", "detail": "d"}) == "retired_code: d", "an old record still reads"

@@ -13,48 +13,34 @@ from pathlib import Path
 
 import nbformat
 
+from .jobs import Flag
+
 NOTES_ROLE = "grader-notes"  # metadata.revad.role of the notes cell, so it is added once
 
-# What a flag means, in the learner's words (the detail says where).
-FLAG_FOR_LEARNER = {
-    "locked_cell_edited": "you edited a locked cell; the grader ran the original instead",
-    "locked_cell_deleted": "you deleted a locked cell; the grader put the original back",
-    "points_changed": "the points of a cell were changed; the original points count",
-    "metadata_stripped": "a cell lost its grading metadata",
-    "metadata_changed": "a cell's grading metadata was changed",
-    "answer_cell_missing": "an answer cell is missing",
-    "duplicated_cell": "a graded cell appears more than once",
-    "unknown_cell": "a cell claims to be a graded cell the assignment does not have",
-    "patched": "your code replaced something the checks rely on",
-    "grader_error": "the grader itself failed on this submission; your instructor will look at it",
-}
 
-
-def notes_markdown(messages: list[str], flags: list[dict], *, for_learner: bool) -> str | None:
+def notes_markdown(messages: list[str], flags: list[Flag], *, for_learner: bool) -> str | None:
     """Markdown for the notes cell, or None when there is nothing to say."""
     lines = []
     if flags:
         heading = "**Flagged for your instructor:**" if for_learner else "**Flagged by the grader:**"
         lines += [heading, ""]
         for flag in flags:
-            code = flag.get("code", "?")
             if for_learner:
-                meaning = FLAG_FOR_LEARNER.get(code, "")
-                detail = "" if code == "grader_error" else flag.get("detail", "")
-                lines.append(f"- `{code}`: {meaning}" + (f" ({detail})" if detail else "") + ".")
-            elif code == "grader_error":
+                detail = "" if flag.code == "grader_error" else flag.detail
+                lines.append(f"- `{flag.code}`: {flag.kind.learner}" + (f" ({detail})" if detail else "") + ".")
+            elif flag.code == "grader_error":
                 # its detail is the grader's own traceback: kept to the score table and the CSV, since
                 # autograded/ may become a learner's feedback through nbgrader generate_feedback
-                lines.append(f"- `{code}`: {FLAG_FOR_LEARNER[code]} (details: the score table, the CSV's flags column)")
+                lines.append(f"- `{flag.code}`: {flag.kind.instructor}.")
             else:
-                lines.append(f"- `{code}`: {flag.get('detail', '')}")
+                lines.append(f"- `{flag.code}`: {flag.kind.instructor}" + (f": {flag.detail}" if flag.detail else "."))
         lines.append("")
     if messages:
         lines += ["**From the grader:**", ""] + [f"- {m}" for m in messages]
     return "\n".join(lines).strip() or None
 
 
-def notes_cell(messages: list[str], flags: list[dict], *, for_learner: bool) -> nbformat.NotebookNode | None:
+def notes_cell(messages: list[str], flags: list[Flag], *, for_learner: bool) -> nbformat.NotebookNode | None:
     text = notes_markdown(messages, flags, for_learner=for_learner)
     if text is None:
         return None

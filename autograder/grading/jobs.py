@@ -53,10 +53,84 @@ class Job:
         return cls.from_json(Path(path).read_text())
 
 
+@dataclass(frozen=True)
+class FlagKind:
+    learner: str  # what it means, in the learner's words (their feedback)
+    instructor: str  # what it means and what to do, for the instructor (formgrader, the score table)
+
+
+# Every flag the grader can raise: one code, one sentence for each reader. A flag never changes a score.
+FLAG_KINDS = {
+    "locked_cell_edited": FlagKind(
+        "you edited a locked cell; the grader ran the original instead",
+        "a locked cell was edited; the original ran in its place (the detail names it)",
+    ),
+    "locked_cell_deleted": FlagKind(
+        "you deleted a locked cell; the grader put the original back",
+        "a locked cell was deleted; the original was put back and ran",
+    ),
+    "points_changed": FlagKind(
+        "the points of a cell were changed; the original points count",
+        "a cell's points were changed in the submission; the release's points count",
+    ),
+    "metadata_stripped": FlagKind(
+        "a cell lost its grading metadata",
+        "a graded cell lost its nbgrader metadata; the grader matched it by its source",
+    ),
+    "metadata_changed": FlagKind(
+        "a cell's grading metadata was changed",
+        "a graded cell's nbgrader metadata was changed; the release's counts",
+    ),
+    "answer_cell_missing": FlagKind(
+        "an answer cell is missing",
+        "an answer cell of the release is not in the submission; its tests ran without it",
+    ),
+    "duplicated_cell": FlagKind(
+        "a graded cell appears more than once",
+        "a graded cell appears more than once; the first copy counts",
+    ),
+    "unknown_cell": FlagKind(
+        "a cell claims to be a graded cell the assignment does not have",
+        "a cell carries a grade_id the assignment does not have; it ran as an ordinary cell",
+    ),
+    "patched": FlagKind(
+        "your code replaced something the checks rely on",
+        "the submission replaced something the checks rely on (torch, builtins, the checks or the kernel): "
+        "read the cell the detail names",
+    ),
+    "reaches_for_grader": FlagKind(
+        "your code looks at or changes the grading machinery instead of computing its answer",
+        "code that inspects or changes the grader's machinery (the detail names the exercise and what it "
+        "reached for): read it before trusting the score",
+    ),
+    "by_hand_with_autograd": FlagKind(
+        "an exercise meant to be worked out by hand calls PyTorch's autograd",
+        "a by-hand exercise's answer calls PyTorch's autograd; the score stands, the exercise's point may not",
+    ),
+    "symlink": FlagKind(
+        "your submission holds links or special files, which the grader does not follow",
+        "links or special files in the submission were left out, never followed (the detail lists them)",
+    ),
+    "grader_error": FlagKind(
+        "the grader itself failed on this submission; your instructor will look at it",
+        "the grader failed on this submission (its traceback is in the score table and the CSV): grade it by "
+        "hand or report it",
+    ),
+}
+
+
 @dataclass
 class Flag:
-    code: str  # e.g. "patched", "reaches_for_grader", "locked_cell_edited", "grader_error"
+    code: str  # one of FLAG_KINDS
     detail: str
+
+    def __post_init__(self) -> None:
+        if self.code not in FLAG_KINDS:
+            raise ValueError(f"unknown flag code {self.code!r}: add it to FLAG_KINDS with its two sentences")
+
+    @property
+    def kind(self) -> FlagKind:
+        return FLAG_KINDS[self.code]
 
 
 @dataclass

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import record
+from .jobs import FLAG_KINDS
 from .safe_text import spreadsheet_cell, terminal_text
 
 
@@ -38,7 +39,7 @@ def read_scores(db_url: str, assignment: str, students: list[str]) -> list[Submi
                 for grade in notebook.grades:
                     by_cell[grade.name] = (float(grade.score), float(grade.max_score))
             info = extra.get((assignment, student), {})
-            flags = [f"{f['code']}: {f['detail']}" for f in info.get("flags", [])]
+            flags = [_flag_line(f) for f in info.get("flags", [])]
             messages = info.get("messages", [])
             rows.append(
                 SubmissionScore(
@@ -53,6 +54,13 @@ def read_scores(db_url: str, assignment: str, students: list[str]) -> list[Submi
                 )
             )
     return rows
+
+
+def _flag_line(recorded: dict) -> str:
+    """A flag as the score table shows it: its code, what it means for the instructor, its detail."""
+    code, detail = recorded.get("code", "?"), recorded.get("detail", "")
+    kind = FLAG_KINDS.get(code)  # a record written by an older grader may carry a code since retired
+    return f"{code}: {kind.instructor}: {detail}" if kind else f"{code}: {detail}"
 
 
 NBGRADER_COLUMNS = [

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
@@ -80,7 +79,7 @@ def write_autograded(
                 )
         graded.cells.append(cell)
     # formgrader shows this notebook: the grader's messages and each flag's reason come first
-    with_notes(graded, notes_cell(result.messages, [asdict(f) for f in result.flags], for_learner=False))
+    with_notes(graded, notes_cell(result.messages, result.flags, for_learner=False))
     fresh_ids(graded)
     sanitize_notebook(graded)  # formgrader shows this notebook as HTML without sanitizing it
     (out_dir / "autograded").mkdir(parents=True, exist_ok=True)
@@ -123,7 +122,7 @@ def feedback_page(
     when the course keeps the hidden tests' result for the instructor's release."""
     nb = nbformat.read(autograded, as_version=4) if autograded.exists() else nbformat.v4.new_notebook()
     grades = result.shown if shown_only else result.grades
-    notes = notes_cell([*messages, *result.messages], [asdict(f) for f in result.flags], for_learner=True)
+    notes = notes_cell([*messages, *result.messages], result.flags, for_learner=True)
     with_notes(nb, notes)
     if shown_only:
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(SHOWN_ONLY_NOTE))
