@@ -315,7 +315,7 @@ def test_a_crash_during_a_test_scores_it_zero_with_the_checks_crash_hint(tmp_pat
 def _verdict(title, score, failing, message="entries [0] and [2] are off by 0.5"):
     from autograder.judges.verdict import Part, Verdict
 
-    parts = [Part("forward", 1.0), Part("gradcheck", 2.0), Part("interface", 1.0)]
+    parts = [Part("forward"), Part("gradcheck"), Part("interface")]
     for p in parts:
         if p.name in failing:
             p.fail(message, "a hint")

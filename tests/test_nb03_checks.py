@@ -13,7 +13,7 @@ from torch.autograd import Function
 
 from autograder import nb03
 from autograder.feedback import CheckFailed
-from autograder.judges.verdict import PART_TITLES, WEIGHTS
+from autograder.judges.verdict import PART_TITLES
 from autograder.probes.function import probe_function
 from autograder.probes.function_cases import case_args, inputs_for
 from autograder.probes.torch_errors import translate
@@ -520,7 +520,7 @@ def test_unsummed_bias_loses_only_the_interface_part():
     """A bias gradient of shape (N, O): autograd sums it down and training works, so only the interface part
     (with its hint) is lost -- less than a genuinely wrong transposed grad_weight loses."""
     unsummed, _ = run(*WRONG["linear: bias gradient not summed over the batch"][:2], points=5, cases=6)
-    assert float(unsummed) == 4.0, unsummed.report()
+    assert float(unsummed) == round(5 * 2 / 3, 2), unsummed.report()  # one idea of three lost
     assert [p.name for p in unsummed.parts if p.passed is False] == ["interface"]
     assert "the sum over the batch" in unsummed.report()
     transposed, message = run(*WRONG["linear: transposed weight gradient"][:2], points=5, cases=6)
@@ -528,14 +528,19 @@ def test_unsummed_bias_loses_only_the_interface_part():
 
 
 def test_partial_credit_values():
-    """Each part earns its share: a Function correct except for its interface gets 4/5 of the points
-    (weights 1, 2, 1, 1)."""
+    """A Function check tests three ideas (forward, backward, interface), each a third of the points: the backward
+    checked two ways (gradcheck, the reference) is one idea, lost once whichever way catches it."""
     verdict, _ = run(*WRONG["exp: saves its input"][:2], points=5)
-    assert float(verdict) == 4.0
+    assert float(verdict) == round(5 * 2 / 3, 2) and failed_names(verdict) == {"interface"}
     verdict, _ = run(*WRONG["numerical backward: one-sided difference"][:2], points=5)
-    assert float(verdict) == 4.0  # within gradcheck's tolerance, not within the reference's
+    assert float(verdict) == round(5 * 2 / 3, 2)  # within gradcheck's tolerance, not within the reference's
+    assert failed_names(verdict) == {"reference"}
     verdict, _ = run(*WRONG["exp: off by a factor 2"][:2], points=5)
-    assert float(verdict) == 2.0  # forward and interface only
+    assert float(verdict) == round(5 * 2 / 3, 2) and failed_names(verdict) == {"gradcheck", "reference"}
+
+
+def failed_names(verdict):
+    return {p.name for p in verdict.parts if p.passed is False}
 
 
 def test_blank_function_says_not_written():
@@ -551,8 +556,8 @@ def test_blank_backward_only_keeps_the_forward_points():
     def blank(ctx, *args):
         raise NotImplementedError()
 
-    verdict, message = run(fn("Exp", _exp_f, blank), "exp")
-    assert verdict is not None and float(verdict) == 1.0
+    verdict, message = run(fn("Exp", _exp_f, blank), "exp", points=3)
+    assert verdict is not None and float(verdict) == 1.0  # the forward: one idea of three
     assert "`Exp.backward` is not written yet" in verdict.report()
 
 
@@ -902,7 +907,6 @@ def test_notebook_grades_neither_double_backward_nor_cuda():
 def test_every_check_shape_used_by_the_notebook_is_registered():
     for name in ("check_function", "check_numerical_jacobian", "check_my_gradcheck", "check_kill_head_training"):
         assert name in CHECKS
-    assert math.isfinite(float(WEIGHTS["gradcheck"]))
 
 
 NOTEBOOK_CELLS = [
@@ -974,7 +978,7 @@ def test_in_a_notebook_a_passing_cell_shows_nothing_and_a_partial_one_fails_nami
     assert error.ename == "CheckFailed"
     assert "[FAIL]" in error.evalue and "[ok  ]" in error.evalue, "the parts are named, failed and passed"
     assert "Hint:" in error.evalue
-    assert "1.6 of 2 points" in " ".join(error.evalue.split()), (
+    assert "1.33 of 2 points" in " ".join(error.evalue.split()), (  # the interface: one idea of three lost
         "the visible check fails first and says what the cell would earn"
     )
 

@@ -23,6 +23,8 @@ from autograder.judges import answers
 from autograder.judges import nb04 as judges
 from autograder.probes import nb04 as probes
 
+from tests.shares import IDEAS, expected_score, ideas_lost  # noqa: E402
+
 pytestmark = pytest.mark.nb04
 
 
@@ -704,7 +706,7 @@ CATALOGUE = [
     ),
     ("softplus: jvp returns the tangent", "softplus", modern(jvp=_jvp_identity), "forward_mode", "sigmoid"),
     ("vmap: out_dims always 0", "vmap", with_vmap(_vmap_zero), "vmap", "in_dims[0]"),
-    ("op: no register_fake", "op", custom_op("nofake", fake=False), "opcheck", "register_fake"),
+    ("op: no register_fake", "op", custom_op("nofake", fake=False), "opcheck", "fake implementation"),
     ("op: wrong backward", "op", custom_op("wrongbwd", backward=_softplus_bwd_wrong), "values", None),
 ]
 
@@ -718,16 +720,19 @@ def test_wrong_answers_lose_their_part_with_their_hint(label, name, answer, part
         return
     assert message is None, f"{label}: lost every point instead of only '{part}':\n{message}"
     lost = failed_parts(verdict)
-    if name == "op" and part == "opcheck":  # without a fake, compiling fails too: the same missing piece
-        assert lost == {"opcheck", "compile"}, verdict.report()
-    elif name == "op" and part == "values":  # opcheck does not check values; compile shares the gradient
-        assert lost == {"values", "compile"}, verdict.report()
-    elif name == "sinh":  # ignoring the extra outputs' gradients is a double-backward bug
-        assert lost == {"intermediates", "second_derivatives"}, verdict.report()
-    else:
-        expected = part if isinstance(part, set) else {part}
-        assert lost == expected, f"{label}: expected to lose only {expected}:\n{verdict.report()}"
-    assert float(verdict) < params["points"]
+    expected = part if isinstance(part, set) else {part}
+    # One mistake, one idea's share: where a mistake shows in a second part too, the report shows both parts
+    # failing and the score counts the idea once.
+    shown = {
+        ("op", "opcheck"): {"opcheck", "compile"},  # without a fake, compiling fails too: the same missing piece
+        ("op", "values"): {"values", "compile"},  # compiled, the op runs the same wrong backward
+        ("sinh", "intermediates"): {"intermediates", "second_derivatives"},  # double backward uses those gradients
+    }.get((name, str(part)), expected)
+    assert lost == shown, f"{label}: expected to lose only {shown}:\n{verdict.report()}"
+    assert float(verdict) == expected_score(name, params["points"], expected), (
+        f"{label}: {sorted(expected)} should cost {ideas_lost(expected)} of {IDEAS[name]} equal shares\n"
+        f"{verdict.report()}"
+    )
     if hint:
         assert hint in hints(verdict), f"{label}: missing hint '{hint}':\n{verdict.report()}"
 

@@ -30,6 +30,7 @@ from autograder.probes.nb05 import RECOMPUTE_PROBLEMS, SAVED_BYTES_PROBLEMS  # n
 from autograder.registry import CHECKS, FAILED  # noqa: E402
 from autograder.release import generate_in_course  # noqa: E402
 from autograder.submissions import fill_answers, solution_sources  # noqa: E402
+from tests.shares import IDEAS, expected_score, ideas_lost  # noqa: E402
 
 pytestmark = pytest.mark.nb05
 C = math.sqrt(2 / math.pi)
@@ -714,6 +715,13 @@ def test_wrong_answers_lose_their_part_with_a_hint(name):
     assert float(verdict) < params["points"], report
     lost = {p.name for p in verdict.parts if p.passed is False}
     assert lost == set(failing), f"one mistake loses exactly the parts it touches, {sorted(failing)}:\n{report}"
+    costs = COSTS.get(name, lost)  # one mistake seen by two parts costs one idea
+    assert float(verdict) == expected_score(exercise, params["points"], costs), (
+        f"{sorted(costs)} should cost {ideas_lost(costs)} of {IDEAS[exercise]} equal shares:\n{report}"
+    )
+
+
+COSTS = {"linear32: casts its inputs itself": {"forward", "autocast", "autocast_backward"}}
 
 
 def test_the_catalogue_is_large_enough():
@@ -721,7 +729,8 @@ def test_the_catalogue_is_large_enough():
 
 
 def test_partial_credit_for_a_fused_silu_that_saves_too_much():
-    """Everything right but the memory: the memory part's weight (2 of 12) is lost; for Triton, layout (1 of 8)."""
+    """Everything right but the memory: one idea of six (forward, backward, interface, layout, memory, device) is
+    lost; for Triton, layout, one idea of five (no device part)."""
     verdict, _ = run(
         nb05.check_fused_activation,
         fn("FusedSiLU", _silu_f_saves_composed, _silu_b_from_saved),
@@ -740,7 +749,7 @@ def test_partial_credit_for_a_fused_silu_that_saves_too_much():
         seed=0,
         cases=2,
     )
-    assert float(verdict) == 3.5
+    assert float(verdict) == 3.2
 
 
 # =========================================================================== blank answers, odd objects

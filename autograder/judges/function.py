@@ -36,7 +36,7 @@ from ..probes.function_cases import (
 )
 from ..registry import import_notebook_modules
 from . import answers
-from .verdict import WEIGHTS, Part, Verdict
+from .verdict import Part, verdict_of
 
 PICTURE_LIMIT = 400  # Jacobians up to this many entries are drawn
 
@@ -602,11 +602,11 @@ def _judge_cuda(spec, data, seed, part, names):
 def judge_function(data, reference, seed=0, cases=None, double_backward=False, cuda=True, points=1, name=None):
     spec = exercise(reference)
     name = data.get("name") or name or spec.title
-    parts = {k: Part(k, WEIGHTS[k]) for k in ("forward", "gradcheck", "reference", "interface")}
+    parts = {k: Part(k) for k in ("forward", "gradcheck", "reference", "interface")}
     if double_backward and spec.double_backward:
-        parts["double_backward"] = Part("double_backward", WEIGHTS["double_backward"])
+        parts["double_backward"] = Part("double_backward")
     if cuda:
-        parts["cuda"] = Part("cuda", WEIGHTS["cuda"])
+        parts["cuda"] = Part("cuda")
     pictures: list = []
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
         raise CheckFailed(answers.MISMATCH.format(why="the Function's data is not a dict of cases"))
@@ -625,19 +625,4 @@ def judge_function(data, reference, seed=0, cases=None, double_backward=False, c
             db.passed = None  # every case too large: not scored, and the report says why
         else:
             db.messages.clear()
-    # The CUDA part can only take points away: a machine with a GPU and one without give a correct answer
-    # the same score, and a wrong answer the same score too unless it is wrong on CUDA only.
-    scored = [p for p in parts.values() if p.passed is not None and p.name != "cuda"]
-    total = sum(p.weight for p in scored)
-    earned = sum(p.weight for p in scored if p.passed)
-    if cuda and parts["cuda"].passed is False:
-        earned = max(0.0, earned - parts["cuda"].weight)
-    score = round(points * earned / total, 2) if total else float(points)
-    verdict = Verdict(
-        score, points=points, parts=list(parts.values()), title=f"{name} ({spec.title})", pictures=pictures[:2]
-    )
-    if earned == 0:
-        failure = CheckFailed(verdict.report())
-        failure.verdict = verdict
-        raise failure
-    return verdict
+    return verdict_of(list(parts.values()), points, f"{name} ({spec.title})", pictures[:2])

@@ -17,7 +17,7 @@ import torch.nn.functional as nnf
 
 from autograder.feedback import CheckFailed
 from autograder.judges import answers
-from autograder.judges.verdict import Part, Verdict
+from autograder.judges.verdict import Part, Verdict, verdict_of
 from autograder.probes.nb04 import (
     HVP_PROBLEMS,
     OPCHECK_TESTS,
@@ -38,26 +38,17 @@ RTOL, ATOL = 1e-7, 1e-9
 
 
 class Parts:
-    """Named parts with weights; the verdict is the weighted share of the points that passed."""
+    """A check's named parts, one idea each; the verdict follows the one scoring rule (verdict.verdict_of)."""
 
-    def __init__(self, title: str, **weights: float):
+    def __init__(self, title: str, *names: str):
         self.title = title
-        self.parts = {name: Part(name, w) for name, w in weights.items()}
+        self.parts = {name: Part(name) for name in names}
 
     def __getitem__(self, name: str) -> Part:
         return self.parts[name]
 
     def verdict(self, points: float) -> Verdict:
-        total = sum(p.weight for p in self.parts.values())
-        earned = sum(p.weight for p in self.parts.values() if p.passed)
-        verdict = Verdict(
-            round(points * earned / total, 2), points=points, parts=list(self.parts.values()), title=self.title
-        )
-        if earned == 0:
-            failure = CheckFailed(verdict.report())
-            failure.verdict = verdict
-            raise failure
-        return verdict
+        return verdict_of(list(self.parts.values()), points, self.title)
 
 
 def _tensor(value, what: str) -> torch.Tensor:
@@ -309,7 +300,7 @@ def _elementwise_cases(data, seed, cases, title, schema, kinks=False):
 
 
 def judge_saved_tensors(data, seed=0, cases=2, points=2):
-    p = Parts("Cube (x³, saving x with ctx.save_for_backward)", values=1.0, version_counter=1.0)
+    p = Parts("Cube (x³, saving x with ctx.save_for_backward)", "values", "version_counter")
     for got, x, g, where in _elementwise_cases(data, seed, cases, "Cube", SAVED_ENTRY):
         _values(
             p["values"],
@@ -359,7 +350,7 @@ def judge_saved_tensors(data, seed=0, cases=2, points=2):
 
 
 def judge_inplace(data, seed=0, cases=2, points=3):
-    p = Parts("InplaceReLU (an in-place forward with ctx.mark_dirty)", values=1.0, in_place=1.0, mark_dirty=1.0)
+    p = Parts("InplaceReLU (an in-place forward with ctx.mark_dirty)", "values", "in_place", "mark_dirty")
     for got, x, g, where in _elementwise_cases(data, seed, cases, "InplaceReLU", INPLACE_ENTRY, kinks=True):
         want_out = torch.relu(x)
         _values(
@@ -411,7 +402,7 @@ def judge_inplace(data, seed=0, cases=2, points=3):
 
 
 def judge_non_differentiable(data, seed=0, cases=2, points=3):
-    p = Parts("ReLUWithMask (a non-differentiable mask output)", values=1.0, non_differentiable=1.0, mask_dtype=0.5)
+    p = Parts("ReLUWithMask (a non-differentiable mask output)", "values", "non_differentiable", "mask_dtype")
     for got, x, g, where in _elementwise_cases(data, seed, cases, "ReLUWithMask", MASK_ENTRY, kinks=True):
         for problem in (
             _wrong(got["output"], torch.relu(x), f"the first output (relu) {where}"),
@@ -449,7 +440,7 @@ def judge_non_differentiable(data, seed=0, cases=2, points=3):
 
 
 def judge_materialize(data, seed=0, cases=2, points=3):
-    p = Parts("SinCos (two outputs, set_materialize_grads(False))", values=1.0, none_grads=1.0, materialize=0.5)
+    p = Parts("SinCos (two outputs, set_materialize_grads(False))", "values", "none_grads", "materialize")
     for got, x, g, where in _elementwise_cases(data, seed, cases, "SinCos", SINCOS_ENTRY):
         for problem in (
             _wrong(got["outputs"][0], torch.sin(x), f"the first output (sin) {where}"),
@@ -529,12 +520,11 @@ _REFERENCES = {"tanh": (torch.tanh, "Tanh"), "sinh": (lambda t: (torch.sinh(t), 
 def judge_twice_differentiable(data, reference, seed=0, cases=2, points=3):
     ref, title = _REFERENCES[reference]
     count = TWICE_OUTPUTS[reference]
-    weights = {"values": 1.0, "second_derivatives": 2.0}
-    if count > 1:
-        weights = {"values": 1.0, "intermediates": 1.0, "second_derivatives": 1.5}
-    p = Parts(f"{title} (a backward that is itself differentiable)", **weights)
+    names = ("values", "intermediates", "second_derivatives") if count > 1 else ("values", "second_derivatives")
+    p = Parts(f"{title} (a backward that is itself differentiable)", *names)
     first_only = lambda t: ref(t)[0] if count > 1 else ref(t)  # noqa: E731
     shapes = shapes_of(cases)
+    ignored_extra = None  # "intermediates" once backward is seen ignoring the extra outputs' gradients
     for case, got in enumerate(_case_data(data, shapes, title, _twice_entry(count))):
         shape = shapes[case]
         x, u = inputs_elementwise(seed, case, shape=shape)
@@ -562,13 +552,16 @@ def judge_twice_differentiable(data, reference, seed=0, cases=2, points=3):
             else:
                 problem = _wrong(got["grad_all"], want_all, f"the gradient with a grad_output for every output {where}")
                 if problem:
+                    ignores = got["grad_all"] is not None and _same(got["grad_all"], want_first)
                     hint = (
-                        "backward ignores the gradients of the extra outputs (e^x, e^-x): add their terms, "
-                        "grad_exp_x · e^x and -grad_exp_negx · e^-x. Double backward sends gradients through them."
-                        if got["grad_all"] is not None and _same(got["grad_all"], want_first)
+                        "backward ignores the gradients that arrive for the extra outputs: each output that depends "
+                        "on x adds its own term to x's gradient (the chain rule, summed over the outputs). Double "
+                        "backward sends gradients through them."
+                        if ignores
                         else None
                     )
                     p["intermediates"].fail(problem, hint)
+                    ignored_extra = "intermediates" if ignores else ignored_extra
         elif got["grad_all_error"]:
             p["values"].fail(f"backward raised {got['grad_all_error']} {where}.")
         xr = x.clone().requires_grad_()
@@ -598,18 +591,20 @@ def judge_twice_differentiable(data, reference, seed=0, cases=2, points=3):
                 )
             elif count > 1:
                 hint = (
-                    "under double backward gradients flow into e^x and e^-x: backward must use grad_exp_x and "
-                    "grad_exp_negx."
+                    "under double backward gradients flow into the extra outputs too: backward must use every "
+                    "gradient it receives, one per output."
                 )
-            part.fail(problem, hint)
+            part.fail(problem, hint, same_mistake_as=ignored_extra)
         if got["gradgradcheck"] is not True:
             detail = "" if got["gradgradcheck"] is False else f": {got['gradgradcheck']}"
-            part.fail(f"torch.autograd.gradgradcheck fails on your Function {where}{detail}.")
+            part.fail(
+                f"torch.autograd.gradgradcheck fails on your Function {where}{detail}.", same_mistake_as=ignored_extra
+            )
     return p.verdict(points)
 
 
 def judge_hvp(data, problems, seed=0, size=4, points=2):
-    p = Parts("hessian_vector_product(f, x, v)", values=1.0)
+    p = Parts("hessian_vector_product(f, x, v)", "values")
     for name, got in zip(problems, _case_data(data, problems, "hessian_vector_product", HVP_ENTRY)):
         f, x, v = hvp_problem(name, seed, size)
         _, want = torch.autograd.functional.hvp(f, x, v)
@@ -659,9 +654,7 @@ def _judge_two_arguments(p, got, want, where: str) -> None:
 
 
 def judge_functional_linear(data, seed=0, cases=3, points=4):
-    p = Parts(
-        "FunctionalLinear (gradients with the parameters' shapes)", forward=1.0, gradients=1.5, parameter_shapes=1.5
-    )
+    p = Parts("FunctionalLinear (gradients with the parameters' shapes)", "forward", "gradients", "parameter_shapes")
     sizes = linear_cases(cases)
     for case, got in enumerate(_case_data(data, sizes, "FunctionalLinear", LINEAR_ENTRY)):
         x, w, b, g = inputs_linear(seed, case, sizes[case])
@@ -749,13 +742,7 @@ def judge_functional_linear(data, seed=0, cases=3, points=4):
 
 
 def judge_linear_layer(data, seed=0, steps=20, lr=0.05, features=(3, 2), points=3):
-    p = Parts(
-        "LinearLayer (an nn.Module around FunctionalLinear)",
-        parameters=1.0,
-        initialisation=1.0,
-        extra_repr=0.5,
-        training=1.5,
-    )
+    p = Parts("LinearLayer (an nn.Module around FunctionalLinear)", "parameters", "initialisation", "extra_repr", "training")
     valid(data, LAYER_DATA, "LinearLayer's data")
     train_in, train_out = (int(n) for n in features)  # the layer trained (its init is checked on LinearLayer(64, 32))
     params = data["parameters"]
@@ -866,7 +853,7 @@ def judge_linear_layer(data, seed=0, steps=20, lr=0.05, features=(3, 2), points=
 
 def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
     title = "Softplus with a hand-written vmap" if hand_written_vmap else "Softplus (setup_context, jvp, vmap)"
-    p = Parts(title, values=1.0, **({"vmap": 1.5} if hand_written_vmap else {"forward_mode": 1.5, "vmap": 0.5}))
+    p = Parts(title, "values", *(("vmap",) if hand_written_vmap else ("forward_mode", "vmap")))
     shapes = shapes_of(cases)
     top = {
         "has_setup_context": "flag",
@@ -958,7 +945,7 @@ def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
 
 
 def judge_custom_op(data, seed=0, cases=2, points=4):
-    p = Parts("softplus_op (torch.library.custom_op)", values=1.0, opcheck=1.5, compile=1.0)
+    p = Parts("softplus_op (torch.library.custom_op)", "values", "opcheck", "compile")
     shapes = shapes_of(cases)
     answers.entry(data, "softplus_op's data", ("name", "cases"))
     valid(data["name"], "text", "softplus_op's name")
@@ -967,7 +954,8 @@ def judge_custom_op(data, seed=0, cases=2, points=4):
         where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
         want = _vjp(nnf.softplus, x, u)
         register_hint = (
-            "register the backward: softplus_op.register_autograd(backward, setup_context=setup_context)."
+            "autograd does not know the op's backward: a custom op is opaque to autograd until its backward and "
+            "setup_context are registered with it."
             if got["backward_error"]
             and ("autograd" in got["backward_error"] or "does not require grad" in got["backward_error"])
             else None
@@ -982,7 +970,8 @@ def judge_custom_op(data, seed=0, cases=2, points=4):
             hint = None
             if "fake" in message.lower():
                 hint = (
-                    "register a fake (meta) implementation: @softplus_op.register_fake returning torch.empty_like(x)."
+                    "opcheck and torch.compile run the op on fake tensors (shapes and dtypes, no data): the op needs a "
+                    "fake implementation, one that makes an output of the right shape and dtype without computing it."
                 )
             elif "alias" in message.lower():
                 hint = "a custom op must return a new tensor, not its input or a view of it."
@@ -999,13 +988,16 @@ def judge_custom_op(data, seed=0, cases=2, points=4):
             p["compile"].fail(
                 f"torch.compile(..., backend='aot_eager', fullgraph=True) failed {where}: {compiled['error'][:300]}",
                 hint,
+                same_mistake_as="opcheck" if hint else None,  # the missing fake fails opcheck too
             )
         else:
+            # compiled, the op runs the same forward and backward: a mistake in them is the values part's
+            same = "values" if p["values"].passed is False else None
             if not math.isclose(compiled["loss"], float((nnf.softplus(x) * u).sum()), rel_tol=1e-9, abs_tol=1e-12):
-                p["compile"].fail(f"compiled, the op gives a different value {where}.")
+                p["compile"].fail(f"compiled, the op gives a different value {where}.", same_mistake_as=same)
             problem = _wrong(compiled["grad"], want, f"the compiled op's gradient {where}")
             if problem:
-                p["compile"].fail(problem)
+                p["compile"].fail(problem, same_mistake_as=same)
     return p.verdict(points)
 
 

@@ -27,7 +27,7 @@ from ..probes.nb05 import (
 )
 from .answers import MISMATCH, entry, number, per_case, tensor
 from .function import FunctionReference, add_reference, judge_function
-from .verdict import PART_TITLES, Part, Verdict
+from .verdict import PART_TITLES, Part, Verdict, verdict_of
 
 ATOL, RTOL = 1e-5, 1e-3  # gradcheck's tolerances
 TITLES = {
@@ -104,18 +104,9 @@ def _tensor_return(returns: list[dict], shape) -> tuple[torch.Tensor | None, str
 
 
 def _verdict(parts: dict[str, Part], points: float, title: str) -> Verdict:
-    scored = [p for p in parts.values() if p.passed is not None]
-    total = sum(p.weight for p in scored)
-    earned = sum(p.weight for p in scored if p.passed)
-    score = round(points * earned / total, 2) if total else float(points)
     for p in parts.values():  # the report shows these titles
         PART_TITLES.setdefault(p.name, TITLES.get(p.name, p.name))
-    verdict = Verdict(score, points=points, parts=list(parts.values()), title=title)
-    if earned == 0:
-        failure = CheckFailed(verdict.report())
-        failure.verdict = verdict
-        raise failure
-    return verdict
+    return verdict_of(list(parts.values()), points, title)
 
 
 def _derivative_hints(activation: str, x: torch.Tensor, u: torch.Tensor, got: torch.Tensor) -> list[str]:
@@ -150,21 +141,8 @@ def _derivative_hints(activation: str, x: torch.Tensor, u: torch.Tensor, got: to
 def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, points=1, name=None):
     name = data.get("name") or name or "your Function"
     act = NAMES[activation]
-    # Weights add up to 8 (Triton) or 12 (PyTorch), so that each part is a clean fraction of the points.
-    weights = (
-        (("forward", 1.0), ("gradcheck", 2.0), ("reference", 1.0), ("interface", 1.0), ("layout", 1.0), ("memory", 2.0))
-        if triton
-        else (
-            ("forward", 2.0),
-            ("gradcheck", 3.0),
-            ("reference", 2.0),
-            ("interface", 1.0),
-            ("layout", 1.0),
-            ("memory", 2.0),
-            ("device", 1.0),
-        )
-    )
-    parts = {k: Part(k, w) for k, w in weights}
+    names = ["forward", "gradcheck", "reference", "interface", "layout", "memory"] + ([] if triton else ["device"])
+    parts = {k: Part(k) for k in names}
     if len(data["cases"]) != cases:
         raise CheckFailed(f"{name}: the answer covers {len(data['cases'])} cases; {cases} were asked for.")
     if triton:
@@ -532,7 +510,7 @@ def judge_gather(data, seed=0, cases=2, points=1, double_backward=False):
         if base is None:
             raise
     parts = {p.name: p for p in base.parts}
-    device = Part("device", 1.0)
+    device = Part("device")
     fix = (
         "make the gradient like the weight: torch.zeros_like(weight), or torch.zeros(..., device=weight.device, "
         "dtype=weight.dtype), then index_add_ into it."
@@ -584,10 +562,7 @@ add_reference(FunctionReference(name="gather_rows", reference=gather_reference))
 def judge_recompute(data, problems=("gelu_chain", "sin_exp", "mlp"), seed=0, points=1, name="Checkpoint"):
     if [d["problem"] for d in data] != list(problems):
         raise CheckFailed("the answer does not cover exactly the functions the check asked for.")
-    parts = {
-        k: Part(k, w)
-        for k, w in (("forward", 1.0), ("reference", 2.0), ("interface", 1.0), ("memory", 2.0), ("calls", 1.0))
-    }
+    parts = {k: Part(k) for k in ("forward", "reference", "interface", "memory", "calls")}
     for got in data:
         problem = got["problem"]
         fn = recompute_problem(problem)
@@ -678,9 +653,7 @@ def _recompute_generator(seed, problem):
 def judge_autocast_linear(data, seed=0, cases=2, points=1, name="Linear32"):
     if len(data["cases"]) != cases:
         raise CheckFailed(f"the answer covers {len(data['cases'])} cases; {cases} were asked for.")
-    parts = {
-        k: Part(k, w) for k, w in (("forward", 1.0), ("reference", 1.0), ("autocast", 1.0), ("autocast_backward", 1.0))
-    }
+    parts = {k: Part(k) for k in ("forward", "reference", "autocast", "autocast_backward")}
     for case, got in enumerate(data["cases"]):
         c = linear_case(seed, case)
         where = f"(case {case + 1}, x {tuple(c['x'].shape)}, W {tuple(c['W'].shape)})"
@@ -706,9 +679,11 @@ def judge_autocast_linear(data, seed=0, cases=2, points=1, name="Linear32"):
             )
         if f64.get("backward_error"):
             error = f64["backward_error"]
+            demoted = out.get("dtype") == "float32"  # forward's own cast: backward then meets float32 and float64
             parts["reference"].fail(
                 f"in float64 without autocast, backward raised {error} {where}.",
-                own_cast if out.get("dtype") == "float32" or "dtype" in error or "!=" in error else None,
+                own_cast if demoted or "dtype" in error or "!=" in error else None,
+                same_mistake_as="forward" if demoted else None,
             )
         returns = f64.get("returns") or []
         for i, label in enumerate(() if f64.get("backward_error") else ("x", "W", "b")):
