@@ -3,8 +3,6 @@ points from realistic wrong ones on the part that should catch them, with the hi
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 from hypothesis import given, settings

@@ -724,6 +724,68 @@ def test_wrong_answers_lose_their_part_with_a_hint(name):
 COSTS = {"linear32: casts its inputs itself": {"forward", "autocast", "autocast_backward"}}
 
 
+TRITON_SILU_SOURCE = """
+class TritonSiLU(Function):
+    @staticmethod
+    def forward(ctx, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        silu_forward_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK_SIZE=1024)
+        ctx.save_for_backward(x)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        grad_x = torch.empty_like(x)
+        silu_backward_kernel[(triton.cdiv(x.numel(), 1024),)](
+            x, grad_output.contiguous(), grad_x, x.numel(), BLOCK_SIZE=1024
+        )
+        return grad_x
+"""
+
+
+def _notebook_triton_silu(forward_kernel, backward_kernel, **more):
+    """TritonSiLU as a notebook defines it: reading the kernels by their notebook names, as globals."""
+    space = {"Function": Function, "torch": torch, "triton": triton, **more}
+    space.update(silu_forward_kernel=forward_kernel, silu_backward_kernel=backward_kernel)
+    exec(TRITON_SILU_SOURCE, space)
+    return space
+
+
+@pytest.mark.parametrize(
+    "forward_kernel, backward_kernel",
+    [
+        (unmasked_store_kernel, silu_backward_kernel),
+        (off_by_one_mask_kernel, silu_backward_kernel),
+        (silu_forward_kernel, backward_without_grad_kernel),
+        (silu_forward_kernel, backward_shifted_grad_kernel),
+    ],
+    ids=["forward unmasked", "forward off by one", "backward without grad_output", "backward shifted"],
+)
+def test_a_kernel_mistake_costs_only_the_kernels_exercise(forward_kernel, backward_kernel):
+    """TritonSiLU is checked with the course's kernels bound to the notebook's kernel names: a wrong kernel costs
+    its own exercise's points, not TritonSiLU's too; the learner's kernels are back afterwards."""
+    space = _notebook_triton_silu(forward_kernel, backward_kernel)
+    check, params = CHECK_CALLS["triton_silu"]
+    verdict, report = run(check, space["TritonSiLU"], **params)
+    assert verdict is not None and float(verdict) == params["points"], report
+    assert space["silu_forward_kernel"] is forward_kernel and space["silu_backward_kernel"] is backward_kernel
+
+
+def test_the_function_around_the_course_kernels_is_still_graded():
+    """The stand-ins replace the kernels, not the Function: a wrapper mistake (no .contiguous()) still loses its
+    part, and the report says whose kernels ran."""
+    source = TRITON_SILU_SOURCE.replace("x = x.contiguous()", "pass  # x as it comes")
+    space = {"Function": Function, "torch": torch, "triton": triton}
+    space.update(silu_forward_kernel=silu_forward_kernel, silu_backward_kernel=silu_backward_kernel)
+    exec(source, space)
+    check, params = CHECK_CALLS["triton_silu"]
+    verdict, report = run(check, space["TritonSiLU"], **params)
+    assert verdict is not None and {p.name for p in verdict.parts if p.passed is False} == {"layout"}, report
+    assert "the course's silu_backward_kernel and silu_forward_kernel" in report
+
+
 def test_the_catalogue_is_large_enough():
     assert len(WRONG) >= 12 and len(ALTERNATIVES) >= 5
 
@@ -897,8 +959,7 @@ def silu_forward_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 def test_a_crashing_kernel_costs_only_its_own_exercises(tmp_path):
     """A kernel that stores far outside its tensor kills the interpreter's process (a segfault). The grader gives
     the rest of the notebook a fresh kernel: the exercises that ran the kernel score 0, with the crash hint, and
-    the others keep their points. (After its definition the notebook runs the learner's forward kernel in three
-    cells -- its test, TritonSiLU's test, one check-yourself cell -- within the grader's three recoveries.)"""
+    the others keep their points, TritonSiLU's too: its check runs the course's kernels in place of the learner's."""
     root, db_url = tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}"
     shutil.copytree(SOLUTIONS / CRASH_ASSIGNMENT, root / "source" / CRASH_ASSIGNMENT)
     generate_in_course(root, [CRASH_ASSIGNMENT], db_url)
@@ -919,7 +980,8 @@ def test_a_crashing_kernel_costs_only_its_own_exercises(tmp_path):
     )
     with Gradebook(db_url) as gb:
         scores = {g.name: g.score for g in gb.find_submission_notebook(released.stem, CRASH_ASSIGNMENT, "dora").grades}
-    assert scores["test_silu_forward_kernel"] == 0 and scores["test_triton_silu"] == 0
+    assert scores["test_silu_forward_kernel"] == 0
+    assert scores["test_triton_silu"] == 4, "TritonSiLU is checked with the course's kernels in place of the learner's"
     (feedback,) = (root / "feedback" / "dora" / CRASH_ASSIGNMENT).glob("*.html")
     assert "Hint: likely an unmasked tl.load/tl.store" in feedback.read_text()
     assert any("fresh kernel" in m for m in row.messages), row.messages

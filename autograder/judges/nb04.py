@@ -742,7 +742,9 @@ def judge_functional_linear(data, seed=0, cases=3, points=4):
 
 
 def judge_linear_layer(data, seed=0, steps=20, lr=0.05, features=(3, 2), points=3):
-    p = Parts("LinearLayer (an nn.Module around FunctionalLinear)", "parameters", "initialisation", "extra_repr", "training")
+    p = Parts(
+        "LinearLayer (an nn.Module around FunctionalLinear)", "parameters", "initialisation", "extra_repr", "training"
+    )
     valid(data, LAYER_DATA, "LinearLayer's data")
     train_in, train_out = (int(n) for n in features)  # the layer trained (its init is checked on LinearLayer(64, 32))
     params = data["parameters"]
