@@ -557,7 +557,8 @@ def test_notebook_04_graded_torch_tools_replaced_under_other_names_are_flagged_a
         },
     )
     row = rows["patcher"]
-    assert row.by_cell["test_softplus"][0] < 3 and row.by_cell["test_softplus_op"][0] < 2, row.by_cell
+    # each loses one idea of three: the vmap rule; the fake implementation (opcheck and compile, the same mistake)
+    assert row.by_cell["test_softplus"] == (2.0, 3.0) and row.by_cell["test_softplus_op"] == (2.0, 3.0), row.by_cell
     assert {f.split(":")[0] for f in row.flags} == {"patched"}, row.flags
     for name in ("torch.vmap", "torch.library.opcheck", "torch.compile"):
         assert any(f"assigns to {name}" in f for f in row.flags) and any(f"kernel: {name}" in f for f in row.flags), (

@@ -411,7 +411,7 @@ WRONG = {
         "kill_head",
         {},
         ["interface"],
-        "zeros_like",
+        "make gradients like their inputs",
     ),
     "kill_head: rows instead of columns": (
         fn(

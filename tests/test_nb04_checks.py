@@ -619,7 +619,7 @@ CATALOGUE = [
         "sincos",
         fn(_sincos_f_materialized, _sincos_b),
         "materialize",
-        "set_materialize_grads(False)",
+        "unless forward tells it not to",
     ),
     (
         "sincos: a sign slip in d cos/dx (None handled right: one part lost, not two)",

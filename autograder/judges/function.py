@@ -313,7 +313,7 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
             if first["dtype"] != "float64":
                 interface.fail(
                     f"the gradient for `{names[i]}` is {first['dtype']} but `{names[i]}` is float64.",
-                    "create new tensors like their inputs: torch.zeros_like(x), or dtype=x.dtype.",
+                    "a new tensor takes the default dtype unless you say otherwise: make gradients like their inputs.",
                 )
             if first["device"] != "cpu":
                 interface.fail(f"the gradient for `{names[i]}` is on {first['device']} but `{names[i]}` is on cpu.")
@@ -336,8 +336,7 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
         if wrong:
             interface.fail(
                 f"with float32 inputs the gradient for {', '.join(wrong)} is not float32.",
-                "create new tensors like their inputs: torch.zeros_like(x), or dtype=x.dtype — "
-                "not torch.zeros(shape), which uses the default dtype.",
+                "a new tensor takes the default dtype unless you say otherwise: make gradients like their inputs.",
             )
     for entry in data.get("needs_input_grad", []):
         off = entry["off"]

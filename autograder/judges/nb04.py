@@ -494,7 +494,8 @@ def judge_materialize(data, seed=0, cases=2, points=3):
             p["materialize"].fail(
                 f"when only the sine is used, autograd handed backward a tensor of zeros for the cosine "
                 f"{where}: materialising gradients is still on.",
-                "call ctx.set_materialize_grads(False) in forward.",
+                "autograd materialises missing gradients as zeros unless forward tells it not to: this exercise is "
+                "about receiving None for an unused output.",
             )
     return p.verdict(points)
 
@@ -763,7 +764,8 @@ def judge_linear_layer(data, seed=0, steps=20, lr=0.05, features=(3, 2), points=
         p["parameters"].fail(
             f"LinearLayer(3, 2, bias=False) has parameters {data['parameters_no_bias']} and bias "
             f"{data['bias_no_bias']}; it should have only `weight`, and self.bias should be None.",
-            "self.register_parameter('bias', None) keeps the attribute and registers nothing.",
+            "without a bias the layer still needs the attribute, set to None, and no parameter registered under "
+            "that name.",
         )
     weight, bias = data["weight"], data["bias"]
     if weight is None or tuple(weight.shape) != (32, 64):
@@ -983,7 +985,7 @@ def judge_custom_op(data, seed=0, cases=2, points=4):
             continue
         if "error" in compiled:
             hint = (
-                "torch.compile traces the op with fake tensors: register_fake is missing."
+                "torch.compile traces the op with fake tensors: the op needs a fake implementation."
                 if "fake" in compiled["error"].lower()
                 else None
             )

@@ -164,7 +164,7 @@ def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, po
             bad, err = _wrong_entries(out["value"], want_y, 1e-8, 1e-10)
             if out["dtype"] != "float64":
                 parts["forward"].fail(
-                    f"forward returned a {out['dtype']} tensor for a float64 x: keep x's dtype (torch.empty_like(x))."
+                    f"forward returned a {out['dtype']} tensor for a float64 x: make the output like x, with x's dtype."
                 )
             elif bad.any():
                 hint = (
@@ -270,9 +270,9 @@ def _require_kernels(data, name):
         which = " and ".join(dict.fromkeys(m for m in ("forward", "backward") if m in missing))
         raise CheckFailed(
             f"{name}'s {which} launched no Triton kernel: this exercise wraps your kernels in a Function, "
-            "so the numbers must come from them, not from PyTorch operations.\nHint: in forward, launch "
-            "silu_forward_kernel[grid](x, y, n, BLOCK_SIZE=...) into y = torch.empty_like(x); in backward, "
-            "silu_backward_kernel into a new gradient tensor."
+            "so the numbers must come from them, not from PyTorch operations.\nHint: forward launches the forward "
+            "kernel on enough programs to cover x, writing into a new output tensor; backward launches the "
+            "backward kernel, writing into a new gradient tensor."
         )
 
 
@@ -280,8 +280,8 @@ def _judge_layouts(data, activation, seed, part, triton, forward_wrong=False, co
     inputs = elementwise_case(seed, 0)
     strided = inputs["wide"][:, ::2]
     fix = (
-        "call .contiguous() on x in forward and on grad_output in backward before handing their memory to a kernel: "
-        "a kernel reads n_elements values in memory order and ignores strides."
+        "a kernel reads n_elements values in memory order and ignores strides: every tensor whose memory you hand "
+        "to a kernel (x in forward, grad_output in backward) must be laid out contiguously first."
         if triton
         else "compute with torch operations on the tensors themselves (no .view() on a tensor whose memory is not "
         "in order, no reading of .data_ptr() / storage())."
@@ -335,8 +335,8 @@ def _judge_float32(got, part):
     out = got.get("output", {})
     if out.get("dtype") != "float32":
         part.fail(
-            f"for a float32 x forward returned {out.get('dtype', 'no tensor')}: create outputs like x "
-            "(torch.empty_like(x)), not with a fixed dtype."
+            f"for a float32 x forward returned {out.get('dtype', 'no tensor')}: create outputs like x, "
+            "with x's dtype, not with a fixed one."
         )
     returns = got.get("returns") or []
     if returns and returns[0].get("dtype") != "float32":
@@ -404,8 +404,8 @@ def _judge_attributes(got, part) -> int:
 
 def _judge_meta(got, part):
     fix = (
-        "create new tensors on the input's device and with its dtype: torch.empty_like(x), torch.zeros_like(x), "
-        "or device=x.device, dtype=x.dtype."
+        "a new tensor takes the default device and dtype unless you say otherwise: make new tensors on the "
+        "input's device and with its dtype."
     )
     if "error" in got:
         part.fail("on a tensor of another device (meta) your Function failed: " + got["error"].splitlines()[0], fix)
@@ -518,8 +518,8 @@ def judge_gather(data, seed=0, cases=2, points=1, double_backward=False):
     parts = {p.name: p for p in base.parts}
     device = Part("device")
     fix = (
-        "make the gradient like the weight: torch.zeros_like(weight), or torch.zeros(..., device=weight.device, "
-        "dtype=weight.dtype), then index_add_ into it."
+        "the gradient belongs to the weight: make it on the weight's device, with its dtype, whatever the default "
+        "device and dtype are."
     )
     for label, got in data["devices"].items():
         want_device, want_dtype = ("meta", "float32") if label == "meta" else ("cpu", "bfloat16")
@@ -548,8 +548,8 @@ def judge_gather(data, seed=0, cases=2, points=1, double_backward=False):
             and not any("raised" in m for m in p.messages)
         ):  # wrong numbers, not an error
             p.hints.append(
-                "an index that appears twice must collect both contributions: grad_weight[index] = "
-                "grad_output keeps only one of them; grad_weight.index_add_(0, index, grad_output) adds."
+                "an index that appears twice must collect both contributions: an indexed assignment keeps only "
+                "one of them; the gradient rows must be added up."
             )
             break
     return _verdict(parts, points, base.title)
