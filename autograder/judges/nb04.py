@@ -929,8 +929,8 @@ def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
                 )
                 if hand_written_vmap and "out_dims" in result["error"].lower():
                     hint = (
-                        "vmap must return (output, out_dims): the output's batch dimension is where the input's was, "
-                        "in_dims[0]."
+                        "a vmap rule returns the output and where its batch dimension is: softplus works entry by "
+                        "entry, so the batch dimension stays where the input's was."
                     )
                 p["vmap"].fail(f"torch.vmap with {label} raised {result['error']} {where}.", hint)
                 continue
@@ -938,7 +938,8 @@ def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
             if problem:
                 p["vmap"].fail(
                     problem,
-                    "return the output with its batch dimension where the input had it: (out, in_dims[0])."
+                    "softplus works entry by entry: the output's batch dimension stays where the input's was, and "
+                    "the rule must say where that is."
                     if hand_written_vmap
                     else None,
                 )
