@@ -7,6 +7,7 @@ from __future__ import annotations
 # How many ideas each check scores (on a machine without a GPU: no CUDA part).
 IDEAS = {
     "function": 3,  # forward, backward (gradcheck and the reference: one idea), interface
+    "function+double_backward": 4,
     "cube": 2,
     "inplace": 3,
     "mask": 3,

@@ -16,6 +16,7 @@ from autograder.probes.function import probe_function
 from autograder.probes.function_cases import case_args, inputs_for
 from autograder.probes.torch_errors import translate
 from autograder.registry import CHECKS, FAILED
+from tests.shares import IDEAS, expected_score, ideas_lost
 
 pytestmark = pytest.mark.nb03
 
@@ -485,9 +486,12 @@ def test_wrong_backward_loses_points_where_it_should(name):
     report = message if verdict is None else verdict.report()
     assert text in report, report
     if verdict is not None:
-        assert float(verdict) < 5
         lost = {p.name for p in verdict.parts if p.passed is False}
         assert lost == set(failing), f"one mistake loses exactly the parts it touches, {sorted(failing)}:\n{report}"
+        check = "function+double_backward" if params.get("double_backward") else "function"
+        assert float(verdict) == expected_score(check, params.get("points", 5), lost), (
+            f"{sorted(lost)} should cost {ideas_lost(lost)} of {IDEAS[check]} equal shares:\n{report}"
+        )
     else:
         for p in failing:
             assert f"[FAIL] {PART_TITLES[p]}" in report, report
