@@ -20,12 +20,14 @@ import secrets
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..coursedir import put_interpreter_scripts_on_path
 from . import intake, reach, record, sandbox
 from .jobs import CellGrade, Flag, Job, NotebookResult, SandboxSettings, SubmissionResult
-from .pool import Progress, Worker
+from .pool import Progress, Worker, run_jobs
 from .report import SubmissionScore, read_scores
 from .safe_text import terminal_text
 from .spec import assignment_spec
@@ -116,6 +118,31 @@ def refuse_unreachable_python(info: sandbox.SandboxInfo) -> None:
         )
 
 
+@dataclass
+class GradingRun:
+    """What every job of one grading run shares: where things are, the spec, the sandbox, the secrets."""
+
+    course_root: Path
+    assignment: str
+    db_url: str
+    spec: dict
+    spec_path: Path
+    state_dir: Path
+    info: sandbox.SandboxInfo
+    limits: sandbox.Limits
+    threads: int
+    hashes: dict[str, str]
+    secret: str
+    left_out: dict[str, dict]
+    recorder: Callable
+    scratch_base: Path
+    seq: int  # the last sandbox uid sequence number handed out
+
+    @property
+    def per_submission_s(self) -> float:
+        return self.limits.timeout_s * max(1, len(self.spec["notebooks"])) + 300
+
+
 def grade_assignment(
     course_root: Path,
     assignment: str,
@@ -142,7 +169,6 @@ def grade_assignment(
     put_interpreter_scripts_on_path()  # nbgrader's gradebook runs `alembic`: found without an activated venv
     course_root = Path(course_root).resolve()
     db_url = db_url or f"sqlite:///{course_root / 'gradebook.db'}"
-    limits = limits or sandbox.Limits()
     workers = max(1, workers or os.cpu_count() or 1)
     info = sandbox.detect(course_root)
     log(info.describe())
@@ -152,103 +178,128 @@ def grade_assignment(
             + "; ".join(info.protections_off())
         )
     refuse_unreachable_python(info)
-    all_students = submitted_students(course_root, assignment)
-    students = list(dict.fromkeys(students)) if students else all_students
-    unknown = [s for s in students if s not in all_students]
-    if unknown:
-        log(
-            f"No submission of {assignment} from: {terminal_text(', '.join(unknown))} (looked in "
-            f"{course_root / 'submitted'})."
-        )
-        students = [s for s in students if s in all_students]
-
-    spec = assignment_spec(course_root, assignment, db_url, source, release)
-    spec_text = json.dumps(spec, sort_keys=True)
-    state_dir = course_root / ".grading" / "work" / assignment
-    state_dir.mkdir(parents=True, exist_ok=True)
-    spec_path = state_dir / "spec.json"
-    spec_path.write_text(spec_text)
-
+    students = _known_students(course_root, assignment, students, log)
+    run = _prepare(course_root, assignment, db_url, source, release, info, limits, workers, students)
+    run.left_out, run.recorder = left_out or {}, recorder
     done = record.completed(db_url, assignment)
-    secret = record.course_secret(db_url)
-    hashes = {s: submission_hash(course_root / "submitted" / s / assignment, spec_text) for s in students}
-    todo = [s for s in students if force or done.get(s) != hashes[s]]
-    skipped = len(students) - len(todo)
-    if skipped:
-        log(f"{skipped} submission(s) already graded and unchanged: skipped (use --force to grade them again).")
-    log(f"Grading {len(todo)} submission(s) of {assignment} with {min(workers, max(len(todo), 1))} worker(s) ...")
-
-    # each job gets a uid of its own; a random start keeps concurrent grading runs on one machine apart
-    seq = int.from_bytes(os.urandom(2), "little") % sandbox.UID_RANGE
-    scratch_base = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp" if Path("/tmp").is_dir() else None))
-    os.chmod(scratch_base, 0o711)
-    bar = Progress(len(todo), progress)
-    pending = list(todo)
+    todo = [s for s in students if force or done.get(s) != run.hashes[s]]
+    if len(students) > len(todo):
+        log(
+            f"{len(students) - len(todo)} submission(s) already graded and unchanged: skipped (use --force to grade "
+            "them again)."
+        )
+    size = min(workers, max(len(todo), 1))
+    log(f"Grading {len(todo)} submission(s) of {assignment} with {size} worker(s) ...")
     own_pool = pool is None
-    pool = pool or [Worker(slot, state_dir) for slot in range(min(workers, max(len(todo), 1)))]
-    per_submission = limits.timeout_s * max(1, len(spec["notebooks"])) + 300
+    pool = pool or [Worker(slot, run.state_dir) for slot in range(size)]
+    bar = Progress(len(todo), progress)
     try:
-        while pending or any(w.job for w in pool):
-            for worker in pool:
-                if worker.job is None and pending:
-                    student = pending.pop(0)
-                    job_dir = state_dir / student
-                    if job_dir.exists():
-                        shutil.rmtree(job_dir)
-                    (job_dir / "out").mkdir(parents=True)
-                    seq += 1
-                    job = Job(
-                        student=student,
-                        spec=str(spec_path),
-                        slot=worker.slot,
-                        uid_seq=seq,
-                        submission=str(course_root / "submitted" / student / assignment),
-                        out=str(job_dir / "out"),
-                        scratch=str(scratch_base / str(worker.slot)),
-                        limits=limits,
-                        hide=[str(course_root)],
-                        sandbox=SandboxSettings(info.tool, info.as_root, info.drop_uid),
-                        sandbox_text=info.describe(),
-                        threads=1 if workers > 1 else 2,
-                        draw_key=hmac.new(
-                            secret.encode(), f"{assignment}/{student}/{hashes[student]}".encode(), hashlib.sha256
-                        ).hexdigest(),
-                        left_out=(left_out or {}).get(student, {}),
-                    )
-                    (job_dir / "job.json").write_text(job.to_json())
-                    worker.submit(student, job_dir)
-                    worker.uid = sandbox.slot_uid(info, seq)
-            for worker in pool:
-                if worker.job is None:
-                    continue
-                state = worker.poll(per_submission)
-                if state == "running":
-                    continue
-                student, job_dir = worker.job
-                worker.job = None
-                sandbox.kill_uid(worker.uid)
-                text = _finish(
-                    course_root,
-                    assignment,
-                    student,
-                    job_dir,
-                    spec,
-                    db_url,
-                    hashes[student],
-                    state == "overdue",
-                    recorder,
-                )
-                bar.update(student, text)
-            time.sleep(0.05)
+        run_jobs(
+            pool,
+            todo,
+            start=lambda worker, student: _start(run, worker, student),
+            finish=lambda worker, state: bar.update(*_end(run, worker, state)),
+        )
     finally:
         for worker in pool:
             if own_pool or worker.job is not None:  # one still grading is stopped, kept ones are left warm
                 worker.stop()
                 worker.job = None
             sandbox.kill_uid(worker.uid)
-        shutil.rmtree(scratch_base, ignore_errors=True)
-    rows = read_scores(db_url, assignment, students)
-    return rows
+        shutil.rmtree(run.scratch_base, ignore_errors=True)
+    return read_scores(db_url, assignment, students)
+
+
+def _known_students(course_root: Path, assignment: str, asked: list[str] | None, log: Callable) -> list[str]:
+    """The students asked for (default: all who submitted), without those who did not submit (said so)."""
+    submitted = submitted_students(course_root, assignment)
+    students = list(dict.fromkeys(asked)) if asked else submitted
+    unknown = [s for s in students if s not in submitted]
+    if unknown:
+        log(
+            f"No submission of {assignment} from: {terminal_text(', '.join(unknown))} (looked in "
+            f"{course_root / 'submitted'})."
+        )
+    return [s for s in students if s in submitted]
+
+
+def _prepare(course_root, assignment, db_url, source, release, info, limits, workers, students) -> GradingRun:
+    """The run's spec (written where the workers read it), the submissions' hashes, a scratch folder."""
+    spec = assignment_spec(course_root, assignment, db_url, source, release)
+    spec_text = json.dumps(spec, sort_keys=True)
+    state_dir = course_root / ".grading" / "work" / assignment
+    state_dir.mkdir(parents=True, exist_ok=True)
+    spec_path = state_dir / "spec.json"
+    spec_path.write_text(spec_text)
+    scratch_base = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp" if Path("/tmp").is_dir() else None))
+    os.chmod(scratch_base, 0o711)
+    return GradingRun(
+        course_root=course_root,
+        assignment=assignment,
+        db_url=db_url,
+        spec=spec,
+        spec_path=spec_path,
+        state_dir=state_dir,
+        info=info,
+        limits=limits or sandbox.Limits(),
+        threads=1 if workers > 1 else 2,
+        hashes={s: submission_hash(course_root / "submitted" / s / assignment, spec_text) for s in students},
+        secret=record.course_secret(db_url),
+        left_out={},
+        recorder=record.record,
+        scratch_base=scratch_base,
+        # each job gets a uid of its own; a random start keeps concurrent grading runs on one machine apart
+        seq=int.from_bytes(os.urandom(2), "little") % sandbox.UID_RANGE,
+    )
+
+
+def _start(run: GradingRun, worker: Worker, student: str) -> None:
+    """Write the student's job file and hand it to the worker."""
+    job_dir = run.state_dir / student
+    if job_dir.exists():
+        shutil.rmtree(job_dir)
+    (job_dir / "out").mkdir(parents=True)
+    run.seq += 1
+    job = Job(
+        student=student,
+        spec=str(run.spec_path),
+        slot=worker.slot,
+        uid_seq=run.seq,
+        submission=str(run.course_root / "submitted" / student / run.assignment),
+        out=str(job_dir / "out"),
+        scratch=str(run.scratch_base / str(worker.slot)),
+        limits=run.limits,
+        hide=[str(run.course_root)],
+        sandbox=SandboxSettings(run.info.tool, run.info.as_root, run.info.drop_uid),
+        sandbox_text=run.info.describe(),
+        threads=run.threads,
+        draw_key=hmac.new(
+            run.secret.encode(), f"{run.assignment}/{student}/{run.hashes[student]}".encode(), hashlib.sha256
+        ).hexdigest(),
+        left_out=run.left_out.get(student, {}),
+    )
+    (job_dir / "job.json").write_text(job.to_json())
+    worker.submit(student, job_dir, run.per_submission_s)
+    worker.uid = sandbox.slot_uid(run.info, run.seq)
+
+
+def _end(run: GradingRun, worker: Worker, state: str) -> tuple[str, str]:
+    """The worker's job ended (done, died, overdue): stop what it left running, record it. (student, summary)"""
+    assert worker.job is not None
+    student, job_dir = worker.job
+    sandbox.kill_uid(worker.uid)
+    summary = _finish(
+        run.course_root,
+        run.assignment,
+        student,
+        job_dir,
+        run.spec,
+        run.db_url,
+        run.hashes[student],
+        state == "overdue",
+        run.recorder,
+    )
+    return student, summary
 
 
 def _finish(

@@ -4,10 +4,12 @@ each, replaced when one dies or overruns; and the progress line."""
 from __future__ import annotations
 
 import os
+import selectors
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from .safe_text import terminal_text
@@ -45,14 +47,16 @@ def _die_with_parent():
 
 
 class Worker:
-    """A long-lived `python -m autograder.grading.worker --serve` process; replaced when it dies or hangs."""
+    """A long-lived `python -m autograder.grading.worker --serve` process; replaced when it dies or hangs.
+    It says "done ..." on its protocol pipe when a job is graded; the pipe closes when it dies (nothing else
+    holds it: the worker keeps it out of its children)."""
 
     def __init__(self, slot: int, state_dir: Path):
         self.slot, self.state_dir = slot, state_dir
         self.proc: subprocess.Popen[bytes] | None = None
         self.job: tuple[str, Path] | None = None
         self.uid: int | None = None
-        self.started = 0.0
+        self.deadline = 0.0
         self._buffer = b""
 
     def _spawn(self) -> None:
@@ -70,37 +74,37 @@ class Worker:
         os.set_blocking(self.proc.stdout.fileno(), False)
         self._buffer = b""
 
-    def submit(self, student: str, job_dir: Path) -> None:
+    def submit(self, student: str, job_dir: Path, limit: float) -> None:
+        """Hand the worker a job (starting a fresh process if it has none); it is overdue after `limit` s."""
         if self.proc is None or self.proc.poll() is not None:
             self._spawn()
         assert self.proc is not None and self.proc.stdin is not None
         self.job = (student, job_dir)
-        self.started = time.monotonic()
+        self.deadline = time.monotonic() + limit
         try:
             self.proc.stdin.write(f"{job_dir / 'job.json'}\n".encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
-            pass
+            pass  # it died already: its pipe reads as closed, and the job ends as "died"
 
-    def poll(self, limit: float) -> str:
-        """running | done | died | overdue"""
-        assert self.proc is not None and self.proc.stdout is not None, "poll() before submit()"
+    def fileno(self) -> int:
+        """The protocol pipe, for a selector."""
+        assert self.proc is not None and self.proc.stdout is not None, "fileno() before submit()"
+        return self.proc.stdout.fileno()
+
+    def collect(self) -> str | None:
+        """After the pipe became readable: "done", "died" (closed), or None (not a whole "done" line yet)."""
         try:
-            chunk = self.proc.stdout.read()
-        except (OSError, ValueError):
-            chunk = None
-        if chunk:
-            self._buffer += chunk
-        if b"done " in self._buffer:
-            self._buffer = self._buffer.split(b"\n")[-1] if self._buffer.endswith(b"\n") is False else b""
-            return "done"
-        if self.proc.poll() is not None:
-            self.proc = None
+            chunk = os.read(self.fileno(), 65536)
+        except BlockingIOError:
+            return None
+        except OSError:
+            chunk = b""
+        if not chunk:
             return "died"
-        if time.monotonic() - self.started > limit:
-            self.stop()
-            return "overdue"
-        return "running"
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        return "done" if any(line.startswith(b"done ") for line in lines) else None
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -110,3 +114,40 @@ class Worker:
                 pass
             self.proc.wait()
         self.proc = None
+
+
+def run_jobs(
+    pool: list[Worker],
+    todo: list[str],
+    start: Callable[[Worker, str], None],
+    finish: Callable[[Worker, str], None],
+) -> None:
+    """Schedule: each idle worker takes the next of `todo` (`start(worker, item)` submits it), then wait, blocked
+    on the workers' pipes until one says done, closes (it died) or passes its deadline (overdue: stopped), and
+    call `finish(worker, state)`; until every item is finished. A worker that died or overran is stopped and
+    started afresh with its next job. What a job does is `start`'s and `finish`'s business, not this loop's."""
+    pending = list(todo)
+    with selectors.DefaultSelector() as selector:
+
+        def next_job(worker: Worker) -> None:
+            if pending:
+                start(worker, pending.pop(0))
+                selector.register(worker.fileno(), selectors.EVENT_READ, worker)
+
+        for worker in pool:
+            next_job(worker)
+        while busy := [w for w in pool if w.job is not None]:
+            wait = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            readable = {key.data for key, _ in selector.select(wait)}
+            for worker in busy:
+                state = worker.collect() if worker in readable else None
+                if state is None and time.monotonic() > worker.deadline:
+                    state = "overdue"
+                if state is None:
+                    continue
+                selector.unregister(worker.fileno())
+                if state != "done":
+                    worker.stop()
+                finish(worker, state)
+                worker.job = None
+                next_job(worker)
