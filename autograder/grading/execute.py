@@ -60,85 +60,105 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
     """Run the notebook in a sandboxed kernel. Returns {"status": {index: ok|error|timeout|died|not_run|skipped},
     "stopped": why it stopped early (None), "truncated": cells whose output was cut, "recovered": cells that
     crashed the kernel, after which a fresh kernel went on}."""
-    from jupyter_client.kernelspec import KernelSpec
-    from jupyter_client.manager import AsyncKernelManager
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    return SandboxedRun(run_nb, scratch, job).execute()
 
-    limits = job.limits
-    info = sandbox.SandboxInfo(job.sandbox.tool, job.sandbox.as_root, job.sandbox.drop_uid)
-    uid = sandbox.slot_uid(info, job.uid_seq)
-    home = scratch / "home"
-    env = {
+
+def kernel_environment(home: Path, threads: int, sandboxed: bool) -> dict[str, str]:
+    """The kernel's whole environment: its own home and caches, headless plotting, a bounded thread count."""
+    for sub in ("mpl", "ipython", "runtime", "data", "tmp"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    return {
         "HOME": str(home),
         "MPLBACKEND": "Agg",
         "MPLCONFIGDIR": str(home / "mpl"),
         "IPYTHONDIR": str(home / "ipython"),
         "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
         "JUPYTER_DATA_DIR": str(home / "data"),
-        "TMPDIR": "/tmp" if info.active else str(home / "tmp"),
+        "TMPDIR": "/tmp" if sandboxed else str(home / "tmp"),
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
-        "OMP_NUM_THREADS": str(job.threads),
-        "MKL_NUM_THREADS": str(job.threads),
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
     }
-    for sub in ("mpl", "ipython", "runtime", "data", "tmp"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
-    hide = [Path(p) for p in job.hide]
-    argv = sandbox.kernel_command(info, limits, scratch, job.uid_seq, env, hide)
-    if uid is not None:
-        for path in [scratch, *scratch.rglob("*")]:
-            os.lchown(path, uid, uid)
 
-    class SandboxKernelManager(AsyncKernelManager):
-        def write_connection_file(self, **kwargs):
-            result = super().write_connection_file(**kwargs)
-            if uid is not None:
-                os.chown(self.connection_file, uid, uid)
-            return result
 
-    if not info.active or shutil.which("prlimit") is None:
+def start_arguments(info: sandbox.SandboxInfo, limits: sandbox.Limits, cwd: Path) -> dict:
+    """How the kernel process starts: in its work folder, and, where there is no prlimit to set the limits, with
+    them set by the starting process itself."""
+    if shutil.which("prlimit") is not None:
+        return {"cwd": str(cwd)}
 
-        def preexec():
-            import resource
+    def preexec():
+        import resource
 
-            for res, value in (
-                (resource.RLIMIT_AS, sandbox.address_space_mb(info, limits) * 2**20),
-                (resource.RLIMIT_CPU, limits.cpu_s),
-                (resource.RLIMIT_NPROC, limits.nproc),
-                (resource.RLIMIT_FSIZE, limits.fsize_mb * 2**20),
-            ):
-                try:
-                    resource.setrlimit(res, (value, value))
-                except (ValueError, OSError):
-                    pass
+        for res, value in (
+            (resource.RLIMIT_AS, sandbox.address_space_mb(info, limits) * 2**20),
+            (resource.RLIMIT_CPU, limits.cpu_s),
+            (resource.RLIMIT_NPROC, limits.nproc),
+            (resource.RLIMIT_FSIZE, limits.fsize_mb * 2**20),
+        ):
+            try:
+                resource.setrlimit(res, (value, value))
+            except (ValueError, OSError):
+                pass
 
-        start_kwargs = {
-            "cwd": str(scratch / "work"),
-            "preexec_fn": preexec if shutil.which("prlimit") is None else None,
-        }
-    else:
-        start_kwargs = {"cwd": str(scratch / "work")}
-    start_kwargs = {k: v for k, v in start_kwargs.items() if v is not None}
+    return {"cwd": str(cwd), "preexec_fn": preexec}
 
-    Client = _make_client_class()
-    timed_out: set[int] = set()
-    truncated: set[int] = set()
-    sizes: dict[int, int] = {}
 
-    def new_client(incarnation):
+class SandboxedRun:
+    """One notebook run: the kernel (started again after a crash, with the earlier cells replayed), the status of
+    each cell, and why it stopped early, if it did."""
+
+    def __init__(self, run_nb, scratch: Path, job: Job):
+        self.run_nb, self.scratch, self.limits = run_nb, scratch, job.limits
+        self.info = sandbox.SandboxInfo(job.sandbox.tool, job.sandbox.as_root, job.sandbox.drop_uid)
+        self.uid = sandbox.slot_uid(self.info, job.uid_seq)
+        env = kernel_environment(scratch / "home", job.threads, self.info.active)
+        self.argv = sandbox.kernel_command(
+            self.info, self.limits, scratch, job.uid_seq, env, [Path(p) for p in job.hide]
+        )
+        if self.uid is not None:
+            for path in [scratch, *scratch.rglob("*")]:
+                os.lchown(path, self.uid, self.uid)
+        self.start_kwargs = start_arguments(self.info, self.limits, scratch / "work")
+        self.client_class = _make_client_class()
+        self.timed_out: set[int] = set()
+        self.truncated: set[int] = set()
+        self.sizes: dict[int, int] = {}
+        self.status = {i: "not_run" for i in range(len(run_nb.cells))}
+        self.deadline = time.monotonic() + self.limits.timeout_s
+        self.stopped: str | None = None
+        self.start_failures: list[str] = []
+        self.failed_starts = 0
+        self.recovered: list[int] = []
+        self.km, self.client = self.new_client(0)
+
+    def new_client(self, incarnation):
         """A kernel manager and nbclient client; a kernel started again after a crash gets new ones."""
+        from jupyter_client.kernelspec import KernelSpec
+        from jupyter_client.manager import AsyncKernelManager
+
+        uid, scratch, limits = self.uid, self.scratch, self.limits
+
+        class SandboxKernelManager(AsyncKernelManager):
+            def write_connection_file(self, **kwargs):
+                result = super().write_connection_file(**kwargs)
+                if uid is not None:
+                    os.chown(self.connection_file, uid, uid)
+                return result
+
         km = SandboxKernelManager(
             transport="ipc",
             ip=str(scratch / f"k{incarnation}"),
             connection_file=str(scratch / f"kernel{incarnation}.json"),
         )
         km._kernel_spec = KernelSpec(
-            argv=argv, display_name="grading sandbox", language="python", interrupt_mode="message", env={}
+            argv=self.argv, display_name="grading sandbox", language="python", interrupt_mode="message", env={}
         )
-        client = Client(
-            run_nb,
+        client = self.client_class(
+            self.run_nb,
             km=km,
             timeout=limits.cell_timeout_s,
             allow_errors=True,
@@ -151,160 +171,142 @@ def execute(run_nb, scratch: Path, job: Job) -> dict:
             resources={"metadata": {"path": str(scratch / "work")}},
         )
         client.output_cap = limits.output_kb * 1024
-        client.timed_out, client.truncated, client._sizes = timed_out, truncated, sizes
+        client.timed_out, client.truncated, client._sizes = self.timed_out, self.truncated, self.sizes
         return km, client
 
-    km, client = new_client(0)
-    status = {i: "not_run" for i in range(len(run_nb.cells))}
-    deadline = time.monotonic() + limits.timeout_s
-    stopped = None
-    start_failures: list[str] = []
-    failed_starts: list[None] = []
-
-    recovered: list[int] = []
-
-    async def start() -> None:
+    async def start(self) -> None:
         t0 = time.monotonic()
-        await client.async_start_new_kernel(**start_kwargs)
-        await client.async_start_new_kernel_client()
+        await self.client.async_start_new_kernel(**self.start_kwargs)
+        await self.client.async_start_new_kernel_client()
         if os.environ.get("REVAD_DEBUG"):
             print(f"kernel start: {time.monotonic() - t0:.2f} s", file=sys.stderr, flush=True)
 
-    async def recover(crashed: int) -> bool:
-        """A fresh kernel in the state the notebook had before cell `crashed`: the setup and every
-        earlier cell that ran are run again (copies: their outputs are not kept), unprobed."""
-        nonlocal km, client
-        if len(recovered) >= MAX_RECOVERIES:
-            return False
-        recovered.append(crashed)
+    async def cleanup_kernel(self) -> None:
         try:
-            await asyncio.wait_for(client._async_cleanup_kernel(), timeout=15)
+            await asyncio.wait_for(self.client._async_cleanup_kernel(), timeout=15)
         except Exception:  # noqa: BLE001
             pass
-        sandbox.kill_uid(uid)
-        km, client = new_client(len(recovered))
+
+    async def clean_up_failed_start(self) -> None:
+        """Nothing of a failed start may linger into the next; a cleaned-up manager cannot start again."""
+        self.failed_starts += 1
         try:
-            await start()
-            earlier = [
-                i for i in range(crashed) if run_nb.cells[i].cell_type == "code" and status[i] in ("ok", "error")
-            ]
+            await asyncio.wait_for(self.client._async_cleanup_kernel(), timeout=15)
+        finally:
+            sandbox.kill_uid(self.uid)
+            self.km, self.client = self.new_client(f"s{self.failed_starts}")
+
+    async def recover(self, crashed: int) -> bool:
+        """A fresh kernel in the state the notebook had before cell `crashed`: the setup and every
+        earlier cell that ran are run again (copies: their outputs are not kept), unprobed."""
+        if len(self.recovered) >= MAX_RECOVERIES:
+            return False
+        self.recovered.append(crashed)
+        await self.cleanup_kernel()
+        sandbox.kill_uid(self.uid)
+        self.km, self.client = self.new_client(len(self.recovered))
+        cells = self.run_nb.cells
+        try:
+            await self.start()
+            earlier = [i for i in range(crashed) if cells[i].cell_type == "code" and self.status[i] in ("ok", "error")]
             setup, rest = earlier[:1], earlier[1:]
             sources = (
-                [run_nb.cells[i].source for i in setup]
+                [cells[i].source for i in setup]
                 + ["__revad_probe__.replaying = True"]
-                + [run_nb.cells[i].source for i in rest]
+                + [cells[i].source for i in rest]
                 + ["__revad_probe__.replaying = False"]
             )
-            crashed_cell = run_nb.cells[crashed]
+            crashed_cell = cells[crashed]
             try:
                 for source in sources:  # (nbclient stores the cell it ran at the index it is given: put it back)
                     await asyncio.wait_for(
-                        client.async_execute_cell(nbformat.v4.new_code_cell(source), crashed),
-                        timeout=max(1.0, deadline - time.monotonic()),
+                        self.client.async_execute_cell(nbformat.v4.new_code_cell(source), crashed),
+                        timeout=max(1.0, self.deadline - time.monotonic()),
                     )
             finally:
-                run_nb.cells[crashed] = crashed_cell
-            return await client.km.is_alive()
+                cells[crashed] = crashed_cell
+            return await self.client.km.is_alive()
         except Exception as exc:  # noqa: BLE001 -- it crashed again, or ran out of time: stop here
             print(f"recovery after cell {crashed} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             return False
 
-    async def run_all():
-        nonlocal stopped
+    async def run_cell(self, index: int, cell) -> str | None:
+        """Run one code cell and set its status. Returns why the run stops here, or None to go on."""
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-        async def clean_up():  # nothing of a failed start may linger into the next
-            nonlocal km, client
-            failed_starts.append(None)
-            try:
-                await asyncio.wait_for(client._async_cleanup_kernel(), timeout=15)
-            finally:
-                sandbox.kill_uid(uid)
-                km, client = new_client(
-                    f"s{len(failed_starts)}"
-                )  # a fresh manager: a cleaned-up one cannot start again
-
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            return "deadline"
+        self.client.current = index
+        # the grader's own setup (importing torch and the checks) is not the learner's time
+        setup = cell.metadata.get("revad", {}).get("role") == "setup"
+        self.client.timeout = max(self.limits.cell_timeout_s, SETUP_TIMEOUT_S) if setup else self.limits.cell_timeout_s
+        t0 = time.monotonic()
         try:
-            start_failures.extend(await start_with_retries(start, clean_up))
-            if start_failures:
-                print(f"kernel start retried: {start_failures}", file=sys.stderr, flush=True)
+            await asyncio.wait_for(self.client.async_execute_cell(cell, index), timeout=remaining)
+        except asyncio.TimeoutError:
+            self.status[index] = "timeout"
+            return "deadline"
+        except DeadKernelError:
+            self.status[index] = "died"
+            return None if await self.recover(index) else "died"
+        except CellTimeoutError:
+            self.status[index] = "timeout"
+            return None
+        except Exception as exc:  # noqa: BLE001 -- a protocol error from a misbehaving kernel
+            self.status[index] = "died"
+            return f"died: {type(exc).__name__}"
+        if os.environ.get("REVAD_DEBUG"):
+            print(f"cell {index}: {time.monotonic() - t0:.2f} s", file=sys.stderr, flush=True)
+        if index in self.client.timed_out:
+            self.status[index] = "timeout"
+        elif any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            self.status[index] = "error"
+        else:
+            self.status[index] = "ok"
+        if self.status[index] == "ok" and not await self.client.km.is_alive():
+            self.status[index] = "died"
+            return None if await self.recover(index) else "died"
+        return None
+
+    async def run_all(self) -> None:
+        try:
+            self.start_failures.extend(await start_with_retries(self.start, self.clean_up_failed_start))
+            if self.start_failures:
+                print(f"kernel start retried: {self.start_failures}", file=sys.stderr, flush=True)
         except KernelStartFailed as exc:
-            stopped = f"kernel_start: {exc}"
+            self.stopped = f"kernel_start: {exc}"
             return
         try:
-            for index, cell in enumerate(run_nb.cells):
+            for index, cell in enumerate(self.run_nb.cells):
                 if cell.cell_type != "code":
-                    status[index] = "ok"
-                    continue
-                if cell.metadata.get("revad", {}).get("skip") == "measurement":
-                    status[index] = "skipped"  # an unchanged measurement cell of the lesson (grading/measurements.py)
-                    continue
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    stopped = "deadline"
-                    break
-                client.current = index
-                # the grader's own setup (importing torch and the checks) is not the learner's time
-                client.timeout = (
-                    max(limits.cell_timeout_s, SETUP_TIMEOUT_S)
-                    if cell.metadata.get("revad", {}).get("role") == "setup"
-                    else limits.cell_timeout_s
-                )
-                t0 = time.monotonic()
-                try:
-                    await asyncio.wait_for(client.async_execute_cell(cell, index), timeout=remaining)
-                except asyncio.TimeoutError:
-                    status[index] = "timeout"
-                    stopped = "deadline"
-                    break
-                except DeadKernelError:
-                    status[index] = "died"
-                    if await recover(index):
-                        continue
-                    stopped = "died"
-                    break
-                except CellTimeoutError:
-                    status[index] = "timeout"
-                    continue
-                except Exception as exc:  # noqa: BLE001 -- a protocol error from a misbehaving kernel
-                    status[index] = "died"
-                    stopped = f"died: {type(exc).__name__}"
-                    break
-                if os.environ.get("REVAD_DEBUG"):
-                    print(f"cell {index}: {time.monotonic() - t0:.2f} s", file=sys.stderr, flush=True)
-                if index in client.timed_out:
-                    status[index] = "timeout"
-                elif any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
-                    status[index] = "error"
+                    self.status[index] = "ok"
+                elif cell.metadata.get("revad", {}).get("skip") == "measurement":
+                    self.status[index] = "skipped"  # an unchanged measurement cell (grading/measurements.py)
                 else:
-                    status[index] = "ok"
-                if status[index] == "ok" and not await client.km.is_alive():
-                    status[index] = "died"
-                    if await recover(index):
-                        continue
-                    stopped = "died"
-                    break
+                    self.stopped = await self.run_cell(index, cell)
+                    if self.stopped:
+                        break
+        finally:
+            await self.cleanup_kernel()
+
+    def execute(self) -> dict:
+        try:
+            asyncio.run(asyncio.wait_for(self.run_all(), timeout=self.limits.timeout_s + 200))
+        except Exception as exc:  # noqa: BLE001
+            self.stopped = self.stopped or f"deadline ({type(exc).__name__})"
         finally:
             try:
-                await asyncio.wait_for(client._async_cleanup_kernel(), timeout=15)
+                manager = self.client.km or self.km
+                if manager.provisioner and manager.provisioner.process:
+                    manager.provisioner.process.kill()
             except Exception:  # noqa: BLE001
                 pass
-
-    try:
-        asyncio.run(asyncio.wait_for(run_all(), timeout=limits.timeout_s + 200))
-    except Exception as exc:  # noqa: BLE001
-        stopped = stopped or f"deadline ({type(exc).__name__})"
-    finally:
-        try:
-            manager = client.km or km
-            if manager.provisioner and manager.provisioner.process:
-                manager.provisioner.process.kill()
-        except Exception:  # noqa: BLE001
-            pass
-        sandbox.kill_uid(uid)
-    return {
-        "status": status,
-        "stopped": stopped,
-        "truncated": sorted(truncated),
-        "recovered": [i for i in recovered if not stopped or status.get(i) == "died"],
-        "kernel_start_failures": start_failures,
-    }
+            sandbox.kill_uid(self.uid)
+        return {
+            "status": self.status,
+            "stopped": self.stopped,
+            "truncated": sorted(self.truncated),
+            "recovered": [i for i in self.recovered if not self.stopped or self.status.get(i) == "died"],
+            "kernel_start_failures": self.start_failures,
+        }

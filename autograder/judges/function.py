@@ -220,18 +220,44 @@ def _unit_grad_outputs(shapes) -> list[list[torch.Tensor]]:
     return calls
 
 
-def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
-    case = data["case"]
-    args = case_args(spec, seed, case)
-    slots = tensor_slots(args)
-    expected = _reference_outputs(spec, args)
-    shapes = [tuple(o.shape) for o in expected]
-    names = spec.arg_names
-    where = f"(case {case + 1}, inputs {', '.join(_argument_shape(n, a) for n, a in zip(names, args))})"
+@dataclass
+class _Case:
+    """One case of a Function check, as every part of the judgement sees it."""
 
-    # 1. forward
-    got_outputs = data["outputs"]
-    fwd = parts["forward"]
+    number: int
+    args: list
+    slots: list[int]  # the positions of the tensor arguments
+    expected: list[torch.Tensor]  # the reference outputs
+    names: list[str]
+    where: str
+
+    @property
+    def shapes(self) -> list[tuple]:
+        return [tuple(o.shape) for o in self.expected]
+
+
+def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
+    number = data["case"]
+    args = case_args(spec, seed, number)
+    names = spec.arg_names
+    where = f"(case {number + 1}, inputs {', '.join(_argument_shape(n, a) for n, a in zip(names, args))})"
+    case = _Case(number, args, tensor_slots(args), _reference_outputs(spec, args), names, where)
+    _judge_forward(spec, data, case, parts["forward"])
+    if data["backward_error"]:
+        for key in ("gradcheck", "reference", "interface"):
+            parts[key].fail(data["backward_error"])
+        return
+    _judge_returns(data, case, parts["interface"])
+    _judge_conventions(spec, data, case, parts["interface"])
+    _judge_gradients(spec, data, seed, case, parts, pictures, name)
+    if double_backward and spec.double_backward:
+        _judge_double_backward(
+            spec, data.get("double_backward"), args, case.shapes, seed, number, parts["double_backward"], where
+        )
+
+
+def _judge_forward(spec, data, case: _Case, fwd: Part) -> None:
+    got_outputs, expected, where = data["outputs"], case.expected, case.where
     if len(got_outputs) != len(expected):
         fwd.fail(f"forward returned {len(got_outputs)} tensors; it should return {len(expected)} {where}.")
     else:
@@ -244,7 +270,7 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
                 entries = ", ".join(
                     _output_index([tuple(e.shape)], int(k)) for k in torch.nonzero(bad.reshape(-1)).flatten()[:6]
                 )
-                hints = [h(args, got_outputs, expected) for h in spec.forward_hints]
+                hints = [h(case.args, got_outputs, expected) for h in spec.forward_hints]
                 fwd.fail(
                     f"forward's output is wrong in {int(bad.sum())} of {bad.numel()} entries {where}: {entries}; "
                     f"{_errors(max_abs, max_rel)}.",
@@ -253,16 +279,15 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
     if data["output_dtypes"][0] != "float64":
         fwd.fail(f"forward returned a {data['output_dtypes'][0]} tensor for float64 inputs: keep the input's dtype.")
 
-    interface = parts["interface"]
-    if data["backward_error"]:
-        for key in ("gradcheck", "reference", "interface"):
-            parts[key].fail(data["backward_error"])
-        return
 
-    # 2. backward: raw returns, interface
-    n_args = len(args)
+NEW_TENSOR_HINT = "a new tensor takes the default dtype unless you say otherwise: make gradients like their inputs."
+
+
+def _judge_returns(data, case: _Case, interface: Part) -> None:
+    """What backward returned, position by position: one value per forward argument, None for non-tensors, a
+    gradient of its input's shape, dtype and device for each tensor."""
+    args, names, n_args = case.args, case.names, len(case.args)
     returns = data["returns"]
-    counts = {len(r) for r in returns}
     if data.get("function_class", True):
         for r in returns[:1]:
             extra_not_none = [k for k in range(n_args, len(r)) if r[k]["kind"] != "none"]
@@ -273,9 +298,8 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
                     "None for each argument that is not a tensor.",
                     "wrong number of returned gradients: count the arguments of forward after ctx.",
                 )
-    del counts
     for i, a in enumerate(args):
-        if i in slots:
+        if i in case.slots:
             continue
         for r in returns[:1]:
             if i < len(r) and r[i]["kind"] != "none":
@@ -284,7 +308,7 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
                     f"{'None' if a is None else 'a ' + type(a).__name__}, not a tensor: its gradient must be None.",
                     "a gradient for a non-tensor argument: autograd raises an error; return None in that position.",
                 )
-    for i in slots:
+    for i in case.slots:
         first = returns[0][i] if returns and i < len(returns[0]) else {"kind": "missing"}
         if first["kind"] == "none":
             interface.fail(
@@ -292,33 +316,36 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
                 "when ctx.needs_input_grad says an input needs a gradient, return one for it.",
             )
         elif first["kind"] == "tensor":
-            if list(first["shape"]) != list(args[i].shape):
-                hint = None
-                if len(first["shape"]) == 2 and list(first["shape"]) == list(args[i].shape)[::-1]:
-                    hint = (
-                        "this gradient looks transposed: a gradient has the shape of its input (check the matrix "
-                        "products)."
-                    )
-                elif len(first["shape"]) == args[i].dim() + 1 and list(first["shape"][1:]) == list(args[i].shape):
-                    hint = (
-                        "the bias gradient still has a batch dimension. Autograd sums it down for you, so training "
-                        "works, but backward should return the gradient of the bias itself: the sum over the batch "
-                        "(dim 0)."
-                    )
-                interface.fail(
-                    f"the gradient returned for `{names[i]}` has shape {tuple(first['shape'])}; "
-                    f"`{names[i]}` has shape {tuple(args[i].shape)}, and its gradient must have the same shape.",
-                    hint,
-                )
-            if first["dtype"] != "float64":
-                interface.fail(
-                    f"the gradient for `{names[i]}` is {first['dtype']} but `{names[i]}` is float64.",
-                    "a new tensor takes the default dtype unless you say otherwise: make gradients like their inputs.",
-                )
-            if first["device"] != "cpu":
-                interface.fail(f"the gradient for `{names[i]}` is on {first['device']} but `{names[i]}` is on cpu.")
+            _judge_gradient_like_input(first, args[i], names[i], interface)
         elif first["kind"] == "other":
             interface.fail(f"backward returned a {first['type']} for `{names[i]}`; it should return a tensor.")
+
+
+def _judge_gradient_like_input(first: dict, arg: torch.Tensor, label: str, interface: Part) -> None:
+    if list(first["shape"]) != list(arg.shape):
+        hint = None
+        if len(first["shape"]) == 2 and list(first["shape"]) == list(arg.shape)[::-1]:
+            hint = "this gradient looks transposed: a gradient has the shape of its input (check the matrix products)."
+        elif len(first["shape"]) == arg.dim() + 1 and list(first["shape"][1:]) == list(arg.shape):
+            hint = (
+                "the bias gradient still has a batch dimension. Autograd sums it down for you, so training "
+                "works, but backward should return the gradient of the bias itself: the sum over the batch "
+                "(dim 0)."
+            )
+        interface.fail(
+            f"the gradient returned for `{label}` has shape {tuple(first['shape'])}; "
+            f"`{label}` has shape {tuple(arg.shape)}, and its gradient must have the same shape.",
+            hint,
+        )
+    if first["dtype"] != "float64":
+        interface.fail(f"the gradient for `{label}` is {first['dtype']} but `{label}` is float64.", NEW_TENSOR_HINT)
+    if first["device"] != "cpu":
+        interface.fail(f"the gradient for `{label}` is on {first['device']} but `{label}` is on cpu.")
+
+
+def _judge_conventions(spec, data, case: _Case, interface: Part) -> None:
+    """grad_output left alone, float32 kept float32, needs_input_grad honoured, the output saved (where asked)."""
+    names = case.names
     if data["grad_output_modified"]:
         interface.fail(
             "backward changed grad_output in place. grad_output belongs to autograd (other nodes may use it): "
@@ -330,14 +357,10 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
     elif f32:
         if any(d != "float32" for d in f32["output_dtypes"]):
             interface.fail("with float32 inputs forward returned a different dtype: keep the input's dtype.")
-        wrong = [
-            names[i] for i in slots if i < len(f32["grad_dtypes"]) and f32["grad_dtypes"][i] not in (None, "float32")
-        ]
+        dtypes = f32["grad_dtypes"]
+        wrong = [names[i] for i in case.slots if i < len(dtypes) and dtypes[i] not in (None, "float32")]
         if wrong:
-            interface.fail(
-                f"with float32 inputs the gradient for {', '.join(wrong)} is not float32.",
-                "a new tensor takes the default dtype unless you say otherwise: make gradients like their inputs.",
-            )
+            interface.fail(f"with float32 inputs the gradient for {', '.join(wrong)} is not float32.", NEW_TENSOR_HINT)
     for entry in data.get("needs_input_grad", []):
         off = entry["off"]
         if "error" in entry:
@@ -361,77 +384,88 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
                 "the derivative of exp is exp itself: save the result of forward and reuse it.",
             )
 
-    # 3. backward against the numerical Jacobian and the reference
+
+class _Hints:
+    """The hints for a wrong gradient, worked out once and only when a part fails."""
+
+    def __init__(self, find: Callable[[], list[str]]):
+        self.find, self.found = find, None
+
+    def __call__(self) -> list[str]:
+        if self.found is None:
+            self.found = self.find()
+        return self.found
+
+
+def _judge_gradients(spec, data, seed, case: _Case, parts, pictures, name) -> None:
+    """backward against the numerical Jacobian (gradcheck) and against the reference backward."""
+    shapes, where = case.shapes, case.where
     mode = data["mode"]
-    calls = _unit_grad_outputs(shapes) if mode == "full" else random_grad_outputs(shapes, seed, case, count=2)
-    ref = _reference_vjps(spec, args, calls)
-    directions = random_directions(args, seed, case)
-    for i in slots:
-        label, shape = names[i], tuple(args[i].shape)
+    calls = _unit_grad_outputs(shapes) if mode == "full" else random_grad_outputs(shapes, seed, case.number, count=2)
+    ref = _reference_vjps(spec, case.args, calls)
+    directions = random_directions(case.args, seed, case.number)
+    for i in case.slots:
+        label, shape = case.names[i], tuple(case.args[i].shape)
         got = _gradient_matrix(data, i, shape)
         want = torch.stack([row[i].reshape(-1) for row in ref])
         pert = data["perturbed"][i]
         if got is None:
             msg = f"the gradient for `{label}` cannot be compared: it is missing or has the wrong shape {where}."
-            hints = _shape_hints(data, i, ref, args)
+            hints = _shape_hints(data, i, ref, case.args)
             parts["gradcheck"].fail(msg, *hints)
             parts["reference"].fail(msg, *hints)
             continue
+        hints = _Hints(
+            lambda i=i, got=got, want=want: (
+                _spec_hints(spec, case.args, calls, i, data, ref) or _generic_hints(got, want, True)
+            )
+        )
         if mode == "full":
             numerical = ((pert[0] - pert[1]) / (2 * EPS)).T  # (numel(out), numel(input))
             bad, max_abs, max_rel = _compare(got, numerical, RTOL, ATOL)
-            hints = _spec_hints(spec, args, calls, i, data, ref) or _generic_hints(got, want, True)
             if bad.any():
                 parts["gradcheck"].fail(
                     f"the gradient for `{label}` disagrees with the numerical Jacobian {where} in {int(bad.sum())} of "
                     f"{bad.numel()} entries: {_describe_entries(bad, shapes, label, shape)}; "
                     f"{_errors(max_abs, max_rel)}.",
-                    *hints,
+                    *hints(),
                 )
                 if got.numel() <= PICTURE_LIMIT:
-                    pictures.append(
-                        {
-                            "title": f"{name}: d outputs / d {label} {where}",
-                            "numerical": numerical,
-                            "analytical": got,
-                            "bad": bad,
-                        }
-                    )
+                    title = f"{name}: d outputs / d {label} {where}"
+                    pictures.append({"title": title, "numerical": numerical, "analytical": got, "bad": bad})
             bad, max_abs, max_rel = _compare(got, want, spec.ref_rtol, spec.ref_atol)
             if bad.any():
                 parts["reference"].fail(
                     f"the gradient for `{label}` disagrees with the reference backward {where} in {int(bad.sum())} of "
                     f"{bad.numel()} Jacobian entries: {_describe_entries(bad, shapes, label, shape)}; "
                     f"{_errors(max_abs, max_rel)}.",
-                    *hints,
+                    *hints(),
                 )
         else:
-            # gradcheck's fast mode: u^T J v, analytically (the VJP dotted with v) and numerically.
-            v = directions[i].reshape(-1)
-            for gos, vjp in zip(calls, got):
-                u = torch.cat([g.reshape(-1) for g in gos])
-                analytic = float(vjp @ v)
-                numeric = float(u @ ((pert[0] - pert[1]) / (2 * EPS)))
-                if abs(analytic - numeric) > ATOL + RTOL * abs(numeric):
-                    parts["gradcheck"].fail(
-                        f"the gradient for `{label}` disagrees with the numerical Jacobian {where}: for a random "
-                        f"grad_output u and direction v, u·J·v differs by {abs(analytic - numeric):.3g} "
-                        f"(relative {abs(analytic - numeric) / max(abs(numeric), 1e-12):.3g}).",
-                        *(_spec_hints(spec, args, calls, i, data, ref) or _generic_hints(got, want, True)),
-                    )
-                    break
-            bad, max_abs, max_rel = _compare(got, want, spec.ref_rtol, spec.ref_atol)
-            if bad.any():
-                parts["reference"].fail(
-                    f"the gradient for `{label}` disagrees with the reference backward {where} in "
-                    f"{_describe_grad_entries(bad.any(0), label, shape)}; {_errors(max_abs, max_rel)}.",
-                    *(_spec_hints(spec, args, calls, i, data, ref) or _generic_hints(got, want, True)),
-                )
+            _judge_fast_mode(spec, got, want, pert, directions[i], calls, label, shape, where, parts, hints)
 
-    # 4. double backward
-    if double_backward and spec.double_backward:
-        _judge_double_backward(
-            spec, data.get("double_backward"), args, shapes, seed, case, parts["double_backward"], where
+
+def _judge_fast_mode(spec, got, want, pert, direction, calls, label, shape, where, parts, hints) -> None:
+    """gradcheck's fast mode: u^T J v, analytically (the VJP dotted with v) and numerically; then the reference."""
+    v = direction.reshape(-1)
+    for gos, vjp in zip(calls, got):
+        u = torch.cat([g.reshape(-1) for g in gos])
+        analytic = float(vjp @ v)
+        numeric = float(u @ ((pert[0] - pert[1]) / (2 * EPS)))
+        if abs(analytic - numeric) > ATOL + RTOL * abs(numeric):
+            parts["gradcheck"].fail(
+                f"the gradient for `{label}` disagrees with the numerical Jacobian {where}: for a random "
+                f"grad_output u and direction v, u·J·v differs by {abs(analytic - numeric):.3g} "
+                f"(relative {abs(analytic - numeric) / max(abs(numeric), 1e-12):.3g}).",
+                *hints(),
+            )
+            break
+    bad, max_abs, max_rel = _compare(got, want, spec.ref_rtol, spec.ref_atol)
+    if bad.any():
+        parts["reference"].fail(
+            f"the gradient for `{label}` disagrees with the reference backward {where} in "
+            f"{_describe_grad_entries(bad.any(0), label, shape)}; {_errors(max_abs, max_rel)}.",
+            *hints(),
         )
 
 

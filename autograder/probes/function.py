@@ -131,49 +131,17 @@ def _flat_outputs(outputs) -> torch.Tensor:
 def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) -> dict:
     args = case_args(spec, seed, case)
     slots = tensor_slots(args)
+    label = f"{name}.forward" if is_function else name
     data: dict[str, Any] = {"case": case}
-    outputs = _forward(fn, fresh_args(args), f"{name}.forward" if is_function else name)
+    outputs = _forward(fn, fresh_args(args), label)
     data["outputs"] = [o.detach().to("cpu").clone() for o in outputs]
     data["output_dtypes"] = [str(o.dtype).replace("torch.", "") for o in outputs]
     data["node"] = type(outputs[0].grad_fn).__name__ if outputs[0].grad_fn is not None else None
     shapes = [tuple(o.shape) for o in outputs]
-    out_numel = numel_out(outputs)
-    full = use_full_jacobian(args, out_numel)
+    full = use_full_jacobian(args, numel_out(outputs))
     data["mode"] = "full" if full else "fast"
-
-    # Saved tensors (a Function's node is its ctx): what forward kept for backward.
-    if is_function and outputs[0].grad_fn is not None:
-        try:
-            saved = outputs[0].grad_fn.saved_tensors
-            data["saved"] = [
-                {
-                    "shape": list(s.shape),
-                    "equals_output": bool(s.shape == outputs[0].shape and _equal(s.detach(), outputs[0].detach())),
-                    "equals_input": [i for i in slots if s.shape == args[i].shape and _equal(s.detach(), args[i])],
-                }
-                for s in saved
-                if isinstance(s, torch.Tensor)
-            ]
-        except Exception:  # saved tensors already freed or unreadable: nothing to report
-            data["saved"] = []
-    else:
-        data["saved"] = None
-
-    # Backward with unit grad_outputs (full) or random ones (fast): what backward returned, raw.
-    if full:
-        unit_calls = []
-        for k in range(out_numel):
-            flat = torch.zeros(out_numel, dtype=torch.float64)
-            flat[k] = 1.0
-            parts, start = [], 0
-            for s in shapes:
-                n = math.prod(s)
-                parts.append(flat[start : start + n].reshape(s).clone())
-                start += n
-            unit_calls.append(parts)
-        calls = unit_calls
-    else:
-        calls = random_grad_outputs(shapes, seed, case, count=2)
+    data["saved"] = _saved(outputs, args, slots) if is_function and outputs[0].grad_fn is not None else None
+    calls = _unit_grad_outputs(shapes) if full else random_grad_outputs(shapes, seed, case, count=2)
     data["returns"], data["grad_output_modified"], data["backward_error"] = [], False, None
     for grad_outputs in calls:
         try:
@@ -183,8 +151,56 @@ def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) 
             break
         data["returns"].append([_summary(r) for r in returns])
         data["grad_output_modified"] |= modified
+    data["perturbed"] = _perturbed_outputs(fn, label, args, slots, full, numel_out(outputs), seed, case)
+    if data["backward_error"] is None:
+        data["needs_input_grad"] = _needs_input_grad(fn, is_function, name, args, slots, shapes)
+        data["float32"] = _float32(fn, is_function, name, args, shapes)
+    else:
+        data["needs_input_grad"], data["float32"] = [], None
+    data["double_backward"] = (
+        _probe_double_backward(fn, name, is_function, args, shapes, seed, case) if double_backward else None
+    )
+    data["cuda"] = _probe_cuda(fn, is_function, name, args, shapes) if cuda else None
+    return data
 
-    # The learner's forward at perturbed inputs: what the numerical Jacobian is made of.
+
+def _saved(outputs, args, slots) -> list[dict]:
+    """What forward kept for backward (a Function's node is its ctx): shapes, and whether each is the output or
+    an input."""
+    try:
+        saved = outputs[0].grad_fn.saved_tensors
+        return [
+            {
+                "shape": list(s.shape),
+                "equals_output": bool(s.shape == outputs[0].shape and _equal(s.detach(), outputs[0].detach())),
+                "equals_input": [i for i in slots if s.shape == args[i].shape and _equal(s.detach(), args[i])],
+            }
+            for s in saved
+            if isinstance(s, torch.Tensor)
+        ]
+    except Exception:  # saved tensors already freed or unreadable: nothing to report
+        return []
+
+
+def _unit_grad_outputs(shapes) -> list[list[torch.Tensor]]:
+    """One grad_output per output entry, 1 there and 0 elsewhere: backward then returns the Jacobian row by row."""
+    out_numel = sum(math.prod(s) for s in shapes)
+    calls = []
+    for k in range(out_numel):
+        flat = torch.zeros(out_numel, dtype=torch.float64)
+        flat[k] = 1.0
+        parts, start = [], 0
+        for s in shapes:
+            n = math.prod(s)
+            parts.append(flat[start : start + n].reshape(s).clone())
+            start += n
+        calls.append(parts)
+    return calls
+
+
+def _perturbed_outputs(fn, label, args, slots, full, out_numel, seed, case) -> list:
+    """The learner's forward at inputs moved by ±EPS: what the numerical Jacobian is made of (entry by entry in
+    full mode, along a random direction in fast mode)."""
     perturbed: list = [None] * len(args)
     directions = random_directions(args, seed, case)
     with torch.no_grad():
@@ -195,54 +211,44 @@ def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) 
                     for side, sign in enumerate((1.0, -1.0)):
                         moved = list(fresh_args(args, [False] * len(args)))
                         moved[i].view(-1)[k] += sign * EPS
-                        rows[side, k] = _flat_outputs(
-                            _forward(fn, tuple(moved), f"{name}.forward" if is_function else name)
-                        )
-                perturbed[i] = rows
+                        rows[side, k] = _flat_outputs(_forward(fn, tuple(moved), label))
             else:
                 rows = torch.empty(2, out_numel, dtype=torch.float64)
                 for side, sign in enumerate((1.0, -1.0)):
                     moved = list(fresh_args(args, [False] * len(args)))
                     moved[i] = moved[i] + sign * EPS * directions[i]
-                    rows[side] = _flat_outputs(_forward(fn, tuple(moved), f"{name}.forward" if is_function else name))
-                perturbed[i] = rows
-    data["perturbed"] = perturbed
+                    rows[side] = _flat_outputs(_forward(fn, tuple(moved), label))
+            perturbed[i] = rows
+    return perturbed
 
-    if data["backward_error"] is None:
-        # needs_input_grad: each tensor input in turn does not require a gradient.
-        data["needs_input_grad"] = []
-        ones = [torch.ones(s, dtype=torch.float64) for s in shapes]
-        for i in slots if len(slots) > 1 else []:
-            requires = [k != i for k in range(len(args))]
-            try:
-                _, returns, _ = _backward_once(
-                    fn, is_function, fresh_args(args, requires), [g.clone() for g in ones], name
-                )
-                data["needs_input_grad"].append(
-                    {"off": i, "returned": [_summary(r, keep_value=False)["kind"] for r in returns]}
-                )
-            except CheckFailed as failure:
-                data["needs_input_grad"].append({"off": i, "error": str(failure)})
-        # float32 inputs: outputs and gradients should be float32 too.
+
+def _needs_input_grad(fn, is_function, name, args, slots, shapes) -> list[dict]:
+    """Each tensor input in turn not requiring a gradient: what backward returned for it."""
+    found = []
+    ones = [torch.ones(s, dtype=torch.float64) for s in shapes]
+    for i in slots if len(slots) > 1 else []:
+        requires = [k != i for k in range(len(args))]
         try:
-            f32 = fresh_args(args, dtype=torch.float32)
-            outs32, returns32, _ = _backward_once(
-                fn, is_function, f32, [torch.ones(s, dtype=torch.float32) for s in shapes], name
-            )
-            data["float32"] = {
-                "output_dtypes": [str(o.dtype).replace("torch.", "") for o in outs32],
-                "grad_dtypes": [_summary(r, keep_value=False).get("dtype") for r in returns32],
-            }
+            _, returns, _ = _backward_once(fn, is_function, fresh_args(args, requires), [g.clone() for g in ones], name)
+            found.append({"off": i, "returned": [_summary(r, keep_value=False)["kind"] for r in returns]})
         except CheckFailed as failure:
-            data["float32"] = {"error": str(failure)}
-    else:
-        data["needs_input_grad"], data["float32"] = [], None
+            found.append({"off": i, "error": str(failure)})
+    return found
 
-    data["double_backward"] = (
-        _probe_double_backward(fn, name, is_function, args, shapes, seed, case) if double_backward else None
-    )
-    data["cuda"] = _probe_cuda(fn, is_function, name, args, shapes) if cuda else None
-    return data
+
+def _float32(fn, is_function, name, args, shapes) -> dict:
+    """float32 inputs: the dtypes of the outputs and of the gradients (float32 both, for a right answer)."""
+    try:
+        f32 = fresh_args(args, dtype=torch.float32)
+        outs32, returns32, _ = _backward_once(
+            fn, is_function, f32, [torch.ones(s, dtype=torch.float32) for s in shapes], name
+        )
+        return {
+            "output_dtypes": [str(o.dtype).replace("torch.", "") for o in outs32],
+            "grad_dtypes": [_summary(r, keep_value=False).get("dtype") for r in returns32],
+        }
+    except CheckFailed as failure:
+        return {"error": str(failure)}
 
 
 def _probe_double_backward(fn, name, is_function, args, shapes, seed, case) -> dict:
