@@ -673,7 +673,7 @@ CATALOGUE = [
         "ctx.needs_input_grad then has two entries",
     ),
     ("hvp: returns the gradient", "hvp", hvp_gradient_only, "values", "not the Hessian-vector product"),
-    ("layer: randn initialisation", "layer", make_layer(init="randn"), "initialisation", "torch.randn"),
+    ("layer: randn initialisation", "layer", make_layer(init="randn"), "initialisation", "standard normal"),
     (
         "layer: nn.Linear's default initialisation",
         "layer",
@@ -681,13 +681,7 @@ CATALOGUE = [
         "initialisation",
         "nn.Linear's default",
     ),
-    (
-        "layer: bias not a Parameter",
-        "layer",
-        make_layer(bias_param=False),
-        {"parameters", "training"},
-        "nn.Parameter",
-    ),  # a bias that is not a Parameter gets no gradient, so training goes wrong as well
+    ("layer: bias not a Parameter", "layer", make_layer(bias_param=False), "parameters", "nn.Parameter"),
     ("layer: no extra_repr text", "layer", make_layer(repr_text=""), "extra_repr", None),
     (
         "softplus: saved for backward only",
@@ -725,6 +719,7 @@ def test_wrong_answers_lose_their_part_with_their_hint(label, name, answer, part
     shown = {
         ("op", "opcheck"): {"opcheck", "compile"},  # without a fake, compiling fails too: the same missing piece
         ("op", "values"): {"values", "compile"},  # compiled, the op runs the same wrong backward
+        ("layer", "parameters"): {"parameters", "training"},  # a bias that is not a Parameter is never trained
         ("sinh", "intermediates"): {"intermediates", "second_derivatives"},  # double backward uses those gradients
     }.get((name, str(part)), expected)
     assert lost == shown, f"{label}: expected to lose only {shown}:\n{verdict.report()}"

@@ -747,109 +747,124 @@ def judge_linear_layer(data, seed=0, steps=20, lr=0.05, features=(3, 2), points=
         "LinearLayer (an nn.Module around FunctionalLinear)", "parameters", "initialisation", "extra_repr", "training"
     )
     valid(data, LAYER_DATA, "LinearLayer's data")
-    train_in, train_out = (int(n) for n in features)  # the layer trained (its init is checked on LinearLayer(64, 32))
+    _judge_layer_parameters(data, p["parameters"])
+    _judge_layer_initialisation(data["weight"], data["bias"], p["initialisation"])
+    _judge_layer_repr(data, p["extra_repr"])
+    # a bias that is not a parameter gets no gradient and no step: training goes wrong for the same mistake
+    same = "parameters" if "bias" not in data["parameters"] and p["parameters"].passed is False else None
+    _judge_layer_training(data, seed, steps, lr, features, p["training"], same)
+    return p.verdict(points)
+
+
+def _judge_layer_parameters(data, part: Part) -> None:
     params = data["parameters"]
     if sorted(params) != ["bias", "weight"]:
-        p["parameters"].fail(
+        part.fail(
             f"LinearLayer(64, 32) has parameters {sorted(params)}; it should have exactly `weight` and `bias`.",
-            "wrap the tensors in nn.Parameter and assign them to self.weight and self.bias.",
+            "a tensor is a parameter of its module (seen by the optimiser, given a .grad by autograd) only when it "
+            "is an nn.Parameter assigned to the module.",
         )
-    else:
-        if params["weight"]["shape"] != [32, 64] or params["bias"]["shape"] != [32]:
-            p["parameters"].fail(
-                f"LinearLayer(64, 32) has weight {tuple(params['weight']['shape'])} and bias "
-                f"{tuple(params['bias']['shape'])}; they should be (32, 64) and (32,) (out, in), as in nn.Linear."
-            )
+    elif params["weight"]["shape"] != [32, 64] or params["bias"]["shape"] != [32]:
+        part.fail(
+            f"LinearLayer(64, 32) has weight {tuple(params['weight']['shape'])} and bias "
+            f"{tuple(params['bias']['shape'])}; they should be (32, 64) and (32,) (out, in), as in nn.Linear."
+        )
     if data["parameters_no_bias"] != ["weight"] or data["bias_no_bias"] != "None":
-        p["parameters"].fail(
+        part.fail(
             f"LinearLayer(3, 2, bias=False) has parameters {data['parameters_no_bias']} and bias "
             f"{data['bias_no_bias']}; it should have only `weight`, and self.bias should be None.",
             "without a bias the layer still needs the attribute, set to None, and no parameter registered under "
             "that name.",
         )
-    weight, bias = data["weight"], data["bias"]
-    if weight is None or tuple(weight.shape) != (32, 64):
-        p["initialisation"].fail("the weight could not be inspected (wrong shape or missing).")
+
+
+def _judge_layer_initialisation(weight, bias, part: Part) -> None:
+    fan_in = 64
+    if weight is None or tuple(weight.shape) != (32, fan_in):
+        part.fail("the weight could not be inspected (wrong shape or missing).")
     else:
-        fan_in = 64
         bound = math.sqrt(6.0 / fan_in)  # Kaiming uniform for ReLU: U(-b, b), b = gain·sqrt(3/fan_in), gain = sqrt(2)
-        std = float(weight.std())
-        if float(weight.abs().max()) > bound * (1 + 1e-9) or abs(std - bound / math.sqrt(3)) > 0.1 * bound / math.sqrt(
-            3
-        ):
+        std, largest = float(weight.std()), float(weight.abs().max())
+        if largest > bound * (1 + 1e-9) or abs(std - bound / math.sqrt(3)) > 0.1 * bound / math.sqrt(3):
             hint = None
             if abs(std - 1.0) < 0.1:
                 hint = (
-                    "the weight looks like torch.randn: initialise it with nn.init.kaiming_uniform_(self.weight, "
-                    "nonlinearity='relu')."
+                    "the weight looks like a standard normal draw: the exercise asks for Kaiming-uniform "
+                    "initialisation for ReLU, whose bounds come from the fan-in."
                 )
             elif abs(std - 1 / math.sqrt(3 * fan_in)) < 0.1 / math.sqrt(3 * fan_in):
-                hint = (
-                    "this is nn.Linear's default (a = sqrt(5)); the exercise asks for kaiming_uniform_(..., "
-                    "nonlinearity='relu')."
-                )
-            p["initialisation"].fail(
+                hint = "this is nn.Linear's default (a = sqrt(5)); the exercise asks for Kaiming-uniform for ReLU."
+            part.fail(
                 f"the weight of LinearLayer(64, 32) has standard deviation {std:.3g} and largest "
-                f"magnitude {float(weight.abs().max()):.3g}: that is not Kaiming-uniform initialisation "
-                f"for fan_in = {fan_in}.",
+                f"magnitude {largest:.3g}: that is not Kaiming-uniform initialisation for fan_in = {fan_in}.",
                 hint,
             )
     if bias is None or bool((bias != 0).any()):
-        p["initialisation"].fail("the bias should start at zero.", "nn.init.zeros_(self.bias).")
-    text = data["repr"].replace(" ", "")
-    if text != "in_features=3,out_features=2,bias=True":
-        p["extra_repr"].fail(
+        part.fail("the bias should start at zero.")
+
+
+def _judge_layer_repr(data, part: Part) -> None:
+    if data["repr"].replace(" ", "") != "in_features=3,out_features=2,bias=True":
+        part.fail(
             f"LinearLayer(3, 2).extra_repr() returns {data['repr'][:60]!r}; it should read "
             "'in_features=3, out_features=2, bias=True', like nn.Linear."
         )
     if data["repr_no_bias"].replace(" ", "") != "in_features=3,out_features=2,bias=False":
-        p["extra_repr"].fail(
+        part.fail(
             f"LinearLayer(3, 2, bias=False).extra_repr() returns {data['repr_no_bias'][:60]!r}; the bias "
             "entry should say False."
         )
+
+
+def _sgd_losses(seed, steps, lr, train_in, train_out) -> list[float]:
+    """The losses of plain SGD on the generated regression problem, with PyTorch's own linear layer."""
     X, Y, w0, b0 = inputs_training(seed, train_in, train_out)
     w, b = w0.clone().requires_grad_(), b0.clone().requires_grad_()
-    want = []
-    for _ in range(steps):  # SGD
+    losses = []
+    for _ in range(steps):
         loss = torch.mean((nnf.linear(X, w, b) - Y) ** 2)
         gw, gb = torch.autograd.grad(loss, (w, b))
         with torch.no_grad():
             w -= lr * gw
             b -= lr * gb
-        want.append(float(loss.detach()))
-    losses = data["losses"]
+        losses.append(float(loss.detach()))
+    return losses
+
+
+def _judge_layer_training(data, seed, steps, lr, features, part: Part, same: str | None) -> None:
+    train_in, train_out = (int(n) for n in features)  # the layer trained (its init is checked on LinearLayer(64, 32))
+    want, losses = _sgd_losses(seed, steps, lr, train_in, train_out), data["losses"]
     if len(losses) != steps:
-        p["training"].fail(f"training recorded {len(losses)} losses for {steps} steps.")
+        part.fail(f"training recorded {len(losses)} losses for {steps} steps.", same_mistake_as=same)
     else:
         bad = [k for k, (a, c) in enumerate(zip(losses, want)) if not math.isclose(a, c, rel_tol=1e-8, abs_tol=1e-12)]
         if bad:
             k = bad[0]
-            p["training"].fail(
+            part.fail(
                 f"trained with SGD (lr={lr}) on a generated regression problem, the loss at step {k} is "
                 f"off by {abs(losses[k] - want[k]):.3g} (relative "
                 f"{abs(losses[k] - want[k]) / max(want[k], 1e-12):.2g}).",
-                "the very first loss is wrong: forward should be x @ weight.T + bias."
+                "the very first loss is wrong: forward computes x times the weight's transpose, plus the bias."
                 if k == 0
                 else "forward is right but the steps go wrong: check backward's weight and bias gradients.",
+                same_mistake_as=same,
             )
     if data["grad_shapes"] != [[train_out, train_in], [train_out]]:
-        p["training"].fail(
+        part.fail(
             f"after backward the parameters' .grad of LinearLayer({train_in}, {train_out}) have shapes "
-            f"{data['grad_shapes']}."
+            f"{data['grad_shapes']}.",
+            same_mistake_as=same,
         )
+    through_function = "the layer's output must come from your Function, applied to the layer's own weight and bias."
     if not data["node"].endswith("Backward") or data["node"] in ("AddmmBackward0", "AddBackward0", "MmBackward0"):
-        p["training"].fail(
-            f"LinearLayer.forward's output comes from {data['node']}, not from your Function.",
-            "call FunctionalLinear.apply(x, self.weight, self.bias) in forward.",
-        )
+        part.fail(f"LinearLayer.forward's output comes from {data['node']}, not from your Function.", through_function)
     elif "weight" not in data["node_inputs"] or "an operation" in data["node_inputs"]:
-        p["training"].fail(
+        part.fail(
             f"LinearLayer.forward's output comes from {data['node']}, applied to "
             f"{', '.join(data['node_inputs']) or 'nothing'}: the Function that makes the output should take "
             "the layer's weight and bias themselves, not the result of another operation.",
-            "call FunctionalLinear.apply(x, self.weight, self.bias) in forward, and return its output.",
+            through_function,
         )
-    return p.verdict(points)
 
 
 # ------------------------------------------------------------------------------------------ setup_context, jvp, vmap

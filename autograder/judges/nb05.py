@@ -152,76 +152,8 @@ def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, po
         x, u = inputs["x"], inputs["u"]
         where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
         want_y, want_g = _reference_and_vjp(activation, x, u)
-        out = got["output"]
-        if out["kind"] != "tensor":
-            parts["forward"].fail(f"forward returned {out.get('type', out['kind'])}, not a tensor {where}.")
-            continue
-        if list(out["shape"]) != list(x.shape):
-            parts["forward"].fail(
-                f"forward returned shape {tuple(out['shape'])}; x has shape {tuple(x.shape)} {where}."
-            )
-        else:
-            bad, err = _wrong_entries(out["value"], want_y, 1e-8, 1e-10)
-            if out["dtype"] != "float64":
-                parts["forward"].fail(
-                    f"forward returned a {out['dtype']} tensor for a float64 x: make the output like x, with x's dtype."
-                )
-            elif bad.any():
-                hint = (
-                    "that is σ(x); SiLU is x·σ(x)."
-                    if activation == "silu" and torch.allclose(out["value"], torch.sigmoid(x), rtol=1e-6, atol=1e-9)
-                    else None
-                )
-                parts["forward"].fail(
-                    f"{act} forward is wrong in {int(bad.sum())} of {bad.numel()} entries {where}: "
-                    f"{_index_list(bad)}; largest error {err:.3g}.",
-                    hint,
-                )
-        if "backward_error" in got:
-            for key in ("gradcheck", "reference", "interface"):
-                parts[key].fail(got["backward_error"])
-            continue
-        if "returns" not in got:
-            continue
-        grad, problem = _tensor_return(got["returns"], x.shape)
-        if problem:
-            for key in ("gradcheck", "reference", "interface"):
-                parts[key].fail(problem + f" {where}")
-            continue
-        if got["returns"][0]["dtype"] != "float64":
-            parts["interface"].fail(
-                f"backward returned a {got['returns'][0]['dtype']} gradient for a float64 x {where}."
-            )
-        if got.get("grad_output_modified"):
-            parts["interface"].fail(
-                f"backward changed grad_output in place {where}: autograd may pass the same tensor "
-                "to other nodes; compute into a new tensor."
-            )
-        hints = _derivative_hints(activation, x, u, grad)
-        plus, minus = got["plus"], got["minus"]
-        # (a forward in another dtype is the forward part's mistake: its rounding would spoil the central difference)
-        if (
-            plus["kind"] == "tensor"
-            and minus["kind"] == "tensor"
-            and list(plus["shape"]) == list(x.shape)
-            and plus.get("dtype", "float64") == "float64"
-        ):
-            numerical = u * (plus["value"] - minus["value"]) / (2 * EPS)
-            bad, err = _wrong_entries(grad, numerical, RTOL, ATOL)
-            if bad.any():
-                parts["gradcheck"].fail(
-                    f"the gradient disagrees with the central difference of your forward in "
-                    f"{int(bad.sum())} of {bad.numel()} entries {where}: {_index_list(bad)}; "
-                    f"largest error {err:.3g}.",
-                    *hints,
-                )
-        bad, err = _wrong_entries(grad, want_g, 1e-7, 1e-9)
-        if bad.any():
-            parts["reference"].fail(
-                f"the gradient disagrees with the reference backward in {int(bad.sum())} of "
-                f"{bad.numel()} entries {where}: {_index_list(bad)}; largest error {err:.3g}.",
-                *hints,
-            )
+        if _judge_elementwise_forward(got["output"], x, want_y, activation, where, parts["forward"]):
+            _judge_elementwise_backward(got, x, u, want_g, activation, where, parts)
 
     # A wrong forward or derivative is those parts' mistake: the layout part then judges only what layouts change
     # (errors, shapes), not values that are wrong for contiguous tensors as well.
@@ -247,6 +179,75 @@ def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, po
         else ""
     )
     return _verdict(parts, points, f"{name} ({act}{ran})")
+
+
+def _judge_elementwise_forward(out: dict, x, want_y, activation: str, where: str, part: Part) -> bool:
+    """Forward's output against the reference; False when there is no tensor to go on with."""
+    if out["kind"] != "tensor":
+        part.fail(f"forward returned {out.get('type', out['kind'])}, not a tensor {where}.")
+        return False
+    if list(out["shape"]) != list(x.shape):
+        part.fail(f"forward returned shape {tuple(out['shape'])}; x has shape {tuple(x.shape)} {where}.")
+        return True
+    bad, err = _wrong_entries(out["value"], want_y, 1e-8, 1e-10)
+    if out["dtype"] != "float64":
+        part.fail(f"forward returned a {out['dtype']} tensor for a float64 x: make the output like x, with x's dtype.")
+    elif bad.any():
+        sigmoid_only = activation == "silu" and torch.allclose(out["value"], torch.sigmoid(x), rtol=1e-6, atol=1e-9)
+        part.fail(
+            f"{NAMES[activation]} forward is wrong in {int(bad.sum())} of {bad.numel()} entries {where}: "
+            f"{_index_list(bad)}; largest error {err:.3g}.",
+            "that is σ(x); SiLU is x·σ(x)." if sigmoid_only else None,
+        )
+    return True
+
+
+def _judge_elementwise_backward(got: dict, x, u, want_g, activation: str, where: str, parts: dict[str, Part]) -> None:
+    """Backward's gradient: its interface, against the central difference of the learner's own forward
+    (gradcheck), and against the reference."""
+    if "backward_error" in got:
+        for key in ("gradcheck", "reference", "interface"):
+            parts[key].fail(got["backward_error"])
+        return
+    if "returns" not in got:
+        return
+    grad, problem = _tensor_return(got["returns"], x.shape)
+    if problem:
+        for key in ("gradcheck", "reference", "interface"):
+            parts[key].fail(problem + f" {where}")
+        return
+    if got["returns"][0]["dtype"] != "float64":
+        parts["interface"].fail(f"backward returned a {got['returns'][0]['dtype']} gradient for a float64 x {where}.")
+    if got.get("grad_output_modified"):
+        parts["interface"].fail(
+            f"backward changed grad_output in place {where}: autograd may pass the same tensor "
+            "to other nodes; compute into a new tensor."
+        )
+    hints = _derivative_hints(activation, x, u, grad)
+    plus, minus = got["plus"], got["minus"]
+    # (a forward in another dtype is the forward part's mistake: its rounding would spoil the central difference)
+    if (
+        plus["kind"] == "tensor"
+        and minus["kind"] == "tensor"
+        and list(plus["shape"]) == list(x.shape)
+        and plus.get("dtype", "float64") == "float64"
+    ):
+        numerical = u * (plus["value"] - minus["value"]) / (2 * EPS)
+        bad, err = _wrong_entries(grad, numerical, RTOL, ATOL)
+        if bad.any():
+            parts["gradcheck"].fail(
+                f"the gradient disagrees with the central difference of your forward in "
+                f"{int(bad.sum())} of {bad.numel()} entries {where}: {_index_list(bad)}; "
+                f"largest error {err:.3g}.",
+                *hints,
+            )
+    bad, err = _wrong_entries(grad, want_g, 1e-7, 1e-9)
+    if bad.any():
+        parts["reference"].fail(
+            f"the gradient disagrees with the reference backward in {int(bad.sum())} of "
+            f"{bad.numel()} entries {where}: {_index_list(bad)}; largest error {err:.3g}.",
+            *hints,
+        )
 
 
 def answers_mismatch(why: str) -> str:
