@@ -170,14 +170,7 @@ def grade_assignment(
     course_root = Path(course_root).resolve()
     db_url = db_url or f"sqlite:///{course_root / 'gradebook.db'}"
     workers = max(1, workers or os.cpu_count() or 1)
-    info = sandbox.detect(course_root)
-    log(info.describe())
-    if require_sandbox and info.protections_off():
-        raise SystemExit(
-            "Refusing to grade: --require-sandbox was given and these protections are off: "
-            + "; ".join(info.protections_off())
-        )
-    refuse_unreachable_python(info)
+    info = _sandbox_for(course_root, require_sandbox, log)
     students = _known_students(course_root, assignment, students, log)
     run = _prepare(course_root, assignment, db_url, source, release, info, limits, workers, students)
     run.left_out, run.recorder = left_out or {}, recorder
@@ -208,6 +201,20 @@ def grade_assignment(
             sandbox.kill_uid(worker.uid)
         shutil.rmtree(run.scratch_base, ignore_errors=True)
     return read_scores(db_url, assignment, students)
+
+
+def _sandbox_for(course_root: Path, require_sandbox: bool, log: Callable) -> sandbox.SandboxInfo:
+    """The sandbox this machine gives, said; refused when a protection asked for is off, or when learners' code
+    could not even start Python."""
+    info = sandbox.detect(course_root)
+    log(info.describe())
+    if require_sandbox and info.protections_off():
+        raise SystemExit(
+            "Refusing to grade: --require-sandbox was given and these protections are off: "
+            + "; ".join(info.protections_off())
+        )
+    refuse_unreachable_python(info)
+    return info
 
 
 def _known_students(course_root: Path, assignment: str, asked: list[str] | None, log: Callable) -> list[str]:

@@ -531,77 +531,86 @@ def judge_twice_differentiable(data, reference, seed=0, cases=2, points=3):
         x, u = inputs_elementwise(seed, case, shape=shape)
         v = inputs_elementwise(seed + 1000, case, shape=shape)[1]
         where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
-        wants = ref(x) if count > 1 else (ref(x),)
-        names = ["the output", "the second output (e^x)", "the third output (e^-x)"]
-        for k, (o, w) in enumerate(zip(got["outputs"], wants)):
-            problem = _wrong(o, w, f"{names[k]} {where}")
-            if problem:
-                p["values"].fail(problem)
         want_first = _vjp(first_only, x, u)
-        if got["first"] is not None:
-            problem = _wrong(got["first"], want_first, f"backward's gradient {where}")
-            if problem:
-                p["values"].fail(problem)
+        _judge_twice_values(got, ref(x) if count > 1 else (ref(x),), want_first, where, p["values"])
         if count > 1:
             us = [u] + [inputs_elementwise(seed + 2000 + k, case, shape=shape)[1] for k in range(1, count)]
             xr = x.clone().requires_grad_()
             (want_all,) = torch.autograd.grad(ref(xr), xr, us)
-            if got["grad_all_error"]:
-                p["intermediates"].fail(
-                    f"backward raised {got['grad_all_error']} with a gradient for every output {where}."
-                )
-            else:
-                problem = _wrong(got["grad_all"], want_all, f"the gradient with a grad_output for every output {where}")
-                if problem:
-                    ignores = got["grad_all"] is not None and _same(got["grad_all"], want_first)
-                    hint = (
-                        "backward ignores the gradients that arrive for the extra outputs: each output that depends "
-                        "on x adds its own term to x's gradient (the chain rule, summed over the outputs). Double "
-                        "backward sends gradients through them."
-                        if ignores
-                        else None
-                    )
-                    p["intermediates"].fail(problem, hint)
-                    ignored_extra = "intermediates" if ignores else ignored_extra
+            if _judge_intermediates(got, want_all, want_first, where, p["intermediates"]):
+                ignored_extra = "intermediates"
         elif got["grad_all_error"]:
             p["values"].fail(f"backward raised {got['grad_all_error']} {where}.")
         xr = x.clone().requires_grad_()
         (first,) = torch.autograd.grad(first_only(xr), xr, u, create_graph=True)
         (want_hvp,) = torch.autograd.grad(first, xr, v)
-        part = p["second_derivatives"]
-        if got["second_error"]:
-            hint = None
-            if "once_differentiable" in got["second_error"]:
-                hint = "@once_differentiable forbids exactly this: remove it and write backward with torch operations."
-            elif "does not require grad" in got["second_error"] or "not differentiable" in got["second_error"]:
-                hint = (
-                    "autograd could not record backward: compute it from tensors saved with save_for_backward "
-                    "(inputs or outputs), with torch operations, without .detach(), .item() or NumPy."
-                )
-            part.fail(f"differentiating the gradient again failed {where}: {got['second_error']}", hint)
-            continue
-        problem = _wrong(
-            got["hvp"], want_hvp, f"the second derivative (u·J differentiated along v) {where}", rtol=1e-6, atol=1e-8
-        )
-        if problem:
-            hint = None
-            if got["hvp"] is not None and bool((got["hvp"].abs() < 1e-12).all()):
-                hint = (
-                    "the second derivative is zero: autograd sees backward's formula as a constant (detached, or "
-                    "an intermediate it cannot connect to x). Save the output, or return intermediates as outputs."
-                )
-            elif count > 1:
-                hint = (
-                    "under double backward gradients flow into the extra outputs too: backward must use every "
-                    "gradient it receives, one per output."
-                )
-            part.fail(problem, hint, same_mistake_as=ignored_extra)
-        if got["gradgradcheck"] is not True:
-            detail = "" if got["gradgradcheck"] is False else f": {got['gradgradcheck']}"
-            part.fail(
-                f"torch.autograd.gradgradcheck fails on your Function {where}{detail}.", same_mistake_as=ignored_extra
-            )
+        _judge_second_derivatives(got, want_hvp, count, where, p["second_derivatives"], ignored_extra)
     return p.verdict(points)
+
+
+def _judge_twice_values(got, wants, want_first, where: str, part: Part) -> None:
+    names = ["the output", "the second output (e^x)", "the third output (e^-x)"]
+    for k, (o, w) in enumerate(zip(got["outputs"], wants)):
+        problem = _wrong(o, w, f"{names[k]} {where}")
+        if problem:
+            part.fail(problem)
+    if got["first"] is not None:
+        problem = _wrong(got["first"], want_first, f"backward's gradient {where}")
+        if problem:
+            part.fail(problem)
+
+
+def _judge_intermediates(got, want_all, want_first, where: str, part: Part) -> bool:
+    """The gradient with a grad_output for every output; True when backward ignores the extra outputs' ones."""
+    if got["grad_all_error"]:
+        part.fail(f"backward raised {got['grad_all_error']} with a gradient for every output {where}.")
+        return False
+    problem = _wrong(got["grad_all"], want_all, f"the gradient with a grad_output for every output {where}")
+    if not problem:
+        return False
+    ignores = got["grad_all"] is not None and _same(got["grad_all"], want_first)
+    hint = (
+        "backward ignores the gradients that arrive for the extra outputs: each output that depends "
+        "on x adds its own term to x's gradient (the chain rule, summed over the outputs). Double "
+        "backward sends gradients through them."
+        if ignores
+        else None
+    )
+    part.fail(problem, hint)
+    return ignores
+
+
+def _judge_second_derivatives(got, want_hvp, count: int, where: str, part: Part, same: str | None) -> None:
+    if got["second_error"]:
+        hint = None
+        if "once_differentiable" in got["second_error"]:
+            hint = "@once_differentiable forbids exactly this: remove it and write backward with torch operations."
+        elif "does not require grad" in got["second_error"] or "not differentiable" in got["second_error"]:
+            hint = (
+                "autograd could not record backward: compute it from tensors saved with save_for_backward "
+                "(inputs or outputs), with torch operations, without .detach(), .item() or NumPy."
+            )
+        part.fail(f"differentiating the gradient again failed {where}: {got['second_error']}", hint)
+        return
+    problem = _wrong(
+        got["hvp"], want_hvp, f"the second derivative (u·J differentiated along v) {where}", rtol=1e-6, atol=1e-8
+    )
+    if problem:
+        hint = None
+        if got["hvp"] is not None and bool((got["hvp"].abs() < 1e-12).all()):
+            hint = (
+                "the second derivative is zero: autograd sees backward's formula as a constant (detached, or "
+                "an intermediate it cannot connect to x). Save the output, or return intermediates as outputs."
+            )
+        elif count > 1:
+            hint = (
+                "under double backward gradients flow into the extra outputs too: backward must use every "
+                "gradient it receives, one per output."
+            )
+        part.fail(problem, hint, same_mistake_as=same)
+    if got["gradgradcheck"] is not True:
+        detail = "" if got["gradgradcheck"] is False else f": {got['gradgradcheck']}"
+        part.fail(f"torch.autograd.gradgradcheck fails on your Function {where}{detail}.", same_mistake_as=same)
 
 
 def judge_hvp(data, problems, seed=0, size=4, points=2):

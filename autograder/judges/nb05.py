@@ -664,89 +664,96 @@ def judge_autocast_linear(data, seed=0, cases=2, points=1, name="Linear32"):
     for case, got in enumerate(data["cases"]):
         c = linear_case(seed, case)
         where = f"(case {case + 1}, x {tuple(c['x'].shape)}, W {tuple(c['W'].shape)})"
-        x, W, b = (c[k].clone().requires_grad_(True) for k in ("x", "W", "b"))
-        want = x @ W + b
-        want_grads = torch.autograd.grad(want, (x, W, b), c["u"])
-        f64 = got["float64"]
-        out = f64["output"]
-        # forward that converts its inputs itself (x.float()) turns float64 into float32 even without autocast
-        own_cast = (
-            "without autocast, Linear32 computes in its inputs' own dtype: converting them to float32 is "
-            "autocast's business, done for forward only while autocast is on (what forward's decorator arranges)."
-        )
-        if (
-            out["kind"] != "tensor"
-            or list(out["shape"]) != list(want.shape)
-            or not torch.allclose(out["value"], want.detach(), rtol=1e-9, atol=1e-10)
-        ):
-            parts["forward"].fail(
-                f"in float64 without autocast, forward is not x @ W + b {where}"
-                + (f": it returned {out['dtype']}." if out.get("dtype") not in (None, "float64") else "."),
-                own_cast if out.get("dtype") == "float32" else None,
-            )
-        if f64.get("backward_error"):
-            error = f64["backward_error"]
-            demoted = out.get("dtype") == "float32"  # forward's own cast: backward then meets float32 and float64
-            parts["reference"].fail(
-                f"in float64 without autocast, backward raised {error} {where}.",
-                own_cast if demoted or "dtype" in error or "!=" in error else None,
-                same_mistake_as="forward" if demoted else None,
-            )
-        returns = f64.get("returns") or []
-        for i, label in enumerate(() if f64.get("backward_error") else ("x", "W", "b")):
-            r = returns[i] if i < len(returns) else {"kind": "missing"}
-            if (
-                r["kind"] != "tensor"
-                or list(r["shape"]) != list(want_grads[i].shape)
-                or not torch.allclose(r["value"], want_grads[i], rtol=1e-8, atol=1e-10)
-            ):
-                hint = (
-                    "the bias is added to every row: its gradient sums grad_output over the batch."
-                    if label == "b" and r["kind"] == "tensor" and list(r["shape"]) == list(c["u"].shape)
-                    else None
-                )
-                parts["reference"].fail(f"in float64 the gradient for {label} is wrong or missing {where}.", hint)
-        # Under autocast: compare with float64 products of the values autocast was given.
-        xa, Wa, ba = (
-            c["x"].to(torch.bfloat16).to(torch.float64).requires_grad_(True),
-            c["W"].to(torch.float32).to(torch.float64).requires_grad_(True),
-            c["b"].to(torch.float32).to(torch.float64).requires_grad_(True),
-        )
-        want_a = xa @ Wa + ba
-        auto = got["autocast"]
-        out = auto["output"]
-        if out["kind"] != "tensor":
-            parts["autocast"].fail(f"under autocast forward returned no tensor {where}.")
-            continue
-        rel = float((out["value"] - want_a.detach()).abs().max() / want_a.detach().abs().max())
-        if out["dtype"] != "float32" or rel > 1e-4:
-            parts["autocast"].fail(
-                f"under autocast(bfloat16) forward returned a {out['dtype']} tensor with relative error "
-                f"{rel:.2g} {where}; computed in float32 it would be about 1e-7.",
-                "autocast is still on inside forward, so the product is computed in bfloat16 whatever the inputs' "
-                "dtype: forward must run with autocast off and its inputs in float32 (torch.amp has a decorator for "
-                "forward that arranges both).",
-            )
-        u = c["u"].to(torch.float32 if out["dtype"] == "float32" else torch.bfloat16).to(torch.float64)
-        want_ag = torch.autograd.grad(want_a, (xa, Wa, ba), u)
-        returns = auto.get("returns") or []
-        for i, label in enumerate(("x", "W", "b")):
-            r = returns[i] if i < len(returns) else {"kind": "missing"}
-            if r["kind"] != "tensor" or list(r["shape"]) != list(want_ag[i].shape):
-                parts["autocast_backward"].fail(
-                    f"under autocast backward returned no gradient of {label}'s shape {where}."
-                )
-                continue
-            rel = float((r["value"] - want_ag[i]).abs().max() / want_ag[i].abs().max().clamp_min(1e-30))
-            if rel > 1e-4:
-                parts["autocast_backward"].fail(
-                    f"under autocast the gradient for {label} has relative error {rel:.2g} {where}: it was computed in "
-                    "bfloat16.",
-                    "backward runs under whatever autocast state surrounds the .backward() call: it must run with "
-                    "the state forward had (torch.amp has a decorator for backward too).",
-                )
-                break
+        _judge_linear32_float64(got["float64"], c, where, parts)
+        _judge_linear32_autocast(got["autocast"], c, where, parts)
     return _verdict(parts, points, f"{name}.apply(x, W, b)")
+
+
+def _judge_linear32_float64(f64: dict, c: dict, where: str, parts: dict[str, Part]) -> None:
+    """Without autocast, in float64: the output and the three gradients, in float64 and right."""
+    x, W, b = (c[k].clone().requires_grad_(True) for k in ("x", "W", "b"))
+    want = x @ W + b
+    want_grads = torch.autograd.grad(want, (x, W, b), c["u"])
+    out = f64["output"]
+    # forward that converts its inputs itself (x.float()) turns float64 into float32 even without autocast
+    own_cast = (
+        "without autocast, Linear32 computes in its inputs' own dtype: converting them to float32 is "
+        "autocast's business, done for forward only while autocast is on (what forward's decorator arranges)."
+    )
+    if (
+        out["kind"] != "tensor"
+        or list(out["shape"]) != list(want.shape)
+        or not torch.allclose(out["value"], want.detach(), rtol=1e-9, atol=1e-10)
+    ):
+        parts["forward"].fail(
+            f"in float64 without autocast, forward is not x @ W + b {where}"
+            + (f": it returned {out['dtype']}." if out.get("dtype") not in (None, "float64") else "."),
+            own_cast if out.get("dtype") == "float32" else None,
+        )
+    if f64.get("backward_error"):
+        error = f64["backward_error"]
+        demoted = out.get("dtype") == "float32"  # forward's own cast: backward then meets float32 and float64
+        parts["reference"].fail(
+            f"in float64 without autocast, backward raised {error} {where}.",
+            own_cast if demoted or "dtype" in error or "!=" in error else None,
+            same_mistake_as="forward" if demoted else None,
+        )
+    returns = f64.get("returns") or []
+    for i, label in enumerate(() if f64.get("backward_error") else ("x", "W", "b")):
+        r = returns[i] if i < len(returns) else {"kind": "missing"}
+        if (
+            r["kind"] != "tensor"
+            or list(r["shape"]) != list(want_grads[i].shape)
+            or not torch.allclose(r["value"], want_grads[i], rtol=1e-8, atol=1e-10)
+        ):
+            hint = (
+                "the bias is added to every row: its gradient sums grad_output over the batch."
+                if label == "b" and r["kind"] == "tensor" and list(r["shape"]) == list(c["u"].shape)
+                else None
+            )
+            parts["reference"].fail(f"in float64 the gradient for {label} is wrong or missing {where}.", hint)
+
+
+def _judge_linear32_autocast(auto: dict, c: dict, where: str, parts: dict[str, Part]) -> None:
+    """Under autocast(bfloat16): forward computed in float32 from the values autocast was given, and backward
+    under the autocast state forward had."""
+    # Under autocast: compare with float64 products of the values autocast was given.
+    xa, Wa, ba = (
+        c["x"].to(torch.bfloat16).to(torch.float64).requires_grad_(True),
+        c["W"].to(torch.float32).to(torch.float64).requires_grad_(True),
+        c["b"].to(torch.float32).to(torch.float64).requires_grad_(True),
+    )
+    want_a = xa @ Wa + ba
+    out = auto["output"]
+    if out["kind"] != "tensor":
+        parts["autocast"].fail(f"under autocast forward returned no tensor {where}.")
+        return
+    rel = float((out["value"] - want_a.detach()).abs().max() / want_a.detach().abs().max())
+    if out["dtype"] != "float32" or rel > 1e-4:
+        parts["autocast"].fail(
+            f"under autocast(bfloat16) forward returned a {out['dtype']} tensor with relative error "
+            f"{rel:.2g} {where}; computed in float32 it would be about 1e-7.",
+            "autocast is still on inside forward, so the product is computed in bfloat16 whatever the inputs' "
+            "dtype: forward must run with autocast off and its inputs in float32 (torch.amp has a decorator for "
+            "forward that arranges both).",
+        )
+    u = c["u"].to(torch.float32 if out["dtype"] == "float32" else torch.bfloat16).to(torch.float64)
+    want_ag = torch.autograd.grad(want_a, (xa, Wa, ba), u)
+    returns = auto.get("returns") or []
+    for i, label in enumerate(("x", "W", "b")):
+        r = returns[i] if i < len(returns) else {"kind": "missing"}
+        if r["kind"] != "tensor" or list(r["shape"]) != list(want_ag[i].shape):
+            parts["autocast_backward"].fail(f"under autocast backward returned no gradient of {label}'s shape {where}.")
+            continue
+        rel = float((r["value"] - want_ag[i]).abs().max() / want_ag[i].abs().max().clamp_min(1e-30))
+        if rel > 1e-4:
+            parts["autocast_backward"].fail(
+                f"under autocast the gradient for {label} has relative error {rel:.2g} {where}: it was computed in "
+                "bfloat16.",
+                "backward runs under whatever autocast state surrounds the .backward() call: it must run with "
+                "the state forward had (torch.amp has a decorator for backward too).",
+            )
+            break
 
 
 # --------------------------------------------------------------------------------------------- saved_bytes, bandwidth
