@@ -672,12 +672,11 @@ def judge_functional_linear(data, seed=0, cases=3, points=4):
         where = f"(case {case + 1}, x {tuple(x.shape)}, weight {tuple(w.shape)}, bias {bias_shape})"
         problem = _wrong(got["output"], nnf.linear(x, w, b), f"forward's output {where}")
         if problem:
+            transposed = got["output"] is not None and w.shape[0] == w.shape[1]
             hint = (
-                "it looks like x @ weight: weight is (out_features, in_features), as in nn.Linear, so y = x @ weight.T "
-                "+ bias."
-                if got["output"] is not None
-                and w.shape[0] == w.shape[1]
-                and _same(got["output"], nnf.linear(x, w.T, b))
+                "it looks like the input times the weight as stored: the weight is (out_features, in_features), as "
+                "in nn.Linear, so it enters the product transposed."
+                if transposed and _same(got["output"], nnf.linear(x, w.T, b))
                 else None
             )
             p["forward"].fail(problem, hint)
@@ -685,67 +684,74 @@ def judge_functional_linear(data, seed=0, cases=3, points=4):
             [] if b is None else [b.clone().requires_grad_()]
         )
         want = torch.autograd.grad(nnf.linear(*xs, *([None] if b is None else [])), xs, g)
-        labels = ["input", "weight", "bias"]
         if not got["grads_error"] and (got["grads"] is None or len(got["grads"]) != len(want)):
             raise _mismatch(f"FunctionalLinear's case {case + 1} has no gradient for each of its {len(want)} inputs")
-        if got["grads_error"]:
-            error = got["grads_error"]
-            p["gradients"].fail(
-                f"backward raised {error} {where}.",
-                "bias may be None: then return None for it."
-                if b is None and ("None" in error or "not a Variable" in error or "index 2" in error)
-                else "each gradient has its input's shape: grad_weight must be (out, in), like the weight; "
-                "look at the order of the factors in your product."
-                if "invalid gradient at index 1" in error
-                else None,
-            )
-        else:
-            for k, (gk, wk) in enumerate(zip(got["grads"], want)):
-                problem = _wrong(gk, wk, f"the gradient of {labels[k]} (after autograd) {where}")
-                if problem:
-                    hint = None
-                    if k == 0 and gk is not None and w.shape[0] == w.shape[1] and _same(gk, g @ w.T):
-                        hint = "grad_input used the weight's transpose: weight is (out, in) here, as in nn.Linear."
-                    p["gradients"].fail(problem, hint)
+        _judge_linear_gradients(got, want, w, b, g, where, p["gradients"])
         if b is None:
             _judge_two_arguments(p, got["two_arguments"], want[:2], where)
-        returned = got["returned"]
-        if returned is None:
-            p["parameter_shapes"].fail(f"calling backward directly raised {got['backward_error']} {where}.")
-            continue
-        if len(returned) < 3:
-            p["parameter_shapes"].fail(
-                f"backward returned {len(returned)} value(s); it must return 3 (input, weight, bias)."
-            )
-            continue
-        for k, target in ((1, w), (2, b)):
-            r = returned[k]
-            if target is None:
-                if r["kind"] != "none":
-                    p["parameter_shapes"].fail(
-                        f"with bias=None backward returned a {r['kind']} for the bias; return None."
-                    )
-                continue
-            if r["kind"] != "tensor":
-                p["parameter_shapes"].fail(f"backward returned {r['kind']} for the {labels[k]} {where}.")
-            elif list(r["shape"]) != list(target.shape):
-                per_sample = (
-                    len(r["shape"]) == target.dim() + 1
-                    and r["shape"][0] == x.shape[0]
-                    and list(r["shape"][1:]) == list(target.shape)
-                )
-                p["parameter_shapes"].fail(
-                    f"backward returns a {labels[k]} gradient of shape {tuple(r['shape'])}; the {labels[k]} has shape "
-                    f"{tuple(target.shape)} {where}.",
-                    (
-                        "that is one gradient per sample: autograd quietly sums it over the batch for you, after "
-                        "you have paid for a (batch × out × in) tensor. Do that sum over the batch inside backward "
-                        "(for the weight, one matrix product does it)."
-                    )
-                    if per_sample
-                    else None,
-                )
+        _judge_parameter_shapes(got, x, w, b, where, p["parameter_shapes"])
     return p.verdict(points)
+
+
+LINEAR_LABELS = ["input", "weight", "bias"]
+
+
+def _judge_linear_gradients(got, want, w, b, g, where: str, part: Part) -> None:
+    """The gradients autograd delivers through the learner's backward."""
+    if got["grads_error"]:
+        error = got["grads_error"]
+        part.fail(
+            f"backward raised {error} {where}.",
+            "bias may be None: then return None for it."
+            if b is None and ("None" in error or "not a Variable" in error or "index 2" in error)
+            else "each gradient has its input's shape: grad_weight must be (out, in), like the weight; "
+            "look at the order of the factors in your product."
+            if "invalid gradient at index 1" in error
+            else None,
+        )
+        return
+    for k, (gk, wk) in enumerate(zip(got["grads"], want)):
+        problem = _wrong(gk, wk, f"the gradient of {LINEAR_LABELS[k]} (after autograd) {where}")
+        if problem:
+            hint = None
+            if k == 0 and gk is not None and w.shape[0] == w.shape[1] and _same(gk, g @ w.T):
+                hint = "grad_input used the weight's transpose: weight is (out, in) here, as in nn.Linear."
+            part.fail(problem, hint)
+
+
+def _judge_parameter_shapes(got, x, w, b, where: str, part: Part) -> None:
+    """What backward itself returns for the weight and the bias, before autograd sums anything."""
+    returned = got["returned"]
+    if returned is None:
+        part.fail(f"calling backward directly raised {got['backward_error']} {where}.")
+        return
+    if len(returned) < 3:
+        part.fail(f"backward returned {len(returned)} value(s); it must return 3 (input, weight, bias).")
+        return
+    for k, target in ((1, w), (2, b)):
+        r, label = returned[k], LINEAR_LABELS[k]
+        if target is None:
+            if r["kind"] != "none":
+                part.fail(f"with bias=None backward returned a {r['kind']} for the bias; return None.")
+        elif r["kind"] != "tensor":
+            part.fail(f"backward returned {r['kind']} for the {label} {where}.")
+        elif list(r["shape"]) != list(target.shape):
+            per_sample = (
+                len(r["shape"]) == target.dim() + 1
+                and r["shape"][0] == x.shape[0]
+                and list(r["shape"][1:]) == list(target.shape)
+            )
+            part.fail(
+                f"backward returns a {label} gradient of shape {tuple(r['shape'])}; the {label} has shape "
+                f"{tuple(target.shape)} {where}.",
+                (
+                    "that is one gradient per sample: autograd quietly sums it over the batch for you, after "
+                    "you have paid for a (batch × out × in) tensor. Do that sum over the batch inside backward "
+                    "(for the weight, one matrix product does it)."
+                )
+                if per_sample
+                else None,
+            )
 
 
 # ------------------------------------------------------------------------------------------ LinearLayer
