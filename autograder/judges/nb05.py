@@ -572,9 +572,8 @@ def judge_recompute(data, problems=("gelu_chain", "sin_exp", "mlp"), seed=0, poi
     parts = {k: Part(k) for k in ("forward", "reference", "interface", "memory", "calls")}
     for got in data:
         problem = got["problem"]
-        fn = recompute_problem(problem)
         x = recompute_input(problem, seed).requires_grad_(True)
-        want = fn(x)
+        want = recompute_problem(problem)(x)
         where = f"(fn = '{problem}', x of shape {tuple(x.shape)})"
         out = got["output"]
         if out["kind"] != "tensor" or list(out["shape"]) != list(want.shape):
@@ -586,66 +585,74 @@ def judge_recompute(data, problems=("gelu_chain", "sin_exp", "mlp"), seed=0, poi
             parts["interface"].fail(f"the output does not require grad {where}: return the result of apply.")
         if "backward_error" in got:
             hint = (
-                "backward runs with recording off, like forward: recompute fn inside `with torch.enable_grad():`."
+                "backward runs with recording off, like forward: recomputing fn there records nothing for autograd "
+                "to differentiate unless recording is switched back on for it."
                 if "does not require grad" in got["backward_error"]
                 else None
             )
             for key in ("reference", "interface"):
                 parts[key].fail(got["backward_error"], hint)
             continue
-        returns = got.get("returns")
-        if returns is None:
+        if got.get("returns") is None:
             parts["reference"].fail(f"no gradient came back {where}.")
             continue
         u = torch.randn(want.shape, generator=_recompute_generator(seed, problem), dtype=torch.float64)
         (want_g,) = torch.autograd.grad(want, x, u)
-        if len(returns) != 2 or returns[0]["kind"] != "none":
-            parts["interface"].fail(
-                f"backward returned {len(returns)} value(s) starting with "
-                f"{returns[0].get('type', returns[0]['kind'])}; forward takes (fn, x), so backward "
-                "returns (None, grad_x): None for the function."
-            )
-        grad = returns[1] if len(returns) > 1 else returns[0]
-        if grad["kind"] != "tensor" or list(grad["shape"]) != list(x.shape):
-            parts["reference"].fail(f"the gradient for x is not a tensor of x's shape {where}.")
-        elif not torch.allclose(grad["value"], want_g, rtol=1e-8, atol=1e-10):
-            bad, err = _wrong_entries(grad["value"], want_g, 1e-8, 1e-10)
-            hint = None
-            if torch.count_nonzero(grad["value"]) == 0:
-                hint = (
-                    "the gradient is all zeros: recompute fn(x) under torch.enable_grad() on a detached copy of x "
-                    "that requires grad."
-                )
-            parts["reference"].fail(
-                f"the gradient for x is wrong in {int(bad.sum())} of {bad.numel()} entries {where}; "
-                f"largest error {err:.3g}.",
-                hint,
-            )
-        storages = got["saved_storages"]
-        x_bytes = x.numel() * x.element_size()
-        kept = sum(s["bytes"] for s in storages)
-        stored_graph = kept > x_bytes
-        if stored_graph:
-            parts["memory"].fail(
-                f"forward keeps {kept} bytes for backward {where}; x alone is {x_bytes}: "
-                "fn's intermediates were stored.",
-                "run fn in forward without recording a graph (forward already runs under no_grad: "
-                "do not wrap it in torch.enable_grad()) and save x only.",
-            )
-        elif not storages:
-            parts["memory"].fail(
-                f"forward saved nothing with ctx.save_for_backward {where}.",
-                "save x with ctx.save_for_backward(x) (keep fn as an attribute: ctx.fn = fn).",
-            )
-        _judge_attributes(got, parts["memory"])
-        # A forward that recorded fn's graph needs no recomputation: that is the memory part's mistake, not another.
-        backward_calls_wrong = got.get("backward_calls") != 1 and not (stored_graph and got.get("backward_calls") == 0)
-        if got["forward_calls"] != 1 or backward_calls_wrong:
-            parts["calls"].fail(
-                f"fn ran {got['forward_calls']} time(s) in forward and {got.get('backward_calls', 0)} "
-                f"in backward {where}; recomputing means once each."
-            )
+        _judge_recompute_gradient(got["returns"], want_g, x, where, parts)
+        _judge_recompute_memory(got, x, where, parts)
     return _verdict(parts, points, f"{name}.apply(fn, x)")
+
+
+def _judge_recompute_gradient(returns: list, want_g, x, where: str, parts: dict[str, Part]) -> None:
+    if len(returns) != 2 or returns[0]["kind"] != "none":
+        parts["interface"].fail(
+            f"backward returned {len(returns)} value(s) starting with "
+            f"{returns[0].get('type', returns[0]['kind'])}; forward takes (fn, x), so backward "
+            "returns (None, grad_x): None for the function."
+        )
+    grad = returns[1] if len(returns) > 1 else returns[0]
+    if grad["kind"] != "tensor" or list(grad["shape"]) != list(x.shape):
+        parts["reference"].fail(f"the gradient for x is not a tensor of x's shape {where}.")
+    elif not torch.allclose(grad["value"], want_g, rtol=1e-8, atol=1e-10):
+        bad, err = _wrong_entries(grad["value"], want_g, 1e-8, 1e-10)
+        hint = None
+        if torch.count_nonzero(grad["value"]) == 0:
+            hint = (
+                "the gradient is all zeros: the recomputation recorded no graph from x; it needs its own copy of x "
+                "that requires grad, with recording on."
+            )
+        parts["reference"].fail(
+            f"the gradient for x is wrong in {int(bad.sum())} of {bad.numel()} entries {where}; "
+            f"largest error {err:.3g}.",
+            hint,
+        )
+
+
+def _judge_recompute_memory(got: dict, x, where: str, parts: dict[str, Part]) -> None:
+    """What forward kept (x only, not fn's intermediates), and how often fn ran (once in each pass)."""
+    storages = got["saved_storages"]
+    x_bytes = x.numel() * x.element_size()
+    kept = sum(s["bytes"] for s in storages)
+    stored_graph = kept > x_bytes
+    if stored_graph:
+        parts["memory"].fail(
+            f"forward keeps {kept} bytes for backward {where}; x alone is {x_bytes}: fn's intermediates were stored.",
+            "run fn in forward without recording a graph (forward already runs with recording off: do not switch "
+            "it back on) and save x only.",
+        )
+    elif not storages:
+        parts["memory"].fail(
+            f"forward saved nothing with ctx.save_for_backward {where}.",
+            "backward needs x to recompute fn: save it for backward (fn itself is not a tensor and can stay on ctx).",
+        )
+    _judge_attributes(got, parts["memory"])
+    # A forward that recorded fn's graph needs no recomputation: that is the memory part's mistake, not another.
+    backward_calls_wrong = got.get("backward_calls") != 1 and not (stored_graph and got.get("backward_calls") == 0)
+    if got["forward_calls"] != 1 or backward_calls_wrong:
+        parts["calls"].fail(
+            f"fn ran {got['forward_calls']} time(s) in forward and {got.get('backward_calls', 0)} "
+            f"in backward {where}; recomputing means once each."
+        )
 
 
 def _recompute_generator(seed, problem):
