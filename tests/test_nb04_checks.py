@@ -697,7 +697,7 @@ CATALOGUE = [
         "forward_mode",
         "its own tangent",
     ),
-    ("softplus: jvp returns the tangent", "softplus", modern(jvp=_jvp_identity), "forward_mode", "sigmoid"),
+    ("softplus: jvp returns the tangent", "softplus", modern(jvp=_jvp_identity), "forward_mode", "derivative"),
     ("vmap: out_dims always 0", "vmap", with_vmap(_vmap_zero), "vmap", "stays where the input's was"),
     ("op: no register_fake", "op", custom_op("nofake", fake=False), "opcheck", "fake implementation"),
     ("op: wrong backward", "op", custom_op("wrongbwd", backward=_softplus_bwd_wrong), "values", None),

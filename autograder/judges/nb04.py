@@ -901,79 +901,91 @@ def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
             "the Function has no setup_context: write forward(x) without ctx and setup_context(ctx, inputs, output)."
         )
     if hand_written_vmap:
-        if not data["vmap_defined"]:
-            p["vmap"].fail(
-                "the Function defines no `vmap` staticmethod of its own.",
-                "the exercise asks for the rule written by hand, as a staticmethod of the class; a generated rule "
-                "does not count here.",
-            )
-        elif data["generate_vmap_rule"]:
-            p["vmap"].fail("generate_vmap_rule is True, so PyTorch writes the rule and your vmap is never used.")
-        elif data["vmap_calls"] == 0:
-            p["vmap"].fail("torch.vmap never called your vmap staticmethod.")
+        _judge_vmap_rule_defined(data, p["vmap"])
     for case, got in enumerate(answers.per_case(data["cases"], shapes)):
         x, u = inputs_elementwise(seed, case, shape=shapes[case])
         where = f"(case {case + 1}, x of shape {tuple(x.shape)})"
         _values(p["values"], got, x, u, nnf.softplus, where)
         if not hand_written_vmap:
-            if got["jvp_error"]:
-                hint = None
-                if "not enough values to unpack" in got["jvp_error"] or "saved" in got["jvp_error"]:
-                    hint = (
-                        "in jvp, ctx.saved_tensors holds only what setup_context saved for forward mode: that is a "
-                        "list of its own, apart from what it saved for backward."
-                    )
-                elif "own output as the tangent" in got["jvp_error"]:
-                    hint = (
-                        "a tangent is a new tensor, computed from the tangent jvp receives; handing back a tensor "
-                        "forward saved makes the output its own tangent (which crashes Python outside the grader)."
-                    )
-                elif "jvp" in got["jvp_error"]:
-                    hint = "write the jvp staticmethod: jvp(ctx, x_tangent) returns the output's tangent."
-                p["forward_mode"].fail(f"forward-mode AD raised {got['jvp_error']} {where}.", hint)
-            else:
-                import torch.autograd.forward_ad as fwAD
-
-                with fwAD.dual_level():
-                    want_t = fwAD.unpack_dual(nnf.softplus(fwAD.make_dual(x, u))).tangent
-                problem = _wrong(got["jvp"], want_t, f"jvp's tangent {where}")
-                if problem:
-                    hint = (
-                        "jvp returned the tangent unchanged: multiply it by the derivative, sigmoid(x)."
-                        if got["jvp"] is not None and _same(got["jvp"], u)
-                        else None
-                    )
-                    p["forward_mode"].fail(problem, hint)
-                elif got["gradcheck_forward_ad"] is not True:
-                    p["forward_mode"].fail(
-                        f"gradcheck(..., check_forward_ad=True) fails {where}: {got['gradcheck_forward_ad']}"
-                    )
-        batch = torch.stack([x, -x, 0.5 * x])
-        for label, result in got["vmap"].items():
-            if "error" in result:
-                hint = (
-                    "vmap needs a rule for a Function: let PyTorch generate it (a class attribute says so) or "
-                    "write one."
-                    if "generate_vmap_rule" in result["error"] or "vmap staticmethod" in result["error"]
-                    else None
-                )
-                if hand_written_vmap and "out_dims" in result["error"].lower():
-                    hint = (
-                        "a vmap rule returns the output and where its batch dimension is: softplus works entry by "
-                        "entry, so the batch dimension stays where the input's was."
-                    )
-                p["vmap"].fail(f"torch.vmap with {label} raised {result['error']} {where}.", hint)
-                continue
-            problem = _wrong(result["value"], nnf.softplus(batch), f"torch.vmap's result with {label} {where}")
-            if problem:
-                p["vmap"].fail(
-                    problem,
-                    "softplus works entry by entry: the output's batch dimension stays where the input's was, and "
-                    "the rule must say where that is."
-                    if hand_written_vmap
-                    else None,
-                )
+            _judge_forward_mode(got, x, u, where, p["forward_mode"])
+        _judge_vmap(got["vmap"], x, where, p["vmap"], hand_written_vmap)
     return p.verdict(points)
+
+
+def _judge_vmap_rule_defined(data, part: Part) -> None:
+    if not data["vmap_defined"]:
+        part.fail(
+            "the Function defines no `vmap` staticmethod of its own.",
+            "the exercise asks for the rule written by hand, as a staticmethod of the class; a generated rule "
+            "does not count here.",
+        )
+    elif data["generate_vmap_rule"]:
+        part.fail("generate_vmap_rule is True, so PyTorch writes the rule and your vmap is never used.")
+    elif data["vmap_calls"] == 0:
+        part.fail("torch.vmap never called your vmap staticmethod.")
+
+
+def _judge_forward_mode(got, x, u, where: str, part: Part) -> None:
+    """The jvp's tangent against forward-mode AD through softplus, and gradcheck's forward-mode check."""
+    import torch.autograd.forward_ad as fwAD
+
+    if got["jvp_error"]:
+        hint = None
+        if "not enough values to unpack" in got["jvp_error"] or "saved" in got["jvp_error"]:
+            hint = (
+                "in jvp, ctx.saved_tensors holds only what setup_context saved for forward mode: that is a "
+                "list of its own, apart from what it saved for backward."
+            )
+        elif "own output as the tangent" in got["jvp_error"]:
+            hint = (
+                "a tangent is a new tensor, computed from the tangent jvp receives; handing back a tensor "
+                "forward saved makes the output its own tangent (which crashes Python outside the grader)."
+            )
+        elif "jvp" in got["jvp_error"]:
+            hint = "forward mode needs a jvp rule: from the input's tangent, the output's tangent."
+        part.fail(f"forward-mode AD raised {got['jvp_error']} {where}.", hint)
+        return
+    with fwAD.dual_level():
+        want_t = fwAD.unpack_dual(nnf.softplus(fwAD.make_dual(x, u))).tangent
+    problem = _wrong(got["jvp"], want_t, f"jvp's tangent {where}")
+    if problem:
+        unchanged = got["jvp"] is not None and _same(got["jvp"], u)
+        hint = (
+            "jvp returned the tangent unchanged: the output's tangent is the input's tangent times softplus's "
+            "derivative."
+            if unchanged
+            else None
+        )
+        part.fail(problem, hint)
+    elif got["gradcheck_forward_ad"] is not True:
+        part.fail(f"gradcheck(..., check_forward_ad=True) fails {where}: {got['gradcheck_forward_ad']}")
+
+
+def _judge_vmap(results: dict, x, where: str, part: Part, hand_written: bool) -> None:
+    batch = torch.stack([x, -x, 0.5 * x])
+    for label, result in results.items():
+        if "error" in result:
+            hint = (
+                "vmap needs a rule for a Function: let PyTorch generate it (a class attribute says so) or write one."
+                if "generate_vmap_rule" in result["error"] or "vmap staticmethod" in result["error"]
+                else None
+            )
+            if hand_written and "out_dims" in result["error"].lower():
+                hint = (
+                    "a vmap rule returns the output and where its batch dimension is: softplus works entry by "
+                    "entry, so the batch dimension stays where the input's was."
+                )
+            part.fail(f"torch.vmap with {label} raised {result['error']} {where}.", hint)
+            continue
+        problem = _wrong(result["value"], nnf.softplus(batch), f"torch.vmap's result with {label} {where}")
+        if problem:
+            part.fail(
+                problem,
+                "softplus works entry by entry: the output's batch dimension stays where the input's was, and "
+                "the rule must say where that is."
+                if hand_written
+                else None,
+            )
 
 
 # ------------------------------------------------------------------------------------------ custom_op
