@@ -106,16 +106,7 @@ add_reference(
 
 def judge_numerical_jacobian(data, problems, eps=1e-6, seed=0):
     for name, got in zip(problems, answers.per_case(data, problems)):
-        answers.entry(
-            got, name, ("jacobians", "calls", "calls_with_grad", "inputs_changed", "sweeps", "forward_sweeps")
-        )
-        answers.integer(got["calls"], "calls"), answers.flag(got["inputs_changed"], "inputs_changed")
-        answers.integer(got["calls_with_grad"], "calls_with_grad")
-        answers.integer(got["sweeps"], "sweeps"), answers.integer(got["forward_sweeps"], "forward_sweeps")
-        if not isinstance(got["jacobians"], list):
-            raise CheckFailed(answers.MISMATCH.format(why="a list of Jacobians was expected"))
-        for J in got["jacobians"]:
-            answers.tensor(J, "a Jacobian")
+        _valid_jacobian_answer(got, name)
         f, inputs = jacobian_problem(name, seed)
         call = f"numerical_jacobian(f, inputs, eps={eps}) for the test function '{name}'"
         out_numel = f(*inputs).numel()
@@ -133,46 +124,9 @@ def judge_numerical_jacobian(data, problems, eps=1e-6, seed=0):
             f"This exercise is the numerical Jacobian that gradcheck compares autograd with: central differences, "
             f"two evaluations of f per input entry ({expected_calls} here), and no autograd."
         )
-        if got["forward_sweeps"] and not got["calls_with_grad"]:
-            raise CheckFailed(
-                f"`{call}` differentiated f in forward mode (torch.func.jacfwd, torch.func.jvp, dual numbers "
-                f"of torch.autograd.forward_ad, ...), which gives the Jacobian exactly. {refusal}"
-            )
-        if got["calls_with_grad"] or got["sweeps"]:
-            raise CheckFailed(
-                f"`{call}` called f on inputs that require grad: that is autograd "
-                f"(torch.autograd.functional.jacobian, backward, ...), which differentiates f exactly. {refusal}"
-            )
+        _refuse_exact_differentiation(got, call, refusal)
         for i, (J, want, x) in enumerate(zip(got["jacobians"], jac, inputs)):
-            want = want.reshape(out_numel, x.numel())
-            if tuple(J.shape) != tuple(want.shape):
-                hint = (
-                    " It looks transposed: rows are output entries, columns are input entries."
-                    if tuple(J.shape) == tuple(want.shape)[::-1]
-                    else ""
-                )
-                raise CheckFailed(
-                    f"`{call}`: the Jacobian for input {i} has shape {tuple(J.shape)}; it should be "
-                    f"(number of output entries, number of input entries) = {tuple(want.shape)}.{hint}"
-                )
-            err = (J - want).abs()
-            bad = err > 1e-8 + 1e-7 * want.abs()  # a central difference in float64 is good to ~1e-10 here
-            if bad.any():
-                hints = []
-                if torch.allclose(J, 2 * want, rtol=1e-5, atol=1e-6):
-                    hints.append("every entry is twice too large: x + eps and x - eps are 2·eps apart.")
-                elif torch.allclose(J, -want, rtol=1e-5, atol=1e-6):
-                    hints.append("the sign is flipped: f(x + eps) - f(x - eps), in that order.")
-                elif float(err.max()) < 1e-4:
-                    hints.append(
-                        "small errors (of the order of eps) look like a one-sided difference: step both ways, "
-                        "x + eps and x - eps, and divide by 2·eps."
-                    )
-                entries = [f"[{r}, {c}]" for r, c in torch.nonzero(bad)[:6].tolist()]
-                raise CheckFailed(
-                    f"`{call}`: the Jacobian for input {i} is wrong in entries {', '.join(entries)} "
-                    f"(largest error {float(err.max()):.3g})." + "".join(f"\nHint: {h}" for h in hints)
-                )
+            _compare_jacobian(J, want.reshape(out_numel, x.numel()), i, call)
         if got["calls"] < expected_calls:
             raise CheckFailed(
                 f"`{call}` has the right numbers but evaluated f only {got['calls']} time(s): "
@@ -183,6 +137,59 @@ def judge_numerical_jacobian(data, problems, eps=1e-6, seed=0):
                 f"`{call}` evaluated f {got['calls']} times; a central-difference Jacobian needs "
                 f"{expected_calls} (two per input entry)."
             )
+
+
+def _valid_jacobian_answer(got, name: str) -> None:
+    answers.entry(got, name, ("jacobians", "calls", "calls_with_grad", "inputs_changed", "sweeps", "forward_sweeps"))
+    answers.integer(got["calls"], "calls"), answers.flag(got["inputs_changed"], "inputs_changed")
+    answers.integer(got["calls_with_grad"], "calls_with_grad")
+    answers.integer(got["sweeps"], "sweeps"), answers.integer(got["forward_sweeps"], "forward_sweeps")
+    if not isinstance(got["jacobians"], list):
+        raise CheckFailed(answers.MISMATCH.format(why="a list of Jacobians was expected"))
+    for J in got["jacobians"]:
+        answers.tensor(J, "a Jacobian")
+
+
+def _refuse_exact_differentiation(got, call: str, refusal: str) -> None:
+    if got["forward_sweeps"] and not got["calls_with_grad"]:
+        raise CheckFailed(
+            f"`{call}` differentiated f in forward mode (torch.func.jacfwd, torch.func.jvp, dual numbers "
+            f"of torch.autograd.forward_ad, ...), which gives the Jacobian exactly. {refusal}"
+        )
+    if got["calls_with_grad"] or got["sweeps"]:
+        raise CheckFailed(
+            f"`{call}` called f on inputs that require grad: that is autograd "
+            f"(torch.autograd.functional.jacobian, backward, ...), which differentiates f exactly. {refusal}"
+        )
+
+
+def _compare_jacobian(J, want, i: int, call: str) -> None:
+    if tuple(J.shape) != tuple(want.shape):
+        transposed = tuple(J.shape) == tuple(want.shape)[::-1]
+        hint = " It looks transposed: rows are output entries, columns are input entries." if transposed else ""
+        raise CheckFailed(
+            f"`{call}`: the Jacobian for input {i} has shape {tuple(J.shape)}; it should be "
+            f"(number of output entries, number of input entries) = {tuple(want.shape)}.{hint}"
+        )
+    err = (J - want).abs()
+    bad = err > 1e-8 + 1e-7 * want.abs()  # a central difference in float64 is good to ~1e-10 here
+    if not bad.any():
+        return
+    hints = []
+    if torch.allclose(J, 2 * want, rtol=1e-5, atol=1e-6):
+        hints.append("every entry is twice too large: x + eps and x - eps are 2·eps apart.")
+    elif torch.allclose(J, -want, rtol=1e-5, atol=1e-6):
+        hints.append("the sign is flipped: the difference must follow the direction of the step.")
+    elif float(err.max()) < 1e-4:
+        hints.append(
+            "small errors (of the order of eps) look like a one-sided difference: step both ways, "
+            "x + eps and x - eps, and divide by 2·eps."
+        )
+    entries = [f"[{r}, {c}]" for r, c in torch.nonzero(bad)[:6].tolist()]
+    raise CheckFailed(
+        f"`{call}`: the Jacobian for input {i} is wrong in entries {', '.join(entries)} "
+        f"(largest error {float(err.max()):.3g})." + "".join(f"\nHint: {h}" for h in hints)
+    )
 
 
 def judge_my_gradcheck(data, problems, seed=0):
