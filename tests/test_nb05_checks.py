@@ -594,7 +594,7 @@ WRONG = {
         "forward_kernel",
         no_program_id_kernel,
         None,
-        "tl.program_id(0) * BLOCK_SIZE",
+        "its program id",
     ),
     "backward kernel: grad_output not used": (
         "backward_kernel",

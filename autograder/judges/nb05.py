@@ -438,64 +438,73 @@ def judge_kernel(data, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float
     what = "silu_forward_kernel" if kind == "forward" else "silu_backward_kernel"
     for got in data:
         n, block, dtype = got["n"], got["block"], got["dtype"]
+        launch = f"{what}[(cdiv({n}, {block}),)](…, n_elements={n}, BLOCK_SIZE={block}) on {dtype}"
+        _judge_writes(got, launch)
         case = kernel_case(seed, n, dtype)
         x, g = case["x"].to(torch.float64), case["g"].to(torch.float64)
         want_y, want_g = _reference_and_vjp("silu", x, g)
-        want = want_y if kind == "forward" else want_g
-        launch = f"{what}[(cdiv({n}, {block}),)](…, n_elements={n}, BLOCK_SIZE={block}) on {dtype}"
-        if got["written_after"]:
-            raise CheckFailed(
-                f"{launch} wrote {got['written_after']} value(s) past the end of the output tensor.\n"
-                "Hint: likely an unmasked tl.store: the last block reaches past n_elements, and its programs "
-                "must neither read nor write the entries beyond it. On a GPU this corrupts other tensors; in "
-                "the interpreter it can crash Python."
-            )
-        if got["written_before"]:
-            raise CheckFailed(
-                f"{launch} wrote {got['written_before']} value(s) before the start of the output tensor.\n"
-                "Hint: offsets start at tl.program_id(0) * BLOCK_SIZE and only go up."
-            )
-        if got["inputs_changed"]:
-            raise CheckFailed(f"{launch} wrote into one of its inputs: store into the output pointer only.")
-        values = got["values"]
-        untouched = values == GUARD_VALUE
-        if untouched.any():
-            first = int(torch.nonzero(untouched)[0])
-            raise CheckFailed(
-                f"{launch} never wrote entries {_index_list(untouched)} of the output "
-                f"(the first is {first}).\nHint: program p handles entries p·BLOCK_SIZE … (p+1)·BLOCK_SIZE − 1: "
-                "offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)."
-            )
-        rtol, atol = (1e-9, 1e-12) if dtype == "float64" else (2e-5, 2e-6)
-        bad, err = _wrong_entries(values, want, rtol, atol)
-        if bad.any():
-            hints = []
-            first_block_ok = not bad[:block].any()
-            if first_block_ok and n > block:
-                hints.append(
-                    "the first block is right and later ones are not: each program must use its own "
-                    "offsets, tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)."
-                )
-            close = lambda a: torch.allclose(values, a, rtol=1e-4, atol=1e-5)  # noqa: E731
-            s = torch.sigmoid(x)
-            if close(s):
-                hints.append("that is σ(x); SiLU is x·σ(x).")
-            elif kind == "backward" and close(want_g / g):
-                hints.append("the local derivative alone: multiply it by grad_output, loaded from grad_out_ptr.")
-            elif kind == "backward" and close(g * s):
-                hints.append("d/dx [x·σ(x)] has two terms (product rule): σ(x) + x·σ(x)·(1 − σ(x)).")
-            elif kind == "backward" and close(want_y):
-                hints.append("that is the forward value: backward stores the gradient, grad_output·SiLU'(x).")
-            if dtype == "float64" and torch.allclose(values, want, rtol=1e-5, atol=1e-6):
-                hints.append(
-                    "right to about 6 digits only: a float64 input was computed in float32. Convert to "
-                    "float32 only when the input is not float64 (if x.dtype == tl.float64: …)."
-                )
-            raise CheckFailed(
-                f"{launch} is wrong in {int(bad.sum())} of {n} entries: {_index_list(bad)}; largest error "
-                f"{err:.3g}." + "".join(f"\nHint: {h}" for h in hints)
-            )
+        _judge_kernel_values(got, kind, x, g, want_y, want_g, launch)
     return None
+
+
+def _judge_writes(got, launch: str) -> None:
+    """Where the kernel wrote: nothing outside the output (the guard zones), nothing into the inputs."""
+    if got["written_after"]:
+        raise CheckFailed(
+            f"{launch} wrote {got['written_after']} value(s) past the end of the output tensor.\n"
+            "Hint: likely an unmasked tl.store: the last block reaches past n_elements, and its programs "
+            "must neither read nor write the entries beyond it. On a GPU this corrupts other tensors; in "
+            "the interpreter it can crash Python."
+        )
+    if got["written_before"]:
+        raise CheckFailed(
+            f"{launch} wrote {got['written_before']} value(s) before the start of the output tensor.\n"
+            "Hint: a program's offsets start at the beginning of its own block and only go up."
+        )
+    if got["inputs_changed"]:
+        raise CheckFailed(f"{launch} wrote into one of its inputs: store into the output pointer only.")
+    untouched = got["values"] == GUARD_VALUE
+    if untouched.any():
+        first = int(torch.nonzero(untouched)[0])
+        raise CheckFailed(
+            f"{launch} never wrote entries {_index_list(untouched)} of the output "
+            f"(the first is {first}).\nHint: program p handles the block of entries that starts at p·BLOCK_SIZE: "
+            "its offsets come from its program id and the block size."
+        )
+
+
+def _judge_kernel_values(got, kind: str, x, g, want_y, want_g, launch: str) -> None:
+    n, block, dtype, values = got["n"], got["block"], got["dtype"], got["values"]
+    want = want_y if kind == "forward" else want_g
+    rtol, atol = (1e-9, 1e-12) if dtype == "float64" else (2e-5, 2e-6)
+    bad, err = _wrong_entries(values, want, rtol, atol)
+    if not bad.any():
+        return
+    hints = []
+    if not bad[:block].any() and n > block:
+        hints.append(
+            "the first block is right and later ones are not: each program must work on its own block, its "
+            "offsets computed from its program id."
+        )
+    close = lambda a: torch.allclose(values, a, rtol=1e-4, atol=1e-5)  # noqa: E731
+    s = torch.sigmoid(x)
+    if close(s):
+        hints.append("that is σ(x); SiLU is x·σ(x).")
+    elif kind == "backward" and close(want_g / g):
+        hints.append("the local derivative alone: multiply it by grad_output, loaded from grad_out_ptr.")
+    elif kind == "backward" and close(g * s):
+        hints.append("d/dx [x·σ(x)] has two terms (product rule): σ(x) + x·σ(x)·(1 − σ(x)).")
+    elif kind == "backward" and close(want_y):
+        hints.append("that is the forward value: backward stores the gradient, grad_output·SiLU'(x).")
+    if dtype == "float64" and torch.allclose(values, want, rtol=1e-5, atol=1e-6):
+        hints.append(
+            "right to about 6 digits only: a float64 input was computed in float32. Only the lower precisions "
+            "are computed in float32; float64 stays float64."
+        )
+    raise CheckFailed(
+        f"{launch} is wrong in {int(bad.sum())} of {n} entries: {_index_list(bad)}; largest error "
+        f"{err:.3g}." + "".join(f"\nHint: {h}" for h in hints)
+    )
 
 
 # --------------------------------------------------------------------------------------------- GatherRows
