@@ -217,6 +217,25 @@ def _active_torch_modes(torch) -> list[str]:
     return found
 
 
+def _write_payload(save: Callable, channel: str, payload: dict, failed: str) -> None:
+    """The probe's data, torch.save'd to <channel>/<cell>.<call>.pt, atomically; data that cannot be saved
+    becomes a message that says so."""
+    buf = io.BytesIO()
+    try:
+        save(payload, buf)
+    except Exception as exc:  # noqa: BLE001
+        buf = io.BytesIO()
+        failure = {
+            failed: "The values your code returned could not be "
+            f"recorded ({type(exc).__name__}): return numbers, dicts or tensors."
+        }
+        save({**payload, "results": [failure]}, buf)
+    path = os.path.join(channel, f"{payload['cell']}.{payload['call']}.pt")
+    with open(path + ".tmp", "wb") as fh:
+        fh.write(buf.getvalue())
+    os.replace(path + ".tmp", path)
+
+
 def install(modules: list[str], watched: list[str], channel: str) -> Callable[..., None]:
     """Import the checks' modules and return the probe runner for this kernel.
 
@@ -265,30 +284,7 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
         except BaseException as exc:  # noqa: BLE001 -- whatever the learner's code raised is data
             data = {FAILED: f"Your code raised {type(exc).__name__} while it was being tested: {exc}"}
         patched = list(dict.fromkeys(replaced + watch.changed() + modes))
-        payload = {"cell": cell, "call": k, "results": [data], "patched": patched}
-        buf = io.BytesIO()
-        try:
-            save(payload, buf)
-        except Exception as exc:  # noqa: BLE001
-            buf = io.BytesIO()
-            save(
-                {
-                    "cell": cell,
-                    "call": k,
-                    "results": [
-                        {
-                            FAILED: "The values your code returned could not be "
-                            f"recorded ({type(exc).__name__}): return numbers, dicts or tensors."
-                        }
-                    ],
-                    "patched": payload["patched"],
-                },
-                buf,
-            )
-        path = os.path.join(channel, f"{cell}.{k}.pt")
-        with open(path + ".tmp", "wb") as fh:
-            fh.write(buf.getvalue())
-        os.replace(path + ".tmp", path)
+        _write_payload(save, channel, {"cell": cell, "call": k, "results": [data], "patched": patched}, FAILED)
 
     probe.replaying = False
     return probe
