@@ -72,63 +72,68 @@ def static_patches(source: str) -> list[str]:
     except SyntaxError:
         return []
     aliases = _module_aliases(tree)
-
-    def suspicious(target) -> str | None:
-        """The target's text with its root spelled out, when it is a suspicious one and no harmless setting."""
-        root = _root_name(target)
-        if not root:
-            return None
-        text = ast.unparse(target)
-        if root in aliases:
-            text = aliases[root] + text[len(root) :]
-            root = aliases[root].split(".")[0]
-        return text if root.startswith(SUSPICIOUS_TARGETS) and not text.startswith(HARMLESS_SETTINGS) else None
-
     found = []
     for node in ast.walk(tree):
-        targets: list[ast.expr] = []
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        elif isinstance(node, ast.Delete):
-            targets = node.targets
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("setattr", "delattr")
-            and node.args
-        ):
-            root = _root_name(node.args[0])
-            if root and (root in aliases or root.startswith(SUSPICIOUS_TARGETS)):
-                found.append(f"{node.func.id}({ast.unparse(node.args[0])}, ...)")
+        if isinstance(node, ast.Call):
+            call = _patching_call(node, aliases)
+            if call:
+                found.append(call)
             continue
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in ("__setattr__", "__delattr__")
-        ):
-            found.append(ast.unparse(node.func) + "(...)")
-            continue
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr
-            in ("register", "settrace", "setprofile", "set_custom_exc", "register_magic_function", "set_hook")
-            and _root_name(node.func) in ("sys", "get_ipython", "ip", "IPython")
-        ):
-            found.append(ast.unparse(node.func))
-            continue
-        for target in targets:
+        for target in _assigned(node):
             if isinstance(target, (ast.Attribute, ast.Subscript)):
-                text = suspicious(target)
+                text = _suspicious_target(target, aliases)
                 if text:
                     found.append(text)
-            elif (
-                isinstance(target, ast.Name)
-                and target.id in ("__builtins__", "CHECKS", "__revad_probe__")
-                or (isinstance(target, ast.Name) and target.id.startswith("check_"))
+            elif isinstance(target, ast.Name) and (
+                target.id in ("__builtins__", "CHECKS", "__revad_probe__") or target.id.startswith("check_")
             ):
                 found.append(target.id)
     return found
+
+
+def _assigned(node: ast.AST) -> list[ast.expr]:
+    """What an assignment, augmented or annotated assignment, or del statement writes to."""
+    if isinstance(node, ast.Assign):
+        return list(node.targets)
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return [node.target]
+    if isinstance(node, ast.Delete):
+        return list(node.targets)
+    return []
+
+
+def _suspicious_target(target: ast.expr, aliases: dict[str, str]) -> str | None:
+    """The target's text with its root spelled out, when it is a suspicious one and no harmless setting."""
+    root = _root_name(target)
+    if not root:
+        return None
+    text = ast.unparse(target)
+    if root in aliases:
+        text = aliases[root] + text[len(root) :]
+        root = aliases[root].split(".")[0]
+    return text if root.startswith(SUSPICIOUS_TARGETS) and not text.startswith(HARMLESS_SETTINGS) else None
+
+
+HOOKS = ("register", "settrace", "setprofile", "set_custom_exc", "register_magic_function", "set_hook")
+
+
+def _patching_call(node: ast.Call, aliases: dict[str, str]) -> str | None:
+    """setattr/delattr on a suspicious object, a __setattr__/__delattr__ call, or a hook set on sys or IPython."""
+    func = node.func
+    if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args:
+        root = _root_name(node.args[0])
+        if root and (root in aliases or root.startswith(SUSPICIOUS_TARGETS)):
+            return f"{func.id}({ast.unparse(node.args[0])}, ...)"
+        return None
+    if isinstance(func, ast.Attribute) and func.attr in ("__setattr__", "__delattr__"):
+        return ast.unparse(func) + "(...)"
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in HOOKS
+        and _root_name(func) in ("sys", "get_ipython", "ip", "IPython")
+    ):
+        return ast.unparse(func)
+    return None
 
 
 def structural_flags(nb, spec_nb: dict) -> tuple[list[Flag], dict[str, str]]:
