@@ -200,6 +200,28 @@ def bwrap_argv(
         "--dir",
         "/run",
     ]
+    argv += _readonly_mounts(hide)
+    argv += _scratch_mount(scratch_dir)
+    argv += ["--remount-ro", "/", "--remount-ro", "/dev"]
+    argv += [
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "grader",
+        "--clearenv",
+    ]
+    if not info.as_root:
+        argv += ["--unshare-user"]
+    return argv
+
+
+def _readonly_mounts(hide: list[Path] | None) -> list[str]:
+    """The roots the kernel needs (Python, the packages, the probes), read-only; the judges, the grading command
+    and the paths in `hide` covered by empty folders."""
+    argv: list[str] = []
     roots = _readonly_roots()
     parents = sorted(
         {
@@ -220,26 +242,19 @@ def bwrap_argv(
     for path in hide or []:  # in case one of them sits under an allowed root
         if path and Path(path).exists() and any(Path(path).resolve().is_relative_to(r) for r in _readonly_roots()):
             argv += ["--tmpfs", str(Path(path).resolve()), "--remount-ro", str(Path(path).resolve())]
-    if scratch_dir is not None:
-        for parent in sorted(
-            {str(q) for q in Path(scratch_dir).parents if str(q) not in ("/", "/tmp", "/var/tmp")}, key=len
-        ):
-            argv += ["--perms", "0755", "--dir", parent]
-        argv += ["--bind", str(scratch_dir), str(scratch_dir), "--chdir", str(scratch_dir / "work")]
-    argv += ["--remount-ro", "/", "--remount-ro", "/dev"]
-    argv += [
-        "--unshare-ipc",
-        "--unshare-pid",
-        "--unshare-net",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--hostname",
-        "grader",
-        "--clearenv",
-    ]
-    if not info.as_root:
-        argv += ["--unshare-user"]
     return argv
+
+
+def _scratch_mount(scratch_dir: Path | None) -> list[str]:
+    """The job's scratch folder, the only place bound writable, and the kernel's working directory in it."""
+    if scratch_dir is None:
+        return []
+    argv: list[str] = []
+    for parent in sorted(
+        {str(q) for q in Path(scratch_dir).parents if str(q) not in ("/", "/tmp", "/var/tmp")}, key=len
+    ):
+        argv += ["--perms", "0755", "--dir", parent]
+    return argv + ["--bind", str(scratch_dir), str(scratch_dir), "--chdir", str(scratch_dir / "work")]
 
 
 def address_space_mb(info: SandboxInfo, limits: Limits) -> int:
