@@ -88,35 +88,12 @@ def main(argv: list[str] | None = None) -> int:
         from ..scale.worker import run_worker
 
         return run_worker(args.broker, args.db_url, root, source, release, args.concurrency, args.hostname)
-    db_url = (
-        args.db_url
-        or os.environ.get("REVAD_DB_URL")
-        or (f"sqlite:///{root / '.grading' / 'gradebook.db'}" if in_repo else f"sqlite:///{root / 'gradebook.db'}")
-    )
-    if db_url.startswith("sqlite:///"):
-        Path(db_url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+    db_url = _gradebook_url(args.db_url, root, in_repo)
     limits = Limits(timeout_s=args.timeout, cell_timeout_s=args.cell_timeout, memory_mb=args.memory_mb)
     if args.broker:
-        from ..scale.client import queue_assignment, wait
-
-        keys = queue_assignment(
-            root,
-            args.assignment,
-            args.student,
-            broker=args.broker,
-            db_url=db_url,
-            source=source,
-            release=release,
-            limits=limits,
-            force=args.force,
-        )
-        if args.no_wait:
-            print(
-                f"Queued. Watch the queue with `celery -b BROKER inspect active`; run this again without --no-wait "
-                f"to wait for the results.\nGradebook: {db_url}"
-            )
+        rows = _grade_on_workers(args, root, source, release, db_url, limits)
+        if rows is None:
             return 0
-        rows = wait(root, args.assignment, keys, db_url, progress=not args.quiet)
     else:
         rows = grade_assignment(
             root,
@@ -137,6 +114,39 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nGrades CSV: {export_csv(db_url, args.export)}")
     print(f"\nGradebook: {db_url}\nFeedback HTML: {root / 'feedback'}/<student>/{args.assignment}/*.html")
     return 0
+
+
+def _gradebook_url(given: str | None, root: Path, in_repo: bool) -> str:
+    """--db-url, else REVAD_DB_URL, else a SQLite gradebook of the course (its folder made)."""
+    default = f"sqlite:///{root / '.grading' / 'gradebook.db'}" if in_repo else f"sqlite:///{root / 'gradebook.db'}"
+    db_url = given or os.environ.get("REVAD_DB_URL") or default
+    if db_url.startswith("sqlite:///"):
+        Path(db_url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+    return db_url
+
+
+def _grade_on_workers(args, root: Path, source: str, release: str, db_url: str, limits: Limits):
+    """Queue the submissions on the broker; wait for their scores (None with --no-wait)."""
+    from ..scale.client import queue_assignment, wait
+
+    keys = queue_assignment(
+        root,
+        args.assignment,
+        args.student,
+        broker=args.broker,
+        db_url=db_url,
+        source=source,
+        release=release,
+        limits=limits,
+        force=args.force,
+    )
+    if args.no_wait:
+        print(
+            f"Queued. Watch the queue with `celery -b BROKER inspect active`; run this again without --no-wait "
+            f"to wait for the results.\nGradebook: {db_url}"
+        )
+        return None
+    return wait(root, args.assignment, keys, db_url, progress=not args.quiet)
 
 
 if __name__ == "__main__":
