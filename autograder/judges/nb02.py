@@ -466,18 +466,21 @@ def _replay(steps: list, returns_input, leaves: list) -> torch.Tensor:
     return values[-1]
 
 
+def _valid_neuron_answer(got, n_weights: int) -> None:
+    answers.entry(got, "answer", ("value", "steps", "returns_input", "connected"))
+    answers.number(got["value"], "value")
+    if not isinstance(got["steps"], list):
+        raise CheckFailed(answers.MISMATCH.format(why="steps should be the list of recorded operations"))
+    returns_input = got["returns_input"]
+    if returns_input is not None and answers.integer(returns_input, "returns_input") not in range(n_weights + 1):
+        raise CheckFailed(answers.MISMATCH.format(why="returns_input names no weight or bias"))
+    if not isinstance(got["connected"], list) or len(got["connected"]) != n_weights + 1:
+        raise CheckFailed(answers.MISMATCH.format(why="connected should list one flag per weight and the bias"))
+
+
 def judge_neuron_loss(data, cases):
     for (weights, bias, inputs, target), got in zip(cases, answers.per_case(data, cases)):
-        answers.entry(got, "answer", ("value", "steps", "returns_input", "connected"))
-        answers.number(got["value"], "value")
-        if not isinstance(got["steps"], list):
-            raise CheckFailed(answers.MISMATCH.format(why="steps should be the list of recorded operations"))
-        if got["returns_input"] is not None and answers.integer(got["returns_input"], "returns_input") not in range(
-            len(weights) + 1
-        ):
-            raise CheckFailed(answers.MISMATCH.format(why="returns_input names no weight or bias"))
-        if not isinstance(got["connected"], list) or len(got["connected"]) != len(weights) + 1:
-            raise CheckFailed(answers.MISMATCH.format(why="connected should list one flag per weight and the bias"))
+        _valid_neuron_answer(got, len(weights))
         tw = torch.tensor([float(v) for v in weights], dtype=torch.float64, requires_grad=True)
         tb = torch.tensor(float(bias), dtype=torch.float64, requires_grad=True)
         x = torch.tensor([float(v) for v in inputs], dtype=torch.float64)
