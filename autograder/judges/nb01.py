@@ -135,42 +135,47 @@ def judge_jacobian_reverse(data, cases):
                 f"`{call}` has wrong entries in rows {rows[:8]} (largest error {float(err.max()):.3g}). "
                 "Row i should be the gradient of output i: a reverse sweep seeded with the i-th unit vector."
             )
-        if got["sweeps"] == 0 and got.get("forward_sweeps", 0):
-            raise CheckFailed(
-                f"`{call}` gave the right numbers with forward mode (Jacobian-vector products, as "
-                "torch.func.jacfwd and torch.func.jvp compute them) and no reverse sweep. "
-                "This exercise is about reverse mode: one torch.autograd.grad call per output, seeded "
-                "with a unit vector."
-            )
-        if got["forward_sweeps"]:
-            raise CheckFailed(
-                f"`{call}` gave the right numbers with forward mode (Jacobian-vector products, as "
-                "torch.func.jacfwd and torch.func.jvp compute them), whatever reverse sweeps it ran beside. "
-                "This exercise is about reverse mode: one torch.autograd.grad call per output, seeded "
-                "with a unit vector, and its rows are the Jacobian."
-            )
-        if got["library_sweeps"]:
-            raise CheckFailed(
-                f"`{call}` gave the right numbers with torch.autograd.functional.jacobian, which runs the "
-                "reverse sweeps for you. This exercise asks you to write them: one torch.autograd.grad "
-                "call per output, seeded with a unit vector."
-            )
-        if got["sweeps"] == 0:
-            raise CheckFailed(
-                f"`{call}` gave the right numbers without any sweep through F. This exercise "
-                "is about reverse mode: one torch.autograd.grad call per output, seeded with a unit vector."
-            )
-        if got["sweeps"] < m:
-            raise CheckFailed(
-                f"`{call}` gave the right numbers with {got['sweeps']} vectorised reverse sweep(s) for "
-                f"m = {m} outputs: all rows at once, as torch.func.jacrev or is_grads_batched=True do. "
-                "That is reverse mode done for you; this exercise asks you to write the sweeps: one "
-                "torch.autograd.grad call per output, seeded with a unit vector."
-            )
-        if got["sweeps"] > m:
-            raise CheckFailed(
-                f"`{call}` ran {got['sweeps']} reverse sweeps; reverse mode needs only m = {m}, one per output."
-            )
+        _judge_sweeps(got, call, m)
+
+
+def _judge_sweeps(got, call: str, m: int) -> None:
+    """Right numbers: were they made the way the exercise asks (m reverse sweeps written by hand)?"""
+    if got["sweeps"] == 0 and got.get("forward_sweeps", 0):
+        raise CheckFailed(
+            f"`{call}` gave the right numbers with forward mode (Jacobian-vector products, as "
+            "torch.func.jacfwd and torch.func.jvp compute them) and no reverse sweep. "
+            "This exercise is about reverse mode: one torch.autograd.grad call per output, seeded "
+            "with a unit vector."
+        )
+    if got["forward_sweeps"]:
+        raise CheckFailed(
+            f"`{call}` gave the right numbers with forward mode (Jacobian-vector products, as "
+            "torch.func.jacfwd and torch.func.jvp compute them), whatever reverse sweeps it ran beside. "
+            "This exercise is about reverse mode: one torch.autograd.grad call per output, seeded "
+            "with a unit vector, and its rows are the Jacobian."
+        )
+    if got["library_sweeps"]:
+        raise CheckFailed(
+            f"`{call}` gave the right numbers with torch.autograd.functional.jacobian, which runs the "
+            "reverse sweeps for you. This exercise asks you to write them: one torch.autograd.grad "
+            "call per output, seeded with a unit vector."
+        )
+    if got["sweeps"] == 0:
+        raise CheckFailed(
+            f"`{call}` gave the right numbers without any sweep through F. This exercise "
+            "is about reverse mode: one torch.autograd.grad call per output, seeded with a unit vector."
+        )
+    if got["sweeps"] < m:
+        raise CheckFailed(
+            f"`{call}` gave the right numbers with {got['sweeps']} vectorised reverse sweep(s) for "
+            f"m = {m} outputs: all rows at once, as torch.func.jacrev or is_grads_batched=True do. "
+            "That is reverse mode done for you; this exercise asks you to write the sweeps: one "
+            "torch.autograd.grad call per output, seeded with a unit vector."
+        )
+    if got["sweeps"] > m:
+        raise CheckFailed(
+            f"`{call}` ran {got['sweeps']} reverse sweeps; reverse mode needs only m = {m}, one per output."
+        )
 
 
 DERIVATIVES = {"sin": math.cos, "exp": math.exp, "cube": lambda x: 3 * x**2}
