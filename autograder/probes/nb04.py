@@ -481,7 +481,13 @@ def probe_linear_layer(obj, seed=0, steps=20, lr=0.05, features=(3, 2), points=N
     if not (isinstance(data["repr"], str) and isinstance(data["repr_no_bias"], str)):
         raise CheckFailed("`extra_repr()` should return a string.")
 
-    # Training on a generated problem, from a starting point the check chooses.
+    data.update(_train_layer(obj, seed, steps, lr, features))
+    return data
+
+
+def _train_layer(obj, seed, steps, lr, features) -> dict:
+    """Training on a generated problem, from a starting point the check chooses: the losses, the gradients'
+    shapes, and the node the layer's output comes from."""
     fan_in, fan_out = (int(n) for n in features)
     X, Y, w0, b0 = inputs_training(seed, fan_in, fan_out)
     layer = call_learner(obj, fan_in, fan_out, name="LinearLayer")
@@ -517,11 +523,13 @@ def probe_linear_layer(obj, seed=0, steps=20, lr=0.05, features=(3, 2), points=N
                 if t.grad is not None:  # a parameter without a gradient does not move (the judge will see it)
                     t -= lr * t.grad
         losses.append(float(loss.detach()))
-    data["losses"], data["grad_shapes"] = losses, grad_shapes
     node = call_learner(layer, X, name="LinearLayer.forward").grad_fn
-    data["node"] = type(node).__name__
-    data["node_inputs"] = _node_inputs(node, {"weight": layer.weight, "bias": layer.bias})
-    return data
+    return {
+        "losses": losses,
+        "grad_shapes": grad_shapes,
+        "node": type(node).__name__,
+        "node_inputs": _node_inputs(node, {"weight": layer.weight, "bias": layer.bias}),
+    }
 
 
 def _node_inputs(node, parameters: dict) -> list[str]:
@@ -594,19 +602,23 @@ def _vmap_results(F, seed, case, shape):
     return out
 
 
+def _has_setup_context(F) -> bool:
+    """The class, or a learner's class it derives from (not torch's own), defines setup_context."""
+    return "setup_context" in F.__dict__ or any(
+        "setup_context" in c.__dict__
+        for c in F.__mro__[1:]
+        if c is not torch.autograd.Function
+        and issubclass(c, torch.autograd.Function)
+        and c.__module__ != "torch.autograd.function"
+    )
+
+
 def probe_modern(obj, seed=0, cases=2, hand_written_vmap=False, points=None):
     F = _function_class(obj, "the Function")
     name = F.__name__
     calls = {"vmap": 0}
     data = {
-        "has_setup_context": "setup_context" in F.__dict__
-        or any(
-            "setup_context" in c.__dict__
-            for c in F.__mro__[1:]
-            if c is not torch.autograd.Function
-            and issubclass(c, torch.autograd.Function)
-            and c.__module__ != "torch.autograd.function"
-        ),
+        "has_setup_context": _has_setup_context(F),
         "generate_vmap_rule": bool(getattr(F, "generate_vmap_rule", False)),
         "cases": [],
     }
