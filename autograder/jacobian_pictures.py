@@ -70,15 +70,12 @@ def _cell_and_line():
 
 
 def _in_hidden_tests(source: str | None, line: int | None) -> bool:
+    from .hidden_tests import VISIBLE, line_kinds
+
     if not source or not line:
         return False
-    hidden = False
-    for text in source.splitlines()[:line]:
-        if "BEGIN HIDDEN TESTS" in text:
-            hidden = True
-        elif "END HIDDEN TESTS" in text:
-            hidden = False
-    return hidden
+    kinds = line_kinds(source)
+    return 0 < line <= len(kinds) and kinds[line - 1] != VISIBLE
 
 
 def show_verdict(verdict, failure):

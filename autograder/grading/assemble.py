@@ -10,9 +10,10 @@ import copy
 
 import nbformat
 
+from ..hidden_tests import VISIBLE, line_kinds
 from ..probes.kernel import WATCHED
 from .read import nbgrader_meta, normalized
-from .spec import HIDDEN_BEGIN, HIDDEN_END, CheckCall, hidden_line_numbers, hidden_stripped
+from .spec import CheckCall, hidden_stripped
 
 
 def setup_source(modules: list[str], channel: str) -> str:
@@ -28,7 +29,7 @@ def probed_source(source: str, gid: str, calls: list[CheckCall]) -> str:
     hidden section's other lines and its markers left out."""
     lines = source.splitlines()
     starts = {c.first_line: (k, c) for k, c in enumerate(calls)}
-    hidden = hidden_line_numbers(source)
+    kinds = line_kinds(source)
     out, number = [], 1
     while number <= len(lines):
         if number in starts:
@@ -36,9 +37,8 @@ def probed_source(source: str, gid: str, calls: list[CheckCall]) -> str:
             out.append(f"__revad_probe__({gid!r}, {k}, {call.check!r}, {call.expr!r}, {call.params!r})")
             number = call.last_line + 1
             continue
-        line = lines[number - 1]
-        if number not in hidden and HIDDEN_BEGIN not in line and HIDDEN_END not in line:
-            out.append(line)
+        if kinds[number - 1] == VISIBLE:
+            out.append(lines[number - 1])
         number += 1
     return "\n".join(out)
 

@@ -16,33 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from ..coursedir import nbgrader_api, quiet_nbgrader, require_success
+from ..hidden_tests import hidden_line_numbers, hidden_source_lines, visible_source
 from .measurements import measurement_sources
 from .read import normalized
 
-HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
-
-
-def _split_hidden(source: str) -> tuple[list[str], list[str]]:
-    """(visible lines, hidden-test lines) of a test cell; the marker lines belong to neither."""
-    visible: list[str] = []
-    hidden_part: list[str] = []
-    hidden = False
-    for line in source.splitlines():
-        if HIDDEN_BEGIN in line:
-            hidden = True
-        elif HIDDEN_END in line:
-            hidden = False
-        else:
-            (hidden_part if hidden else visible).append(line)
-    return visible, hidden_part
-
 
 def hidden_stripped(source: str) -> str:
-    return "\n".join(_split_hidden(source)[0])
+    return visible_source(source)
 
 
 def hidden_lines(source: str) -> list[str]:
-    return [line.strip() for line in _split_hidden(source)[1] if len(line.strip()) >= 8]
+    """The hidden tests' lines long enough to be recognised if they turn up in a learner's output."""
+    return [line.strip() for line in hidden_source_lines(source) if len(line.strip()) >= 8]
 
 
 def check_modules(source: str) -> list[str]:
@@ -136,18 +121,6 @@ def parse_check_calls(source: str, known: set[str]) -> list[CheckCall]:
     if not calls:
         raise UntrustedCell("a graded test cell must call at least one check (`check_x(learner_name, ...)`)")
     return sorted(calls, key=lambda c: c.first_line)
-
-
-def hidden_line_numbers(source: str) -> set[int]:
-    lines, hidden = set(), False
-    for number, line in enumerate(source.splitlines(), start=1):
-        if HIDDEN_BEGIN in line:
-            hidden = True
-        elif HIDDEN_END in line:
-            hidden = False
-        elif hidden:
-            lines.add(number)
-    return lines
 
 
 def assignment_spec(course_root: Path, assignment: str, db_url: str, source: str, release: str) -> dict:
