@@ -254,28 +254,15 @@ def screened(
     import nbformat
 
     from autograder.coursedir import SOLUTIONS
-    from autograder.grading.read import normalized
     from autograder.grading.screen import screen
+    from autograder.grading.spec import NotebookSpec
     from autograder.registry import CHECKS, import_notebook_modules
 
     import_notebook_modules("autograder")
     (path,) = (SOLUTIONS / assignment).glob("*.ipynb")
     nb = nbformat.read(path, as_version=4)
     meta = lambda c: c.metadata.get("nbgrader", {})  # noqa: E731
-    spec = {
-        "cells": [
-            {
-                "grade_id": meta(c)["grade_id"],
-                "cell_type": c.cell_type,
-                "solution": bool(meta(c).get("solution")),
-                "grade": bool(meta(c).get("grade")),
-                "source": c.source,
-            }
-            for c in nb.cells
-            if meta(c).get("grade_id")
-        ],
-        "plain": [normalized(c.source) for c in nb.cells if c.cell_type == "code" and not meta(c)],
-    }
+    spec = NotebookSpec.from_release(nb)
     for cell in nb.cells:
         if meta(cell).get("grade_id") in (replace or {}):
             cell.source = replace[meta(cell)["grade_id"]]

@@ -23,9 +23,8 @@ from autograder.feedback import CheckFailed
 from autograder.grading import sandbox
 from autograder.grading.jobs import Job, SandboxSettings
 from autograder.grading.judge import judge_cell
-from autograder.grading.read import normalized
 from autograder.grading.screen import reaches, screen, uses_autograd
-from autograder.grading.spec import UntrustedCell, check_modules, parse_check_calls
+from autograder.grading.spec import CellSpec, NotebookSpec, UntrustedCell, check_modules, parse_check_calls
 from autograder.grading.worker import hidden_rng
 from autograder.registry import CHECKS
 from autograder.release import generate_release, untrusted_test_cells
@@ -260,21 +259,7 @@ def test_the_screen_spares_honest_code():
 @pytest.mark.parametrize("path", SOLUTION_NOTEBOOKS, ids=lambda p: p.parent.name)
 def test_no_solution_raises_a_screening_flag(path):
     nb = nbformat.read(path, as_version=4)
-    plain = [normalized(c.source) for c in nb.cells if c.cell_type == "code" and not c.metadata.get("nbgrader")]
-    cells = []
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("grade_id"):
-            cells.append(
-                {
-                    "grade_id": meta["grade_id"],
-                    "cell_type": cell.cell_type,
-                    "grade": bool(meta.get("grade")),
-                    "solution": bool(meta.get("solution")),
-                    "source": cell.source,
-                }
-            )
-    assert screen(nb, {"cells": cells, "plain": plain}, CHECKS) == []
+    assert screen(nb, NotebookSpec.from_release(nb), CHECKS) == []
 
 
 def test_without_bubblewrap_the_judges_are_reachable_and_the_docs_say_so():
@@ -303,7 +288,8 @@ def test_a_crash_during_a_test_scores_it_zero_with_the_checks_crash_hint(tmp_pat
     call = CheckCall(name, "kernel", {"points": [(1.0, 2.0)]}, 1, 1, False)
     plan = Plan(nbformat.v4.new_notebook(), {"test_k": [call]}, [], {"test_k": 1}, tmp_path)
     result = NotebookResult("nb")
-    judge(plan, {"status": {1: "died"}}, {"cells": [{"grade_id": "test_k", "points": 2}]}, result)
+    cell = CellSpec("test_k", "code", True, False, True, 2.0, "check(kernel)", "check(kernel)")
+    judge(plan, {"status": {1: "died"}}, NotebookSpec([cell]), result)
     grade = result.grades["test_k"]
     assert grade.score == 0 and "crashed the Python kernel" in grade.messages[0]
     assert "Hint: likely an unmasked tl.load/tl.store." in grade.messages[0]

@@ -1074,25 +1074,13 @@ def test_a_backward_handed_to_autograd_is_flagged_and_the_hvp_is_not():
     import nbformat
 
     from autograder.coursedir import SOLUTIONS
-    from autograder.grading.read import normalized
     from autograder.grading.screen import screen
+    from autograder.grading.spec import NotebookSpec
     from autograder.registry import CHECKS as REGISTERED
 
     path = SOLUTIONS / "04-ctx-toolbox" / "ctx_toolbox.ipynb"
     nb = nbformat.read(path, as_version=4)
-    cells = [
-        {
-            "grade_id": c.metadata["nbgrader"]["grade_id"],
-            "cell_type": c.cell_type,
-            "solution": bool(c.metadata["nbgrader"].get("solution")),
-            "grade": bool(c.metadata["nbgrader"].get("grade")),
-            "source": c.source,
-        }
-        for c in nb.cells
-        if c.metadata.get("nbgrader", {}).get("grade_id")
-    ]
-    plain = [normalized(c.source) for c in nb.cells if c.cell_type == "code" and not c.metadata.get("nbgrader")]
-    spec = {"cells": cells, "plain": plain}
+    spec = NotebookSpec.from_release(nb)
     assert screen(nb, spec, REGISTERED) == []
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("grade_id") == "tanh":

@@ -13,7 +13,7 @@ import nbformat
 from ..hidden_tests import VISIBLE, line_kinds
 from ..probes.kernel import WATCHED
 from .read import nbgrader_meta, normalized
-from .spec import CheckCall, hidden_stripped
+from .spec import CheckCall, NotebookSpec, hidden_stripped
 
 
 def setup_source(modules: list[str], channel: str) -> str:
@@ -49,7 +49,12 @@ def fresh_ids(nb) -> None:
 
 
 def build_execution(
-    nb, spec_nb: dict, state: dict[str, str], calls: dict[str, list[CheckCall] | None], modules: list[str], channel: str
+    nb,
+    spec_nb: NotebookSpec,
+    state: dict[str, str],
+    calls: dict[str, list[CheckCall] | None],
+    modules: list[str],
+    channel: str,
 ):
     """(notebook to run, index of each graded test cell in it). `calls`: grade_id -> the concrete check
     calls of that test cell, or None when it could not be read as trusted (it then runs without its
@@ -62,26 +67,26 @@ class _Restorer:
     """The learner's cells, with the instructor's copy of every locked and test cell, the learner's answer in
     every answer cell, deleted cells put back where they were, duplicates and unknown grade_ids made harmless."""
 
-    def __init__(self, spec_nb: dict, state: dict[str, str]):
-        self.spec_by_id = {c["grade_id"]: c for c in spec_nb["cells"] if c.get("grade_id")}
-        self.order = [c["grade_id"] for c in spec_nb["cells"] if c.get("grade_id")]
-        self.measurements = set(spec_nb.get("measurements", []))
+    def __init__(self, spec_nb: NotebookSpec, state: dict[str, str]):
+        self.spec_by_id = {c.grade_id: c for c in spec_nb.cells if c.grade_id}
+        self.order = [c.grade_id for c in spec_nb.cells if c.grade_id]
+        self.measurements = set(spec_nb.measurements)
         self.state = state
         self.stripped = {
-            normalized(c["release_source"]): c["grade_id"]
-            for c in spec_nb["cells"]
-            if c.get("grade_id") and state.get(c["grade_id"]) == "stripped" and not c["solution"]
+            normalized(c.release_source): c.grade_id
+            for c in spec_nb.cells
+            if c.grade_id and state.get(c.grade_id) == "stripped" and not c.solution
         }
         self.cells: list = []
         self.placed: set[str] = set()
 
     def instructor_cell(self, gid: str):
         spec_cell = self.spec_by_id[gid]
-        if spec_cell["cell_type"] == "code":
-            cell = nbformat.v4.new_code_cell(spec_cell["source"])
+        if spec_cell.cell_type == "code":
+            cell = nbformat.v4.new_code_cell(spec_cell.source)
         else:
-            cell = nbformat.v4.new_markdown_cell(spec_cell["source"])
-        cell.metadata["nbgrader"] = copy.deepcopy(spec_cell["metadata"])
+            cell = nbformat.v4.new_markdown_cell(spec_cell.source)
+        cell.metadata["nbgrader"] = copy.deepcopy(spec_cell.metadata)
         return cell
 
     def place(self, gid: str, cell) -> None:
@@ -97,14 +102,14 @@ class _Restorer:
     def answer_cell(self, cell, spec_cell):
         """The learner's answer, in the cell type and with the metadata of the release."""
         new = copy.deepcopy(cell)
-        new.cell_type = spec_cell["cell_type"]
+        new.cell_type = spec_cell.cell_type
         if new.cell_type == "code":
             new.setdefault("outputs", [])
             new.setdefault("execution_count", None)
         else:
             new.pop("outputs", None)
             new.pop("execution_count", None)
-        new.metadata["nbgrader"] = copy.deepcopy(spec_cell["metadata"])
+        new.metadata["nbgrader"] = copy.deepcopy(spec_cell.metadata)
         return new
 
     def ordinary_cell(self, cell):
@@ -126,9 +131,7 @@ class _Restorer:
             if isinstance(gid, str) and gid in self.spec_by_id and gid not in self.placed:
                 self.insert_missing_before(gid)
                 spec_cell = self.spec_by_id[gid]
-                self.place(
-                    gid, self.answer_cell(cell, spec_cell) if spec_cell["solution"] else self.instructor_cell(gid)
-                )
+                self.place(gid, self.answer_cell(cell, spec_cell) if spec_cell.solution else self.instructor_cell(gid))
             elif isinstance(gid, str) and gid in self.spec_by_id:
                 continue  # a duplicate of a graded cell: the first one counts
             elif not gid and normalized(cell.source) in self.stripped:
@@ -144,10 +147,10 @@ class _Restorer:
         return self.cells
 
 
-def _probed_notebook(cells: list, spec_nb: dict, calls: dict, modules: list[str], channel: str):
+def _probed_notebook(cells: list, spec_nb: NotebookSpec, calls: dict, modules: list[str], channel: str):
     """The notebook to run: the grader's setup cell, then the cells, each test cell's check calls replaced by
     probe calls (or its hidden tests stripped, when it could not be read as trusted)."""
-    spec_by_id = {c["grade_id"]: c for c in spec_nb["cells"] if c.get("grade_id")}
+    spec_by_id = {c.grade_id: c for c in spec_nb.cells if c.grade_id}
     run = nbformat.v4.new_notebook()
     setup = nbformat.v4.new_code_cell(setup_source(modules, channel))
     setup.metadata["revad"] = {"role": "setup"}
@@ -160,11 +163,11 @@ def _probed_notebook(cells: list, spec_nb: dict, calls: dict, modules: list[str]
         run.cells.append(cell)
         gid = nbgrader_meta(cell).get("grade_id")
         spec_cell = spec_by_id.get(gid) if isinstance(gid, str) else None
-        is_test = spec_cell is not None and spec_cell["grade"] and not spec_cell["solution"]
+        is_test = spec_cell is not None and spec_cell.grade and not spec_cell.solution
         if isinstance(gid, str) and spec_cell and is_test and cell.cell_type == "code":
             test_index[gid] = len(run.cells) - 1
             cell_calls = calls.get(gid)
-            source = spec_cell["source"]
+            source = spec_cell.source
             cell.source = probed_source(source, gid, cell_calls) if cell_calls else hidden_stripped(source)
     fresh_ids(run)
     return run, test_index

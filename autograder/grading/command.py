@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import os
 import secrets
 import shutil
@@ -30,7 +29,7 @@ from .jobs import CellGrade, Flag, Job, NotebookResult, SandboxSettings, Submiss
 from .pool import Progress, Worker, run_jobs
 from .report import SubmissionScore, read_scores
 from .safe_text import terminal_text
-from .spec import assignment_spec
+from .spec import AssignmentSpec, assignment_spec
 
 RUNNER_VERSION = "2"  # bump when grading changes, so that every submission is graded again
 
@@ -47,17 +46,17 @@ def submission_hash(folder: Path, spec_text: str) -> str:
     return intake.tree_hash(folder.parent.parent, folder.parent.name, folder.name, RUNNER_VERSION + spec_text)
 
 
-def zero_result(spec: dict, student: str, message: str, flag: Flag | None = None) -> SubmissionResult:
+def zero_result(spec: AssignmentSpec, student: str, message: str, flag: Flag | None = None) -> SubmissionResult:
     notebooks = {}
-    for name, nb in spec["notebooks"].items():
+    for name, nb in spec.notebooks.items():
         notebooks[name] = NotebookResult(
             name,
             status="error",
             flags=[flag] if flag else [],
-            grades={c["grade_id"]: CellGrade(0.0, c["points"]) for c in nb["cells"] if c["grade"]},
-            comments={c["grade_id"]: None for c in nb["cells"] if c["solution"]},
+            grades={c.grade_id: CellGrade(0.0, c.points) for c in nb.cells if c.grade},
+            comments={c.grade_id: None for c in nb.cells if c.solution},
         )
-    return SubmissionResult(student, spec["assignment"], notebooks, messages=[message])
+    return SubmissionResult(student, spec.assignment, notebooks, messages=[message])
 
 
 def _read_timestamp(folder: Path) -> str | None:
@@ -125,7 +124,7 @@ class GradingRun:
     course_root: Path
     assignment: str
     db_url: str
-    spec: dict
+    spec: AssignmentSpec
     spec_path: Path
     state_dir: Path
     info: sandbox.SandboxInfo
@@ -140,7 +139,7 @@ class GradingRun:
 
     @property
     def per_submission_s(self) -> float:
-        return self.limits.timeout_s * max(1, len(self.spec["notebooks"])) + 300
+        return self.limits.timeout_s * max(1, len(self.spec.notebooks)) + 300
 
 
 def grade_assignment(
@@ -233,7 +232,7 @@ def _known_students(course_root: Path, assignment: str, asked: list[str] | None,
 def _prepare(course_root, assignment, db_url, source, release, info, limits, workers, students) -> GradingRun:
     """The run's spec (written where the workers read it), the submissions' hashes, a scratch folder."""
     spec = assignment_spec(course_root, assignment, db_url, source, release)
-    spec_text = json.dumps(spec, sort_keys=True)
+    spec_text = spec.to_json()
     state_dir = course_root / ".grading" / "work" / assignment
     state_dir.mkdir(parents=True, exist_ok=True)
     spec_path = state_dir / "spec.json"
@@ -310,7 +309,15 @@ def _end(run: GradingRun, worker: Worker, state: str) -> tuple[str, str]:
 
 
 def _finish(
-    course_root, assignment, student, job_dir: Path, spec, db_url, content_hash, overdue, recorder=record.record
+    course_root,
+    assignment,
+    student,
+    job_dir: Path,
+    spec: AssignmentSpec,
+    db_url,
+    content_hash,
+    overdue,
+    recorder=record.record,
 ) -> str:
     out = job_dir / "out"
     folder = course_root / "submitted" / student / assignment

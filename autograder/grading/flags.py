@@ -6,10 +6,14 @@ Flags never change a score; they put the submission in front of the instructor w
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 from .jobs import Flag
 from .read import nbgrader_meta, normalized
 from .screen import import_aliases
+
+if TYPE_CHECKING:  # spec.py reads with this module's helpers
+    from .spec import NotebookSpec
 
 SUSPICIOUS_TARGETS = (
     "torch",
@@ -136,7 +140,7 @@ def _patching_call(node: ast.Call, aliases: dict[str, str]) -> str | None:
     return None
 
 
-def structural_flags(nb, spec_nb: dict) -> tuple[list[Flag], dict[str, str]]:
+def structural_flags(nb, spec_nb: NotebookSpec) -> tuple[list[Flag], dict[str, str]]:
     """Compare a submission with the release by grade_id. Returns (flags, grade_id -> how the cell was found)."""
     flags = []
     by_id: dict[str, list] = {}
@@ -146,18 +150,18 @@ def structural_flags(nb, spec_nb: dict) -> tuple[list[Flag], dict[str, str]]:
             by_id.setdefault(gid, []).append(cell)
     sources_plain = {normalized(c.source): c for c in nb.cells if not nbgrader_meta(c)}
     state = {}
-    for spec_cell in spec_nb["cells"]:
-        gid = spec_cell.get("grade_id")
+    for spec_cell in spec_nb.cells:
+        gid = spec_cell.grade_id
         if not gid:
             continue
         cells = by_id.get(gid, [])
         if len(cells) > 1:
             flags.append(Flag("duplicated_cell", f"{gid} appears {len(cells)} times"))
         if not cells:
-            if normalized(spec_cell["release_source"]) in sources_plain and spec_cell["release_source"].strip():
+            if normalized(spec_cell.release_source) in sources_plain and spec_cell.release_source.strip():
                 flags.append(Flag("metadata_stripped", f"{gid}: the cell is there without its nbgrader metadata"))
                 state[gid] = "stripped"
-            elif spec_cell["solution"]:
+            elif spec_cell.solution:
                 flags.append(Flag("answer_cell_missing", f"{gid}: no cell carries this grade_id"))
                 state[gid] = "missing"
             else:
@@ -168,26 +172,26 @@ def structural_flags(nb, spec_nb: dict) -> tuple[list[Flag], dict[str, str]]:
         meta = nbgrader_meta(cell)
         state[gid] = "present"
         if (
-            spec_cell["locked"]
-            and not spec_cell["solution"]
-            and normalized(cell.source) != normalized(spec_cell["release_source"])
+            spec_cell.locked
+            and not spec_cell.solution
+            and normalized(cell.source) != normalized(spec_cell.release_source)
         ):
             flags.append(Flag("locked_cell_edited", f"{gid}: edited (the instructor's copy was run instead)"))
-        if spec_cell["grade"] and "points" in meta:
+        if spec_cell.grade and "points" in meta:
             try:
-                changed = float(meta["points"]) != float(spec_cell["points"])
+                changed = float(meta["points"]) != float(spec_cell.points)
             except (TypeError, ValueError):
                 changed = True
             if changed:
                 flags.append(
-                    Flag("points_changed", f"{gid}: points {meta['points']!r} instead of {spec_cell['points']:g}")
+                    Flag("points_changed", f"{gid}: points {meta['points']!r} instead of {spec_cell.points:g}")
                 )
         for key in ("grade", "solution", "locked"):
-            if key in meta and bool(meta[key]) != bool(spec_cell[key]):
+            if key in meta and bool(meta[key]) != bool(getattr(spec_cell, key)):
                 flags.append(Flag("metadata_changed", f"{gid}: {key} set to {meta[key]!r}"))
-        if cell.cell_type != spec_cell["cell_type"]:
+        if cell.cell_type != spec_cell.cell_type:
             flags.append(Flag("metadata_changed", f"{gid}: cell type changed to {cell.cell_type}"))
-    known = {c.get("grade_id") for c in spec_nb["cells"]}
+    known = {c.grade_id for c in spec_nb.cells}
     for gid in by_id:
         if gid not in known:
             flags.append(Flag("unknown_cell", f"a cell claims grade_id {gid!r}, which the assignment does not have"))

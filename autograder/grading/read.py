@@ -4,10 +4,14 @@ become a message for the learner, never an exception."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 
 from . import notebook_json
+
+if TYPE_CHECKING:  # spec.py reads with this module's helpers
+    from .spec import NotebookSpec
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 
@@ -75,7 +79,7 @@ def normalized(source: str) -> str:
     return "\n".join(line.rstrip() for line in source.strip().splitlines())
 
 
-def find_notebooks(folder: Path, spec_notebooks: dict) -> tuple[dict[str, Path | None], list[str]]:
+def find_notebooks(folder: Path, spec_notebooks: dict[str, NotebookSpec]) -> tuple[dict[str, Path | None], list[str]]:
     """Expected notebook name -> file in the submission (renamed files matched by their cells)."""
     messages = []
     present = sorted(p for p in folder.glob("*.ipynb")) if folder.is_dir() else []
@@ -86,7 +90,7 @@ def find_notebooks(folder: Path, spec_notebooks: dict) -> tuple[dict[str, Path |
     for name, path in found.items():
         if path is not None or not spare:
             continue
-        ids = {c["grade_id"] for c in spec_notebooks[name]["cells"] if c.get("grade_id")}
+        ids = {c.grade_id for c in spec_notebooks[name].cells if c.grade_id}
         best: Path | None = None
         best_score: float = 0
         for candidate in spare:

@@ -25,7 +25,7 @@ import sys
 
 from .jobs import Flag
 from .read import nbgrader_meta, normalized
-from .spec import UntrustedCell, parse_check_calls
+from .spec import NotebookSpec, UntrustedCell, parse_check_calls
 
 REACHING_MODULES = {
     "inspect": "stack/frame inspection (inspect)",
@@ -276,19 +276,19 @@ def _defined_names(tree) -> set[str]:
     return names
 
 
-def by_hand_names(spec_nb: dict, checks: dict) -> dict[str, str]:
+def by_hand_names(spec_nb: NotebookSpec, checks: dict) -> dict[str, str]:
     """Learner name -> the exercise's test cell, for every by-hand check call of the notebook."""
     out: dict[str, str] = {}
-    for cell in spec_nb["cells"]:
-        if not cell["grade"] or cell["solution"] or cell["cell_type"] != "code":
+    for cell in spec_nb.cells:
+        if not cell.grade or cell.solution or cell.cell_type != "code":
             continue
         try:
-            calls = parse_check_calls(cell["source"], set(checks))
+            calls = parse_check_calls(cell.source, set(checks))
         except UntrustedCell:
             continue
         for call in calls:
             if checks[call.check].by_hand:
-                out.setdefault(call.expr.split(".")[0].split("[")[0], cell["grade_id"])
+                out.setdefault(call.expr.split(".")[0].split("[")[0], cell.grade_id)
     return out
 
 
@@ -337,11 +337,11 @@ def by_hand_cells(cells: list[tuple[str, str]], by_hand: dict[str, str]) -> dict
     return {where: set().union(*(names.get(n, set()) for n in defined[where])) for where in trees}
 
 
-def screen(nb, spec_nb: dict, checks: dict, own_modules: dict[str, str] | None = None) -> list[Flag]:
+def screen(nb, spec_nb: NotebookSpec, checks: dict, own_modules: dict[str, str] | None = None) -> list[Flag]:
     """Flags for the learner's code cells (answer cells and cells the learner added) and for the learner's own .py
     files handed in with the notebook (`own_modules`: module name -> source), which the kernel can import."""
-    locked = {c["grade_id"] for c in spec_nb["cells"] if c.get("grade_id") and not c["solution"]}
-    released = set(spec_nb.get("plain", []))
+    locked = {c.grade_id for c in spec_nb.cells if c.grade_id and not c.solution}
+    released = set(spec_nb.plain)
     own = dict(own_modules or {})
     flags, learners = [], []
     code = [(f"your file {name}.py", source) for name, source in sorted(own.items())]

@@ -9,16 +9,97 @@ key=<literal>, ...)`` calls of an instructor's test cell: the calls the grader r
 from __future__ import annotations
 
 import ast
+import json
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from ..coursedir import nbgrader_api, quiet_nbgrader, require_success
 from ..hidden_tests import hidden_line_numbers, hidden_source_lines, visible_source
 from .measurements import measurement_sources
 from .read import normalized
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """One nbgrader cell of the release, as the grader knows it."""
+
+    grade_id: str
+    cell_type: str
+    grade: bool  # a test cell (or a manually graded one)
+    solution: bool  # an answer cell
+    locked: bool
+    points: float  # the gradebook's: the one place points are written
+    release_source: str  # what the learner was given
+    source: str  # the instructor's, hidden tests included
+    metadata: dict = field(default_factory=dict)  # its nbgrader metadata, without the checksum
+
+    @property
+    def is_test(self) -> bool:
+        return self.grade and not self.solution
+
+
+@dataclass(frozen=True)
+class NotebookSpec:
+    cells: list[CellSpec]
+    plain: list[str] = field(default_factory=list)  # the release's code cells without nbgrader metadata, normalized
+    measurements: list[str] = field(default_factory=list)  # the measurement cells' sources, normalized
+
+    @property
+    def by_id(self) -> dict[str, CellSpec]:
+        return {c.grade_id: c for c in self.cells}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> NotebookSpec:
+        return cls([CellSpec(**c) for c in data["cells"]], list(data["plain"]), list(data["measurements"]))
+
+    @classmethod
+    def from_release(cls, nb) -> NotebookSpec:
+        """The spec of a released notebook read on its own (no gradebook): the release's sources and points."""
+        cells = []
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade_id"):
+                points = float(meta.get("points", 0)) if meta.get("grade") else 0.0
+                clean = {k: v for k, v in meta.items() if k != "checksum"}
+                cells.append(
+                    CellSpec(
+                        grade_id=meta["grade_id"],
+                        cell_type=cell.cell_type,
+                        grade=bool(meta.get("grade")),
+                        solution=bool(meta.get("solution")),
+                        locked=bool(meta.get("locked")),
+                        points=points,
+                        release_source=cell.source,
+                        source=cell.source,
+                        metadata=clean,
+                    )
+                )
+        plain = [
+            normalized(c.source)
+            for c in nb.cells
+            if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade_id")
+        ]
+        return cls(cells, plain, measurement_sources(nb.cells))
+
+
+@dataclass(frozen=True)
+class AssignmentSpec:
+    """What every worker needs to know about the assignment, written once per run as spec.json."""
+
+    assignment: str
+    notebooks: dict[str, NotebookSpec]
+    modules: list[str]  # the checks' modules the test cells import
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> AssignmentSpec:
+        data = json.loads(text)
+        notebooks = {name: NotebookSpec.from_dict(nb) for name, nb in data["notebooks"].items()}
+        return cls(data["assignment"], notebooks, list(data["modules"]))
 
 
 def hidden_stripped(source: str) -> str:
@@ -123,7 +204,7 @@ def parse_check_calls(source: str, known: set[str]) -> list[CheckCall]:
     return sorted(calls, key=lambda c: c.first_line)
 
 
-def assignment_spec(course_root: Path, assignment: str, db_url: str, source: str, release: str) -> dict:
+def assignment_spec(course_root: Path, assignment: str, db_url: str, source: str, release: str) -> AssignmentSpec:
     """What the workers need to know about the assignment: per notebook, its nbgrader cells in release
     order, with the release's source and the instructor's (hidden tests included, from the gradebook)."""
     from nbgrader.api import Gradebook, MissingEntry
@@ -158,57 +239,28 @@ def record_in_gradebook(course_root: Path, assignment: str, db_url: str, source:
     return scratch / "release" / assignment
 
 
-def _read_spec(assignment: str, db_url: str, release_dir: Path) -> dict:
+def _read_spec(assignment: str, db_url: str, release_dir: Path) -> AssignmentSpec:
     import nbformat
     from nbgrader.api import Gradebook, MissingEntry
 
-    notebooks: dict[str, dict[str, Any]] = {}
+    notebooks: dict[str, NotebookSpec] = {}
     with Gradebook(db_url) as gb:
         for nb_row in gb.find_assignment(assignment).notebooks:
-            path = release_dir / f"{nb_row.name}.ipynb"
-            released = nbformat.read(path, as_version=4)
+            released = nbformat.read(release_dir / f"{nb_row.name}.ipynb", as_version=4)
+            spec = NotebookSpec.from_release(released)
             cells = []
-            for cell in released.cells:
-                meta = cell.metadata.get("nbgrader", {})
-                gid = meta.get("grade_id")
-                if not gid:
-                    continue
+            for cell in spec.cells:  # the instructor's source and the points, from the gradebook
                 try:
-                    instructor = gb.find_source_cell(gid, nb_row.name, assignment).source
+                    instructor = gb.find_source_cell(cell.grade_id, nb_row.name, assignment).source
                 except MissingEntry:
                     instructor = cell.source
-                points = 0.0
-                if meta.get("grade"):
+                points = cell.points
+                if cell.grade:
                     try:
-                        points = float(gb.find_graded_cell(gid, nb_row.name, assignment).max_score)
+                        points = float(gb.find_graded_cell(cell.grade_id, nb_row.name, assignment).max_score)
                     except MissingEntry:
-                        points = float(meta.get("points", 0))
-                clean_meta = {k: v for k, v in meta.items() if k != "checksum"}
-                cells.append(
-                    {
-                        "grade_id": gid,
-                        "cell_type": cell.cell_type,
-                        "grade": bool(meta.get("grade")),
-                        "solution": bool(meta.get("solution")),
-                        "locked": bool(meta.get("locked")),
-                        "points": points,
-                        "release_source": cell.source,
-                        "source": instructor,
-                        "metadata": clean_meta,
-                    }
-                )
-            # the release's cells without nbgrader metadata: the learner's copy runs, unscreened if unchanged
-            plain = [
-                normalized(c.source)
-                for c in released.cells
-                if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade_id")
-            ]
-            notebooks[nb_row.name] = {
-                "cells": cells,
-                "plain": plain,
-                "measurements": measurement_sources(released.cells),
-            }
-    modules = sorted(
-        {m for nb in notebooks.values() for c in nb["cells"] if c["grade"] for m in check_modules(c["source"])}
-    )
-    return {"assignment": assignment, "notebooks": dict(sorted(notebooks.items())), "modules": modules}
+                        pass
+                cells.append(replace(cell, source=instructor, points=points))
+            notebooks[nb_row.name] = replace(spec, cells=cells)
+    modules = sorted({m for nb in notebooks.values() for c in nb.cells if c.grade for m in check_modules(c.source)})
+    return AssignmentSpec(assignment, dict(sorted(notebooks.items())), modules)

@@ -30,7 +30,16 @@ from .jobs import CellGrade, Flag, Job, NotebookResult, SubmissionResult
 from .judge import judge_cell, read_channel
 from .read import Unreadable, find_notebooks, nbgrader_meta, normalized, read_notebook
 from .screen import screen
-from .spec import CheckCall, UntrustedCell, check_modules, hidden_lines, parse_check_calls
+from .spec import (
+    AssignmentSpec,
+    CellSpec,
+    CheckCall,
+    NotebookSpec,
+    UntrustedCell,
+    check_modules,
+    hidden_lines,
+    parse_check_calls,
+)
 from .write import ALL_HIDDEN, write_autograded, write_feedback
 
 STOP_MESSAGES = {
@@ -60,7 +69,7 @@ class Plan:
 
 
 def grade_notebook(
-    name: str, path: Path | None, spec_nb: dict, job: Job, scratch: Path, out_dir: Path
+    name: str, path: Path | None, spec_nb: NotebookSpec, job: Job, scratch: Path, out_dir: Path
 ) -> NotebookResult:
     """Everything about one notebook of the submission: scores per grade_id, messages, flags."""
     result = empty_result(name, spec_nb)
@@ -77,13 +86,13 @@ def grade_notebook(
     return result
 
 
-def empty_result(name: str, spec_nb: dict) -> NotebookResult:
+def empty_result(name: str, spec_nb: NotebookSpec) -> NotebookResult:
     result = NotebookResult(notebook=name)
-    for c in spec_nb["cells"]:
-        if c["grade"]:
-            result.grades[c["grade_id"]] = CellGrade(score=0.0, max=float(c["points"]))
-        if c["solution"]:
-            result.comments[c["grade_id"]] = None
+    for c in spec_nb.cells:
+        if c.grade:
+            result.grades[c.grade_id] = CellGrade(score=0.0, max=float(c.points))
+        if c.solution:
+            result.comments[c.grade_id] = None
     return result
 
 
@@ -121,7 +130,7 @@ def own_modules(folder: Path) -> dict[str, str]:
     return out
 
 
-def flag(nb, spec_nb: dict, result: NotebookResult, modules: dict[str, str] | None = None) -> dict[str, str]:
+def flag(nb, spec_nb: NotebookSpec, result: NotebookResult, modules: dict[str, str] | None = None) -> dict[str, str]:
     """Structural and static flags; answer cells left as released get "No response". Returns how each
     grade_id was found (present, deleted, stripped, missing)."""
     flags, state = structural_flags(nb, spec_nb)
@@ -131,35 +140,35 @@ def flag(nb, spec_nb: dict, result: NotebookResult, modules: dict[str, str] | No
                 flags.append(Flag("patched", f"the learner's code assigns to {target}"))
     result.flags += flags
     answered = {nbgrader_meta(c).get("grade_id"): c for c in nb.cells if nbgrader_meta(c).get("grade_id")}
-    for spec_cell in spec_nb["cells"]:
-        if spec_cell.get("grade_id") and spec_cell["solution"]:
-            cell = answered.get(spec_cell["grade_id"])
-            if cell is None or normalized(cell.source) == normalized(spec_cell["release_source"]):
-                result.comments[spec_cell["grade_id"]] = "No response."
+    for spec_cell in spec_nb.cells:
+        if spec_cell.grade_id and spec_cell.solution:
+            cell = answered.get(spec_cell.grade_id)
+            if cell is None or normalized(cell.source) == normalized(spec_cell.release_source):
+                result.comments[spec_cell.grade_id] = "No response."
     result.flags += screen(nb, spec_nb, CHECKS, modules)
     if not any(c.cell_type == "code" and c.source.strip() for c in nb.cells):
         result.messages.append(f"{result.notebook}.ipynb has no code in it: nothing to grade (0 points).")
     return state
 
 
-def assemble(nb, spec_nb: dict, state: dict[str, str], result: NotebookResult, job: Job, scratch: Path) -> Plan:
-    grade_cells = [c for c in spec_nb["cells"] if c["grade"]]
+def assemble(nb, spec_nb: NotebookSpec, state: dict[str, str], result: NotebookResult, job: Job, scratch: Path) -> Plan:
+    grade_cells = [c for c in spec_nb.cells if c.grade]
     calls: dict[str, list[CheckCall] | None] = {}
     untrusted: list[str] = []
     for c in grade_cells:
-        if c["cell_type"] != "code" or c["solution"]:
+        if c.cell_type != "code" or c.solution:
             continue
-        gid = c["grade_id"]
+        gid = c.grade_id
         try:
             calls[gid] = [
                 replace(call, params=CHECKS[call.check].drawn(call.params, hidden_rng(job, result.notebook, gid, k)))
-                for k, call in enumerate(parse_check_calls(c["source"], set(CHECKS)))
+                for k, call in enumerate(parse_check_calls(c.source, set(CHECKS)))
             ]
         except (UntrustedCell, ValueError) as exc:
             calls[gid] = None
             untrusted.append(gid)
             result.flags.append(Flag("grader_error", f"{gid}: the instructor's test cell cannot be graded: {exc}"))
-    modules = sorted({m for c in grade_cells for m in check_modules(c["source"])})
+    modules = sorted({m for c in grade_cells for m in check_modules(c.source)})
     channel = scratch / "probe"
     channel.mkdir(parents=True, exist_ok=True)
     run_nb, test_index = build_execution(nb, spec_nb, state, calls, modules, str(channel))
@@ -200,10 +209,10 @@ def explain_stops(report: dict, job: Job, result: NotebookResult) -> None:
         result.messages.append("Some cells printed more output than the grader keeps; the rest of it was dropped.")
 
 
-def _visible_calls(spec_cell: dict, calls: list) -> int | None:
+def _visible_calls(spec_cell: CellSpec, calls: list) -> int | None:
     """How many of a test cell's check calls the learner's copy shows (the rest are hidden tests)."""
     try:
-        return len(parse_check_calls(spec_cell.get("release_source") or "", {c.check for c in calls}))
+        return len(parse_check_calls(spec_cell.release_source, {c.check for c in calls}))
     except UntrustedCell:
         return None
 
@@ -216,13 +225,13 @@ def _shown_grade(calls: list[CheckCall], results: list, points: float, shown: in
     return CellGrade(score, points, msgs)
 
 
-def judge(plan: Plan, report: dict, spec_nb: dict, result: NotebookResult) -> None:
+def judge(plan: Plan, report: dict, spec_nb: NotebookSpec, result: NotebookResult) -> None:
     """Each graded test cell's score, decided here by the judges from the probes' data."""
     status = report["status"]
-    by_id = {c["grade_id"]: c for c in spec_nb["cells"] if c.get("grade_id")}
+    by_id = {c.grade_id: c for c in spec_nb.cells if c.grade_id}
     patched = set()
     for gid, tindex in plan.test_index.items():
-        points = float(by_id[gid]["points"])
+        points = float(by_id[gid].points)
         if gid in plan.untrusted:
             result.grades[gid] = CellGrade(
                 0.0, points, ["This test could not be graded; your instructor has been told."]
@@ -256,12 +265,12 @@ def judge(plan: Plan, report: dict, spec_nb: dict, result: NotebookResult) -> No
     result.flags += [Flag("patched", f"replaced in the kernel: {p}") for p in sorted(patched)]
 
 
-def write(plan: Plan, report: dict, nb, spec_nb: dict, result: NotebookResult, job: Job, out_dir: Path) -> None:
+def write(plan: Plan, report: dict, nb, spec_nb: NotebookSpec, result: NotebookResult, job: Job, out_dir: Path) -> None:
     if os.environ.get("REVAD_DEBUG"):
         nbformat.write(plan.notebook, out_dir / f"{result.notebook}.run.ipynb")
         (out_dir / f"{result.notebook}.status.json").write_text(json.dumps(report, default=str))
-    by_id = {c["grade_id"]: c for c in spec_nb["cells"] if c.get("grade_id")}
-    secrets = [line for c in spec_nb["cells"] if c["grade"] for line in hidden_lines(c["source"])]
+    by_id = {c.grade_id: c for c in spec_nb.cells if c.grade_id}
+    secrets = [line for c in spec_nb.cells if c.grade for line in hidden_lines(c.source)]
     write_autograded(
         plan.notebook, nb, result, by_id, plan.test_index, report, secrets, job.limits.cell_timeout_s, out_dir
     )
@@ -271,16 +280,16 @@ def write(plan: Plan, report: dict, nb, spec_nb: dict, result: NotebookResult, j
 
 
 def grade_submission(job: Job) -> SubmissionResult:
-    spec = json.loads(Path(job.spec).read_text())
-    for module in spec["modules"]:
+    spec = AssignmentSpec.from_json(Path(job.spec).read_text())
+    for module in spec.modules:
         importlib.import_module(module)
     submitted, out_dir = Path(job.submission), Path(job.out)
     taken = take_in(submitted, Path(job.scratch) / ".intake")
     taken.add_left_out(job.left_out)
     folder = taken.folder  # from here on only the copy is read: it holds no links
-    found, messages = find_notebooks(folder, spec["notebooks"])
+    found, messages = find_notebooks(folder, spec.notebooks)
     result = SubmissionResult(
-        job.student, spec["assignment"], messages=taken.messages() + messages, sandbox=job.sandbox_text
+        job.student, spec.assignment, messages=taken.messages() + messages, sandbox=job.sandbox_text
     )
     if taken.WHOLE in taken.refused:
         pass  # the submission folder itself was a link: its message says so
@@ -289,10 +298,10 @@ def grade_submission(job: Job) -> SubmissionResult:
     elif not any(p for p in found.values()):
         listing = ", ".join(sorted(p.name for p in folder.iterdir())[:10]) or "nothing"
         result.messages.append(
-            f"None of the assignment's notebooks ({', '.join(n + '.ipynb' for n in spec['notebooks'])}) "
+            f"None of the assignment's notebooks ({', '.join(n + '.ipynb' for n in spec.notebooks)}) "
             f"is in your submission (found: {listing})."
         )
-    for name, spec_nb in spec["notebooks"].items():
+    for name, spec_nb in spec.notebooks.items():
         scratch = Path(job.scratch) / name.replace("/", "_")[:40]
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)

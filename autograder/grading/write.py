@@ -16,6 +16,7 @@ from .jobs import NotebookResult
 from .measurements import NOT_RUN_NOTE
 from .read import nbgrader_meta
 from .sanitize import sanitize_notebook
+from .spec import CellSpec
 
 
 def _redact(text: str, secrets: list[str]) -> str:
@@ -42,7 +43,7 @@ def write_autograded(
     run_nb,
     nb,
     result: NotebookResult,
-    by_id: dict,
+    by_id: dict[str, CellSpec],
     test_index: dict,
     report: dict,
     secrets: list[str],
@@ -61,7 +62,7 @@ def write_autograded(
         gid = nbgrader_meta(cell).get("grade_id")
         if gid in result.grades and gid in test_index:
             g = result.grades[gid]
-            cell.source = by_id[gid]["release_source"]
+            cell.source = by_id[gid].release_source
             cell.outputs = [_outcome_output(g)]
         elif cell.cell_type == "code":
             _redact_outputs(cell, secrets)

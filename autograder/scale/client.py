@@ -80,7 +80,7 @@ def _prepare(
 ) -> tuple[int, int]:
     """The assignment in the gradebook before any worker needs it; the task's (soft, hard) time limits."""
     spec = assignment_spec(course_root, assignment, db_url, source, release)
-    soft, hard = service.time_limits(limits, len(spec["notebooks"]))
+    soft, hard = service.time_limits(limits, len(spec.notebooks))
     if hard >= service.VISIBILITY_TIMEOUT_S:
         raise SystemExit(
             f"A submission of {assignment} may take {hard} s, longer than the broker's visibility "
