@@ -1,15 +1,15 @@
 """OUTSIDE the sandbox: the instructor's grading command.
 
   cli       python -m autograder grade ...: arguments
-  command   grade_assignment: spec, jobs, the pool, recording, resuming
-  pool      long-lived worker processes; progress
+  command   grade_assignment: students, the run's spec and hashes, jobs started and ended, recording, resuming
+  pool      long-lived worker processes and run_jobs, the scheduler (no polling: it blocks on their pipes)
   jobs      the typed Job / SubmissionResult contract (JSON) between the command and its workers
   worker    one submission: read -> flag -> assemble -> execute -> judge -> write, per notebook
-  spec      the assignment's cells; the check calls of an instructor's test cell
+  spec      the typed assignment spec (AssignmentSpec / NotebookSpec / CellSpec); an instructor's check calls
   read      reading submitted notebooks defensively
   flags     structural and static flags
   assemble  the notebook the sandbox runs (in-kernel setup: autograder.probes.kernel)
-  execute   the sandboxed kernel (nbclient), limits
+  execute   the sandboxed kernel (nbclient), limits, a fresh kernel after a crash (SandboxedRun)
   sandbox   bubblewrap, uids, resource limits
   judge     probe data read back, judged with the instructor's parameters
   write     the autograded notebook and the feedback HTML
