@@ -39,3 +39,24 @@ def test_the_rule_finds_a_long_function_and_accepts_a_reason(tmp_path):
     (tmp_path / "pkg" / "long.py").write_text(f"def too_long():\n{body}\n")
     (tmp_path / "pkg" / "said.py").write_text(f"def said_why():\n    # long: one table, read top to bottom\n{body}\n")
     assert long_functions(tmp_path / "pkg") == ["pkg/long.py:1 too_long (61 lines)"]
+
+
+def untyped_public_functions(package: Path) -> list[str]:
+    """Public functions (and public classes' methods) with a parameter or return type left out."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            functions = [node]
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                functions = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            for f in functions:
+                if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) or f.name.startswith("_"):
+                    continue
+                params = [a for a in f.args.args + f.args.kwonlyargs if a.arg not in ("self", "cls")]
+                if any(a.annotation is None for a in params) or f.returns is None:
+                    found.append(f"{path.name}:{f.lineno} {f.name}")
+    return found
+
+
+def test_the_grading_commands_public_functions_are_typed():
+    assert untyped_public_functions(Path(autograder.__file__).parent / "grading") == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 
 import nbformat
+from nbformat import NotebookNode
 
 from ..hidden_tests import VISIBLE, line_kinds
 from ..probes.kernel import WATCHED
@@ -43,19 +44,19 @@ def probed_source(source: str, gid: str, calls: list[CheckCall]) -> str:
     return "\n".join(out)
 
 
-def fresh_ids(nb) -> None:
+def fresh_ids(nb: NotebookNode) -> None:
     for index, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{index}"
 
 
 def build_execution(
-    nb,
+    nb: NotebookNode,
     spec_nb: NotebookSpec,
     state: dict[str, str],
     calls: dict[str, list[CheckCall] | None],
     modules: list[str],
     channel: str,
-):
+) -> tuple[NotebookNode, dict[str, int]]:
     """(notebook to run, index of each graded test cell in it). `calls`: grade_id -> the concrete check
     calls of that test cell, or None when it could not be read as trusted (it then runs without its
     hidden tests, and scores 0)."""

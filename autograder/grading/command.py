@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..coursedir import put_interpreter_scripts_on_path
 from . import intake, reach, record, sandbox
@@ -155,8 +156,8 @@ def grade_assignment(
     force: bool = False,
     limits: sandbox.Limits | None = None,
     progress: bool = True,
-    log=print,
-    recorder=record.record,
+    log: Callable[..., Any] = print,
+    recorder: Callable[..., tuple[float, float]] = record.record,
     pool: list[Worker] | None = None,
     left_out: dict[str, dict] | None = None,
 ) -> list[SubmissionScore]:

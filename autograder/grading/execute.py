@@ -10,8 +10,10 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import nbformat
+from nbformat import NotebookNode
 
 from . import sandbox
 from .jobs import Job
@@ -56,7 +58,7 @@ def _make_client_class():
     return GradingClient
 
 
-def execute(run_nb, scratch: Path, job: Job) -> dict:
+def execute(run_nb: NotebookNode, scratch: Path, job: Job) -> dict:
     """Run the notebook in a sandboxed kernel. Returns {"status": {index: ok|error|timeout|died|not_run|skipped},
     "stopped": why it stopped early (None), "truncated": cells whose output was cut, "recovered": cells that
     crashed the kernel, after which a fresh kernel went on}."""
@@ -111,7 +113,7 @@ class SandboxedRun:
     """One notebook run: the kernel (started again after a crash, with the earlier cells replayed), the status of
     each cell, and why it stopped early, if it did."""
 
-    def __init__(self, run_nb, scratch: Path, job: Job):
+    def __init__(self, run_nb: NotebookNode, scratch: Path, job: Job):
         self.run_nb, self.scratch, self.limits = run_nb, scratch, job.limits
         self.info = sandbox.SandboxInfo(job.sandbox.tool, job.sandbox.as_root, job.sandbox.drop_uid)
         self.uid = sandbox.slot_uid(self.info, job.uid_seq)
@@ -135,7 +137,7 @@ class SandboxedRun:
         self.recovered: list[int] = []
         self.km, self.client = self.new_client(0)
 
-    def new_client(self, incarnation):
+    def new_client(self, incarnation: int | str) -> tuple[Any, Any]:
         """A kernel manager and nbclient client; a kernel started again after a crash gets new ones."""
         from jupyter_client.kernelspec import KernelSpec
         from jupyter_client.manager import AsyncKernelManager
@@ -230,7 +232,7 @@ class SandboxedRun:
             print(f"recovery after cell {crashed} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             return False
 
-    async def run_cell(self, index: int, cell) -> str | None:
+    async def run_cell(self, index: int, cell: NotebookNode) -> str | None:
         """Run one code cell and set its status. Returns why the run stops here, or None to go on."""
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -60,7 +61,7 @@ def with_notes(nb: nbformat.NotebookNode, cell: nbformat.NotebookNode | None) ->
 _EXPORTER = None
 
 
-def feedback_exporter():
+def feedback_exporter() -> Any:
     """nbgrader's feedback template with the notebook's CSS inlined, maths as MathML, long lines wrapped."""
     global _EXPORTER
     if _EXPORTER is None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from nbformat import NotebookNode
+
 from .jobs import Flag
 from .read import nbgrader_meta, normalized
 from .screen import import_aliases
@@ -140,7 +142,7 @@ def _patching_call(node: ast.Call, aliases: dict[str, str]) -> str | None:
     return None
 
 
-def structural_flags(nb, spec_nb: NotebookSpec) -> tuple[list[Flag], dict[str, str]]:
+def structural_flags(nb: NotebookNode, spec_nb: NotebookSpec) -> tuple[list[Flag], dict[str, str]]:
     """Compare a submission with the release by grade_id. Returns (flags, grade_id -> how the cell was found)."""
     flags = []
     by_id: dict[str, list] = {}

@@ -7,6 +7,7 @@ killed while it started): a failed start is never a learner's 0.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 ATTEMPTS = 3
 
@@ -15,7 +16,12 @@ class KernelStartFailed(RuntimeError):
     """Every attempt failed; the message lists each failure."""
 
 
-async def start_with_retries(start, clean_up, attempts: int = ATTEMPTS, pause_s: float = 1.0) -> list[str]:
+async def start_with_retries(
+    start: Callable[[], Awaitable[None]],
+    clean_up: Callable[[], Awaitable[None]],
+    attempts: int = ATTEMPTS,
+    pause_s: float = 1.0,
+) -> list[str]:
     """await start() until it succeeds, awaiting clean_up() after each failure (to leave no half-started
     kernel). Returns the failures that came before the success; raises KernelStartFailed after `attempts`."""
     failures: list[str] = []

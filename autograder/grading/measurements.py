@@ -8,17 +8,19 @@ from __future__ import annotations
 import ast
 import symtable
 
+from nbformat import NotebookNode
+
 from .read import normalized
 
 NOT_RUN_NOTE = "[not run by the grader: an unchanged measurement cell of the lesson; no test depends on it]\n"
 
 
-def is_measurement(cell) -> bool:
+def is_measurement(cell: NotebookNode) -> bool:
     revad = cell.get("metadata", {}).get("revad", {})
     return cell.get("cell_type") == "code" and isinstance(revad, dict) and revad.get("measurement") is True
 
 
-def measurement_sources(cells) -> list[str]:
+def measurement_sources(cells: list[NotebookNode]) -> list[str]:
     """The normalised sources of the marked cells of the instructor's release: what a learner's cell must equal
     to be left out."""
     return sorted({normalized(c["source"]) for c in cells if is_measurement(c)})
@@ -76,7 +78,7 @@ def _parse(source: str) -> ast.Module | None:
     return tree
 
 
-def measurement_problems(cells) -> list[str]:
+def measurement_problems(cells: list[NotebookNode]) -> list[str]:
     """Why each marked cell of a notebook may not be left out: it does not parse, or a later cell that is not
     itself a measurement reads a name it binds (the rebinding of a name in between is not tracked: a name
     reused later is refused even when rebound first, which errs on the side of running the cell)."""

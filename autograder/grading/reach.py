@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -50,7 +51,7 @@ def why_blocked(path: Path, uid: int, gid: int) -> str | None:
     return None
 
 
-def blocked(paths, uid: int, gid: int) -> dict[str, str]:
+def blocked(paths: Iterable[str | Path], uid: int, gid: int) -> dict[str, str]:
     out = {}
     for path in paths:
         reason = why_blocked(Path(path), uid, gid)

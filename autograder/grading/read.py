@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import nbformat
+from nbformat import NotebookNode
 
 from . import notebook_json
 
@@ -70,7 +71,7 @@ def read_notebook(path: Path, notes: list[str] | None = None) -> nbformat.Notebo
     return nb
 
 
-def nbgrader_meta(cell) -> dict:
+def nbgrader_meta(cell: NotebookNode) -> dict:
     meta = cell.get("metadata", {}).get("nbgrader")
     return meta if isinstance(meta, dict) else {}
 

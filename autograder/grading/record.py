@@ -12,6 +12,7 @@ the same as an uninterrupted run (a regrade removes nbgrader's rows and writes t
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from sqlalchemy import Column, Float, MetaData, String, Table, Text, create_engine, delete, select
 
@@ -41,7 +42,7 @@ SECRET = Table(
 _ENGINES: dict = {}
 
 
-def engine(db_url: str):
+def engine(db_url: str) -> Any:
     if db_url not in _ENGINES:
         eng = create_engine(db_url)
         METADATA.create_all(eng)

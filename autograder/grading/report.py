@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import record
 from .jobs import FLAG_KINDS
@@ -78,7 +79,7 @@ NBGRADER_COLUMNS = [
 ]
 
 
-def nbgrader_rows(gb) -> list[dict[str, str]]:
+def nbgrader_rows(gb: Any) -> list[dict[str, str]]:
     """The rows of nbgrader's CSV export (its CsvExportPlugin: same columns, same values), as data: that
     plugin joins fields with commas unquoted, so an id with a comma or a line break would break the file."""
     from nbgrader.api import MissingEntry

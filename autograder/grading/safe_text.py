@@ -14,7 +14,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?")
 
 
-def spreadsheet_cell(value):
+def spreadsheet_cell(value: object) -> object:
     """`value`, or its text with a leading apostrophe when a spreadsheet would read it as a formula.
     Numbers stay numbers (a negative score is a number, not a formula), also when read back as text."""
     if not isinstance(value, str) or _PLAIN_NUMBER.fullmatch(value):
@@ -22,7 +22,7 @@ def spreadsheet_cell(value):
     return "'" + value if value.startswith(FORMULA_STARTS) else value
 
 
-def terminal_text(value) -> str:
+def terminal_text(value: object) -> str:
     """str(value) with C0/C1 control characters, DEL and line/paragraph separators escaped (\\x1b, \\n, \\u2028)."""
     text = str(value)
     if text.isprintable():

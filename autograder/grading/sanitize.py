@@ -15,6 +15,8 @@ from __future__ import annotations
 import html.parser
 import re
 
+from nbformat import NotebookNode
+
 KEPT_NOTEBOOK_METADATA = ("kernelspec", "language_info")
 SAFE_ATTACHMENT_TYPES = ("image/png", "image/jpeg", "image/gif")
 SAFE_SCHEMES = ("http", "https", "mailto", "attachment", "ftp")
@@ -74,7 +76,7 @@ def _literal_markdown(source: str) -> str:
     )
 
 
-def sanitize_notebook(nb):
+def sanitize_notebook(nb: NotebookNode) -> NotebookNode:
     """Clean `nb` (an nbformat NotebookNode) in place and return it."""
     from nbconvert.preprocessors.sanitize import SanitizeHTML
 

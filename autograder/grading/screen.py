@@ -23,6 +23,8 @@ import importlib.util
 import re
 import sys
 
+from nbformat import NotebookNode
+
 from .jobs import Flag
 from .read import nbgrader_meta, normalized
 from .spec import NotebookSpec, UntrustedCell, parse_check_calls
@@ -198,7 +200,7 @@ def reaches(source: str, own_modules: frozenset[str] = frozenset()) -> list[str]
     return list(dict.fromkeys(found))
 
 
-def import_aliases(tree) -> dict[str, str]:
+def import_aliases(tree: ast.AST) -> dict[str, str]:
     """Local name -> the module path it stands for, from the imports of a cell (`import torch.autograd as ag`,
     `from torch import autograd as ag`, `import torch as T`)."""
     aliases = {}
@@ -337,7 +339,9 @@ def by_hand_cells(cells: list[tuple[str, str]], by_hand: dict[str, str]) -> dict
     return {where: set().union(*(names.get(n, set()) for n in defined[where])) for where in trees}
 
 
-def screen(nb, spec_nb: NotebookSpec, checks: dict, own_modules: dict[str, str] | None = None) -> list[Flag]:
+def screen(
+    nb: NotebookNode, spec_nb: NotebookSpec, checks: dict, own_modules: dict[str, str] | None = None
+) -> list[Flag]:
     """Flags for the learner's code cells (answer cells and cells the learner added) and for the learner's own .py
     files handed in with the notebook (`own_modules`: module name -> source), which the kernel can import."""
     locked = {c.grade_id for c in spec_nb.cells if c.grade_id and not c.solution}

@@ -15,6 +15,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from nbformat import NotebookNode
+
 from ..coursedir import nbgrader_api, quiet_nbgrader, require_success
 from ..hidden_tests import hidden_line_numbers, hidden_source_lines, visible_source
 from .measurements import measurement_sources
@@ -55,7 +57,7 @@ class NotebookSpec:
         return cls([CellSpec(**c) for c in data["cells"]], list(data["plain"]), list(data["measurements"]))
 
     @classmethod
-    def from_release(cls, nb) -> NotebookSpec:
+    def from_release(cls, nb: NotebookNode) -> NotebookSpec:
         """The spec of a released notebook read on its own (no gradebook): the release's sources and points."""
         cells = []
         for cell in nb.cells:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..coursedir import quiet_nbgrader
 
 
-def autograde(api, assignment: str, students: list[str]) -> dict[str, str]:
+def autograde(api: Any, assignment: str, students: list[str]) -> dict[str, str]:
     """Stock nbgrader autograde, one student at a time (the benchmark's baseline). student -> error text."""
     errors = {}
     with quiet_nbgrader():

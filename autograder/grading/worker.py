@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbformat
+from nbformat import NotebookNode
 
 from ..registry import CHECKS
 from . import intake
@@ -96,7 +97,7 @@ def empty_result(name: str, spec_nb: NotebookSpec) -> NotebookResult:
     return result
 
 
-def read(name: str, path: Path | None, result: NotebookResult):
+def read(name: str, path: Path | None, result: NotebookResult) -> NotebookNode | None:
     if path is None:
         result.status = "missing"
         result.messages.append(
@@ -130,7 +131,9 @@ def own_modules(folder: Path) -> dict[str, str]:
     return out
 
 
-def flag(nb, spec_nb: NotebookSpec, result: NotebookResult, modules: dict[str, str] | None = None) -> dict[str, str]:
+def flag(
+    nb: NotebookNode, spec_nb: NotebookSpec, result: NotebookResult, modules: dict[str, str] | None = None
+) -> dict[str, str]:
     """Structural and static flags; answer cells left as released get "No response". Returns how each
     grade_id was found (present, deleted, stripped, missing)."""
     flags, state = structural_flags(nb, spec_nb)
@@ -151,7 +154,9 @@ def flag(nb, spec_nb: NotebookSpec, result: NotebookResult, modules: dict[str, s
     return state
 
 
-def assemble(nb, spec_nb: NotebookSpec, state: dict[str, str], result: NotebookResult, job: Job, scratch: Path) -> Plan:
+def assemble(
+    nb: NotebookNode, spec_nb: NotebookSpec, state: dict[str, str], result: NotebookResult, job: Job, scratch: Path
+) -> Plan:
     grade_cells = [c for c in spec_nb.cells if c.grade]
     calls: dict[str, list[CheckCall] | None] = {}
     untrusted: list[str] = []
@@ -265,7 +270,9 @@ def judge(plan: Plan, report: dict, spec_nb: NotebookSpec, result: NotebookResul
     result.flags += [Flag("patched", f"replaced in the kernel: {p}") for p in sorted(patched)]
 
 
-def write(plan: Plan, report: dict, nb, spec_nb: NotebookSpec, result: NotebookResult, job: Job, out_dir: Path) -> None:
+def write(
+    plan: Plan, report: dict, nb: NotebookNode, spec_nb: NotebookSpec, result: NotebookResult, job: Job, out_dir: Path
+) -> None:
     if os.environ.get("REVAD_DEBUG"):
         nbformat.write(plan.notebook, out_dir / f"{result.notebook}.run.ipynb")
         (out_dir / f"{result.notebook}.status.json").write_text(json.dumps(report, default=str))

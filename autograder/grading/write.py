@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import nbformat
+from nbformat import NotebookNode
 
 from .assemble import fresh_ids
 from .feedback_html import feedback_exporter, notes_cell, with_notes
@@ -40,8 +41,8 @@ def _redact_outputs(cell, secrets: list[str]) -> None:
 
 
 def write_autograded(
-    run_nb,
-    nb,
+    run_nb: NotebookNode,
+    nb: NotebookNode,
     result: NotebookResult,
     by_id: dict[str, CellSpec],
     test_index: dict,
