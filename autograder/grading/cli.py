@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..coursedir import REPO
 from .command import grade_assignment
-from .report import export_csv, format_table
+from .report import EXPORT_FORMATS, export_csv, format_table
 from .sandbox import Limits
 
 
@@ -47,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--cell-timeout", type=int, default=Limits.cell_timeout_s, help="seconds for one cell")
     g.add_argument("--memory-mb", type=int, default=Limits.memory_mb, help="memory limit of the learner's code")
     g.add_argument("--export", type=Path, default=None, help="also write the CSV export (with flags) here")
+    g.add_argument(
+        "--export-format",
+        choices=EXPORT_FORMATS,
+        default="nbgrader",
+        help="the CSV's shape: nbgrader's export with flags (default), or a learning-management system's gradebook "
+        "import, one row per learner and one column per assignment (canvas, moodle)",
+    )
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     g.add_argument(
         "--broker",
@@ -63,6 +70,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     w.add_argument("--concurrency", type=int, default=None, help="submissions graded at once (default: one per core)")
     w.add_argument("--hostname", default=None, help="the worker's name in Celery (default: revad@<host>)")
+    r = sub.add_parser("report", help="the class report: scores, the most common mistakes and flags per exercise")
+    r.add_argument("assignment", help="assignment id, e.g. 01-reverse-accumulation")
+    r.add_argument("--out", type=Path, default=None, help="folder for report.html and its plots (default: reports/NN)")
+    r.add_argument("--course-dir", type=Path, default=None, help="nbgrader course directory (default: this repository)")
+    r.add_argument("--db-url", default=None, help="gradebook URL (default: the course's SQLite gradebook)")
     o = sub.add_parser(
         "on-submit",
         help="grade on submit: queue submissions as they reach the exchange, hand "
@@ -89,6 +101,12 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_worker(args.broker, args.db_url, root, source, release, args.concurrency, args.hostname)
     db_url = _gradebook_url(args.db_url, root, in_repo)
+    if args.command == "report":
+        from ..class_report import write_report
+
+        out = args.out or root / "reports" / args.assignment
+        print(f"Class report: {write_report(root, args.assignment, db_url, out)}")
+        return 0
     limits = Limits(timeout_s=args.timeout, cell_timeout_s=args.cell_timeout, memory_mb=args.memory_mb)
     if args.broker:
         rows = _grade_on_workers(args, root, source, release, db_url, limits)
@@ -111,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(format_table(rows))
     if args.export:
-        print(f"\nGrades CSV: {export_csv(db_url, args.export)}")
+        print(f"\nGrades CSV: {export_csv(db_url, args.export, args.export_format)}")
     print(f"\nGradebook: {db_url}\nFeedback HTML: {root / 'feedback'}/<student>/{args.assignment}/*.html")
     return 0
 

@@ -112,14 +112,22 @@ def nbgrader_rows(gb: Any) -> list[dict[str, str]]:
     return rows
 
 
-def export_csv(db_url: str, path: Path) -> Path:
+EXPORT_FORMATS = ("nbgrader", "canvas", "moodle")
+
+
+def export_csv(db_url: str, path: Path, export_format: str = "nbgrader") -> Path:
     """nbgrader's CSV export, with two more columns: flags and messages; properly quoted, and no cell a
-    spreadsheet would run as a formula."""
+    spreadsheet would run as a formula. `export_format` canvas or moodle: a learning-management system's
+    gradebook import instead (lms_table)."""
     from nbgrader.api import Gradebook
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with Gradebook(db_url) as gb:
         rows = nbgrader_rows(gb)
+    if export_format != "nbgrader":
+        with path.open("w", newline="") as fh:
+            csv.writer(fh).writerows([[spreadsheet_cell(v) for v in row] for row in lms_table(rows, export_format)])
+        return path
     extra = record.graded_rows(db_url)
     for row in rows:
         info = extra.get((row["assignment"], row["student_id"]), {})
@@ -130,6 +138,32 @@ def export_csv(db_url: str, path: Path) -> Path:
         writer.writeheader()
         writer.writerows({key: spreadsheet_cell(value) for key, value in row.items()} for row in rows)
     return path
+
+
+def lms_table(rows: list[dict], export_format: str) -> list[list]:
+    """One row per learner, one column per assignment, as Canvas's gradebook import reads it (a "Points Possible"
+    row under the header; learners matched by SIS login, here the nbgrader student id) or Moodle's (learners
+    matched by ID number or email address)."""
+    assignments = list(dict.fromkeys(r["assignment"] for r in rows))
+    students = list(dict.fromkeys(r["student_id"] for r in rows))
+    by_key = {(r["student_id"], r["assignment"]): r for r in rows}
+    maxima = {a: next(r["max_score"] for r in rows if r["assignment"] == a) for a in assignments}
+
+    def name(student: str) -> str:
+        r = by_key[(student, assignments[0])]
+        return f"{r['last_name'] or ''}, {r['first_name'] or ''}".strip(", ") or student
+
+    scores = {key: r["score"] for key, r in by_key.items()}
+    if export_format == "canvas":
+        header = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *assignments]
+        possible = ["    Points Possible", "", "", "", "", *(maxima[a] for a in assignments)]
+        body = [[name(s), "", s, s, "", *(scores.get((s, a), "") for a in assignments)] for s in students]
+        return [header, possible, *body]
+    if export_format == "moodle":
+        header = ["ID number", "Email address", *assignments]
+        email = {s: by_key[(s, assignments[0])]["email"] or "" for s in students}
+        return [header, *([s, email[s], *(scores.get((s, a), "") for a in assignments)] for s in students)]
+    raise ValueError(f"unknown export format {export_format!r}: one of {', '.join(EXPORT_FORMATS)}")
 
 
 def format_table(rows: list[SubmissionScore]) -> str:
