@@ -32,6 +32,7 @@ class Exercise:
     hints: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # hint -> students
     examples: dict[str, str] = field(default_factory=dict)  # hint -> one learner's first report line
     flags: Counter = field(default_factory=Counter)  # flag code -> submissions
+    blank: set[str] = field(default_factory=set)  # learners whose answer was not written
 
     @property
     def mean(self) -> float:
@@ -96,6 +97,8 @@ def class_exercises(course_root: Path, assignment: str, db_url: str) -> dict[str
             if gid not in exercises or cell.cell_type != "code":
                 continue
             lines = visible_report(_cell_text(cell))
+            if any("is not written yet" in line for line in lines):
+                exercises[gid].blank.add(student)
             for line in lines:
                 match = HINT.match(line)
                 if match:
@@ -125,7 +128,7 @@ def _plot_scores(exercises: dict[str, Exercise], out: Path) -> Path:
     ax.set_title("Scores per exercise")
     fig.tight_layout()
     path = out / "scores.png"
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -137,7 +140,7 @@ def _plot_mistakes(exercises: dict[str, Exercise], out: Path) -> Path:
     import matplotlib.pyplot as plt
 
     top = sorted(
-        ((len(students), f"{gid}: {hint[:70]}") for gid, e in exercises.items() for hint, students in e.hints.items()),
+        ((len(students), f"{gid}: {hint[:60]}…") for gid, e in exercises.items() for hint, students in e.hints.items()),
         reverse=True,
     )[:12]
     fig, ax = plt.subplots(figsize=(9, 0.45 * max(len(top), 1) + 1.5))
@@ -148,10 +151,11 @@ def _plot_mistakes(exercises: dict[str, Exercise], out: Path) -> Path:
     else:
         ax.text(0.5, 0.5, "no hints were given: no recognised mistakes", ha="center", va="center")
     ax.set_xlabel("learners who got this hint")
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_title("The class's most common mistakes")
     fig.tight_layout()
     path = out / "mistakes.png"
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -175,7 +179,8 @@ def write_report(course_root: Path, assignment: str, db_url: str, out: Path) -> 
         flags = ", ".join(f"{html.escape(code)} ×{n}" for code, n in e.flags.most_common()) or "–"
         rows.append(
             f"<tr><td><code>{html.escape(gid)}</code></td><td>{e.mean:.2f} / {e.max_score:g}</td>"
-            f"<td>{full} of {len(e.scores)}</td><td><ul>{mistakes or '<li>none recognised</li>'}</ul></td>"
+            f"<td>{full} of {len(e.scores)}</td><td>{len(e.blank)}</td>"
+            f"<td><ul>{mistakes or '<li>none recognised</li>'}</ul></td>"
             f"<td>{flags}</td></tr>"
         )
     page = f"""<!DOCTYPE html>
@@ -188,7 +193,8 @@ img{{max-width:100%}}</style></head><body>
 the hidden tests' reports are left out.</p>
 <img src="scores.png" alt="scores per exercise"><img src="mistakes.png" alt="the most common mistakes">
 <h2>Per exercise</h2>
-<table><tr><th>exercise</th><th>mean</th><th>full marks</th><th>most common mistakes</th><th>flags</th></tr>
+<table><tr><th>exercise</th><th>mean</th><th>full marks</th><th>not written</th><th>most common mistakes</th>
+<th>flags</th></tr>
 {"".join(rows)}</table></body></html>
 """
     path = out / "report.html"

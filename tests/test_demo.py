@@ -108,3 +108,69 @@ def test_demo_flags_the_tampered_test_cell_with_its_reason(demo):
         if r["assignment"] == "01-reverse-accumulation"
     }
     assert "locked_cell_edited" in flagged["cleo"] and "test_primal_trace" in flagged["cleo"] and not flagged["ada"]
+
+
+# The mistakes the demo's partly wrong learner makes (demo/mistakes/), as the class report must name them.
+MOST_COMMON_MISTAKES = {
+    "01-reverse-accumulation": {
+        "test_adjoint_trace": "collects one contribution",
+        "test_central_difference": "one-sided",
+    },
+    "02-scalar-engine": {"test_variable_pow": "outside its domain", "test_variable_backward": "from every use"},
+    "03-custom-functions": {"test_linear_function": "batch dimension", "test_numerical_jacobian": "one-sided"},
+    "04-ctx-toolbox": {"test_inplace_relu": "changed in place", "test_functional_linear": "one gradient per sample"},
+    "05-gpu-functions": {"test_fused_silu": "save only x", "test_triton_silu": "ignores strides"},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", assignments())
+def test_the_class_report_names_the_classs_mistakes_offline_and_anonymously(demo, assignment, tmp_path):
+    import re
+
+    from autograder.class_report import write_report
+
+    root, _ = demo
+    page = write_report(root, assignment, f"sqlite:///{root / 'gradebook.db'}", tmp_path).read_text()
+    for gid, phrase in MOST_COMMON_MISTAKES[assignment].items():
+        row = re.search(rf"<tr><td><code>{gid}</code>.*?</tr>", page, re.S)
+        assert row and phrase in row.group(0) and "1 learner(s)" in row.group(0), (gid, row and row.group(0))
+    for png in ("scores.png", "mistakes.png"):
+        data = (tmp_path / png).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, png
+        assert f'src="{png}"' in page
+    assert "<script" not in page and "http" not in page, "readable offline: no script, no CDN"
+    assert not re.search(r"\b(ada|ben|cleo)\b", page), "no learner is named"
+    assert "Hidden tests" not in page and "BEGIN HIDDEN" not in page, "the hidden tests' reports stay out"
+
+
+@pytest.mark.slow
+def test_the_grades_export_for_canvas_has_one_row_per_learner(demo, tmp_path):
+    from autograder.grading import export_csv
+
+    root, _ = demo
+    path = export_csv(f"sqlite:///{root / 'gradebook.db'}", tmp_path / "canvas.csv", "canvas")
+    header, possible, *body = list(csv.reader(path.open()))
+    assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert header[5:] == assignments() and possible[0].strip() == "Points Possible"
+    scores = {row[3]: dict(zip(header[5:], row[5:])) for row in body}
+    assert sorted(scores) == ["ada", "ben", "cleo"]
+    assert float(scores["ben"]["01-reverse-accumulation"]) == EXPECTED_PARTIAL["01-reverse-accumulation"]
+
+
+@pytest.mark.slow
+def test_the_report_command_writes_the_page(demo, tmp_path):
+    root, _ = demo
+    db_url = f"sqlite:///{root / 'gradebook.db'}"
+    command = [
+        "report",
+        "01-reverse-accumulation",
+        "--course-dir",
+        str(root),
+        "--db-url",
+        db_url,
+        "--out",
+        str(tmp_path),
+    ]
+    out = subprocess.run([sys.executable, "-m", "autograder", *command], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0 and (tmp_path / "report.html").is_file(), out.stdout + out.stderr
