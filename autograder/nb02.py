@@ -10,22 +10,19 @@ from __future__ import annotations
 
 from .feedback import CheckFailed
 from .probes.nb02_cases import example_graph, random_expression_text
-from .registry import register
+from .registry import Check, NotebookChecks
 
 __all__ = ["example_graph", "random_expression_text", "report_engine"]
 
 
-def _check(exercise: str, draw: str):
+_CHECKS = NotebookChecks("autograder.probes.nb02", "autograder.judges.nb02")
+
+
+def _check(exercise: str, draw: str) -> Check:
     name = f"check_{exercise}"
     __all__.append(name)
     # every exercise here is by hand: the engine is the learner's, not torch.autograd
-    return register(
-        name,
-        probe=f"autograder.probes.nb02:probe_{exercise}",
-        judge=f"autograder.judges.nb02:judge_{exercise}",
-        draw=f"autograder.judges.nb02:{draw}",
-        by_hand=True,
-    )
+    return _CHECKS.add(name, f"probe_{exercise}", f"judge_{exercise}", draw=draw, by_hand=True)
 
 
 check_mul = _check("mul", "draw_pairs")

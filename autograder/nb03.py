@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .probes.nb03 import GRADCHECK_PROBLEMS
 from .probes.torch_errors import translate
-from .registry import CHECKS, register
+from .registry import CHECKS, NotebookChecks, register
 
 __all__ = [
     "check_function",
@@ -32,25 +32,24 @@ check_function = CHECKS.get("check_function") or register(
     draw="autograder.judges.nb03:draw_function_seed",
     by_hand=True,
 )
-check_numerical_jacobian = register(
+_CHECKS = NotebookChecks("autograder.probes.nb03", "autograder.judges.nb03")
+check_numerical_jacobian = _CHECKS.add(
     "check_numerical_jacobian",
-    probe="autograder.probes.nb03:probe_numerical_jacobian",
-    judge="autograder.judges.nb03:judge_numerical_jacobian",
-    draw="autograder.judges.nb03:draw_jacobian_problems",
+    "probe_numerical_jacobian",
+    "judge_numerical_jacobian",
+    draw="draw_jacobian_problems",
     by_hand=True,
 )
-check_my_gradcheck = register(
-    "check_my_gradcheck",
-    probe="autograder.probes.nb03:probe_my_gradcheck",
-    judge="autograder.judges.nb03:judge_my_gradcheck",
-    draw="autograder.judges.nb03:draw_gradcheck_problems",
-    by_hand=True,
+check_my_gradcheck = _CHECKS.add(
+    "check_my_gradcheck", "probe_my_gradcheck", "judge_my_gradcheck", draw="draw_gradcheck_problems", by_hand=True
 )
-check_kill_head_training = register(
+# training a model is what autograd is for here
+check_kill_head_training = _CHECKS.add(
     "check_kill_head_training",
-    probe="autograder.probes.nb03:probe_kill_head_training",
-    judge="autograder.judges.nb03:judge_kill_head_training",
-    draw="autograder.judges.nb03:draw_training_cases",
+    "probe_kill_head_training",
+    "judge_kill_head_training",
+    draw="draw_training_cases",
+    by_hand=False,
 )
 
 

@@ -8,7 +8,7 @@ Hidden tests name drawn cases (`check_x(obj, ..., draw=N)`): the drawers are the
 
 from __future__ import annotations
 
-from .registry import register
+from .registry import Check, NotebookChecks
 
 __all__ = [
     "check_saved_tensors",
@@ -24,28 +24,31 @@ __all__ = [
 ]
 
 
-def _register(name: str, suffix: str, draw: str, by_hand: bool = True, crash_hint: str | None = None):
-    return register(
-        name,
-        probe=f"autograder.probes.nb04:probe_{suffix}",
-        judge=f"autograder.judges.nb04:judge_{suffix}",
-        show="autograder.jacobian_pictures:show_verdict",
-        draw=f"autograder.judges.nb04:draw_{draw}",
-        by_hand=by_hand,
-        crash_hint=crash_hint,
+_CHECKS = NotebookChecks(
+    "autograder.probes.nb04", "autograder.judges.nb04", show="autograder.jacobian_pictures:show_verdict"
+)
+
+
+def _register(name: str, suffix: str, draw: str, *, by_hand: bool, crash_hint: str | None = None) -> Check:
+    return _CHECKS.add(
+        name, f"probe_{suffix}", f"judge_{suffix}", draw=f"draw_{draw}", by_hand=by_hand, crash_hint=crash_hint
     )
 
 
 # by_hand: a Function's backward is the learner's own formula (as nb03's check_function), so a backward handed
 # to torch.autograd is flagged; hessian_vector_product is autograd's own job, and LinearLayer only wraps
 # FunctionalLinear, so neither is.
-check_saved_tensors = _register("check_saved_tensors", "saved_tensors", "elementwise_cases")
-check_inplace = _register("check_inplace", "inplace", "elementwise_cases")
-check_non_differentiable = _register("check_non_differentiable", "non_differentiable", "elementwise_cases")
-check_materialize = _register("check_materialize", "materialize", "elementwise_cases")
-check_twice_differentiable = _register("check_twice_differentiable", "twice_differentiable", "elementwise_cases")
+check_saved_tensors = _register("check_saved_tensors", "saved_tensors", "elementwise_cases", by_hand=True)
+check_inplace = _register("check_inplace", "inplace", "elementwise_cases", by_hand=True)
+check_non_differentiable = _register(
+    "check_non_differentiable", "non_differentiable", "elementwise_cases", by_hand=True
+)
+check_materialize = _register("check_materialize", "materialize", "elementwise_cases", by_hand=True)
+check_twice_differentiable = _register(
+    "check_twice_differentiable", "twice_differentiable", "elementwise_cases", by_hand=True
+)
 check_hvp = _register("check_hvp", "hvp", "hvp_problems", by_hand=False)
-check_functional_linear = _register("check_functional_linear", "functional_linear", "linear_cases")
+check_functional_linear = _register("check_functional_linear", "functional_linear", "linear_cases", by_hand=True)
 check_linear_layer = _register("check_linear_layer", "linear_layer", "layer_training", by_hand=False)
 # the check refuses a jvp that returns forward's output as the tangent (it segfaults); other self-referential
 # tangents may still kill the kernel: the grader then names the likely cause
@@ -53,6 +56,7 @@ check_modern = _register(
     "check_modern",
     "modern",
     "elementwise_cases",
+    by_hand=True,
     crash_hint="likely a jvp whose tangent is a tensor forward saved (a tangent is computed from the incoming one)",
 )
-check_custom_op = _register("check_custom_op", "custom_op", "elementwise_cases")
+check_custom_op = _register("check_custom_op", "custom_op", "elementwise_cases", by_hand=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from coursetools.device import triton_mode
 
-from .registry import register
+from .registry import Check, NotebookChecks
 
 __all__ = [
     "check_gather_rows",
@@ -32,24 +32,16 @@ CRASH_HINT = (
     "is not the tensor's"
 )
 
-_PROBES, _JUDGES, _SHOW = (
-    "autograder.probes.nb05",
-    "autograder.judges.nb05",
-    "autograder.jacobian_pictures:show_verdict",
+_CHECKS = NotebookChecks(
+    "autograder.probes.nb05", "autograder.judges.nb05", show="autograder.jacobian_pictures:show_verdict"
 )
 
 
 def _register(
-    name: str, probe: str, judge: str, draw: str, report: bool = True, triton: bool = False, by_hand: bool = False
-):
-    return register(
-        name,
-        probe=f"{_PROBES}:{probe}",
-        judge=f"{_JUDGES}:{judge}",
-        show=_SHOW if report else None,
-        draw=f"{_JUDGES}:{draw}",
-        crash_hint=CRASH_HINT if triton else None,
-        by_hand=by_hand,
+    name: str, probe: str, judge: str, draw: str, *, by_hand: bool, report: bool = True, triton: bool = False
+) -> Check:
+    return _CHECKS.add(
+        name, probe, judge, draw=draw, by_hand=by_hand, show=report, crash_hint=CRASH_HINT if triton else None
     )
 
 
@@ -59,17 +51,36 @@ def _register(
 
 check_gather_rows = _register("check_gather_rows", "probe_gather_rows", "judge_gather", "draw_seed", by_hand=True)
 check_saved_bytes = _register(
-    "check_saved_bytes", "probe_saved_bytes", "judge_saved_bytes", "draw_saved_bytes_problems", report=False
+    "check_saved_bytes",
+    "probe_saved_bytes",
+    "judge_saved_bytes",
+    "draw_saved_bytes_problems",
+    by_hand=False,
+    report=False,
 )
 check_fused_activation = _register(
     "check_fused_activation", "probe_elementwise", "judge_elementwise", "draw_seed", by_hand=True
 )
-check_recompute = _register("check_recompute", "probe_recompute", "judge_recompute", "draw_recompute_problems")
+check_recompute = _register(
+    "check_recompute", "probe_recompute", "judge_recompute", "draw_recompute_problems", by_hand=False
+)
 check_forward_kernel = _register(
-    "check_forward_kernel", "probe_kernel", "judge_kernel", "draw_kernel_sizes", report=False, triton=True
+    "check_forward_kernel",
+    "probe_kernel",
+    "judge_kernel",
+    "draw_kernel_sizes",
+    by_hand=False,
+    report=False,
+    triton=True,
 )
 check_backward_kernel = _register(
-    "check_backward_kernel", "probe_kernel", "judge_kernel", "draw_kernel_sizes", report=False, triton=True
+    "check_backward_kernel",
+    "probe_kernel",
+    "judge_kernel",
+    "draw_kernel_sizes",
+    by_hand=False,
+    report=False,
+    triton=True,
 )
 check_triton_function = _register(
     "check_triton_function", "probe_elementwise", "judge_elementwise", "draw_seed", triton=True, by_hand=True
@@ -78,5 +89,5 @@ check_autocast_linear = _register(
     "check_autocast_linear", "probe_autocast_linear", "judge_autocast_linear", "draw_seed", by_hand=True
 )
 check_bandwidth = _register(
-    "check_bandwidth", "probe_bandwidth", "judge_bandwidth", "draw_bandwidth_cases", report=False
+    "check_bandwidth", "probe_bandwidth", "judge_bandwidth", "draw_bandwidth_cases", by_hand=False, report=False
 )

@@ -157,3 +157,36 @@ def register(
         raise ValueError(f"{name}: a probe runs inside the sandbox, where autograder.judges is absent")
     CHECKS[name] = Check(name, probe, judge, show, draw, crash_hint, by_hand)
     return CHECKS[name]
+
+
+@dataclass(frozen=True)
+class NotebookChecks:
+    """One notebook's checks: where its probes and judges live and what its checks share. The one way a notebook
+    registers a check, `checks.add("check_x", "probe_x", "judge_x", draw="draw_x", by_hand=...)`: by_hand is said
+    for every check (no default to forget), the functions are named in the notebook's own probe and judge modules."""
+
+    probes: str  # e.g. "autograder.probes.nb05"
+    judges: str  # e.g. "autograder.judges.nb05"
+    show: str | None = None  # the learner-side hook of the checks that draw their report (pictures)
+    crash_hint: str | None = None
+
+    def add(
+        self,
+        name: str,
+        probe: str,
+        judge: str,
+        *,
+        draw: str,
+        by_hand: bool,
+        show: bool = True,
+        crash_hint: str | None = None,
+    ) -> Check:
+        return register(
+            name,
+            probe=f"{self.probes}:{probe}",
+            judge=f"{self.judges}:{judge}",
+            show=self.show if show else None,
+            draw=f"{self.judges}:{draw}",
+            crash_hint=crash_hint or self.crash_hint,
+            by_hand=by_hand,
+        )
