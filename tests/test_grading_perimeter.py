@@ -148,7 +148,7 @@ def test_a_kernel_killed_while_it_starts_is_started_again(tmp_path, monkeypatch)
         out=str(tmp_path),
         scratch=str(scratch),
         slot=0,
-        uid_seq=int.from_bytes(os.urandom(2), "little"),
+        kernel_uid=sandbox.slot_uid(info, int.from_bytes(os.urandom(2), "little")),
         limits=sandbox.Limits(timeout_s=120),
         sandbox=SandboxSettings(info.tool, info.as_root, info.drop_uid),
         sandbox_text=info.describe(),

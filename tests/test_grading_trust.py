@@ -161,7 +161,7 @@ def _job(draw_key):
         out="",
         scratch="",
         slot=0,
-        uid_seq=0,
+        kernel_uid=None,
         limits=sandbox.Limits(),
         sandbox=SandboxSettings(None, False, False),
         sandbox_text="",

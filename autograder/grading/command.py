@@ -271,7 +271,7 @@ def _start(run: GradingRun, worker: Worker, student: str) -> None:
         student=student,
         spec=str(run.spec_path),
         slot=worker.slot,
-        uid_seq=run.seq,
+        kernel_uid=sandbox.slot_uid(run.info, run.seq),
         submission=str(run.course_root / "submitted" / student / run.assignment),
         out=str(job_dir / "out"),
         scratch=str(run.scratch_base / str(worker.slot)),
@@ -287,7 +287,7 @@ def _start(run: GradingRun, worker: Worker, student: str) -> None:
     )
     (job_dir / "job.json").write_text(job.to_json())
     worker.submit(student, job_dir, run.per_submission_s)
-    worker.uid = sandbox.slot_uid(run.info, run.seq)
+    worker.uid = job.kernel_uid
 
 
 def _end(run: GradingRun, worker: Worker, state: str) -> tuple[str, str]:

@@ -116,10 +116,10 @@ class SandboxedRun:
     def __init__(self, run_nb: NotebookNode, scratch: Path, job: Job):
         self.run_nb, self.scratch, self.limits = run_nb, scratch, job.limits
         self.info = sandbox.SandboxInfo(job.sandbox.tool, job.sandbox.as_root, job.sandbox.drop_uid)
-        self.uid = sandbox.slot_uid(self.info, job.uid_seq)
+        self.uid = job.kernel_uid
         env = kernel_environment(scratch / "home", job.threads, self.info.active)
         self.argv = sandbox.kernel_command(
-            self.info, self.limits, scratch, job.uid_seq, env, [Path(p) for p in job.hide]
+            self.info, self.limits, scratch, job.kernel_uid, env, [Path(p) for p in job.hide]
         )
         if self.uid is not None:
             for path in [scratch, *scratch.rglob("*")]:

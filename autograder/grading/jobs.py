@@ -29,7 +29,7 @@ class Job:
     out: str  # where the worker writes result.json, autograded/ and feedback/
     scratch: str  # the worker's scratch folder (a copy of the submission runs there)
     slot: int
-    uid_seq: int  # picks the sandbox uid of this job
+    kernel_uid: int | None  # the unprivileged uid the job's kernel runs as (None: no uid is dropped)
     limits: Limits
     sandbox: SandboxSettings
     sandbox_text: str

@@ -263,10 +263,12 @@ def address_space_mb(info: SandboxInfo, limits: Limits) -> int:
 
 
 def kernel_command(
-    info: SandboxInfo, limits: Limits, scratch_dir: Path, slot: int, env: dict[str, str], hide: list[Path]
+    info: SandboxInfo, limits: Limits, scratch_dir: Path, uid: int | None, env: dict[str, str], hide: list[Path]
 ) -> list[str]:
-    """The full command that starts one sandboxed ipykernel; `{connection_file}` is filled by jupyter_client."""
-    uid = BASE_UID + slot % UID_RANGE
+    """The full command that starts one sandboxed ipykernel; `{connection_file}` is filled by jupyter_client.
+    `uid`: the job's kernel uid (sandbox.slot_uid), used where the sandbox drops to one."""
+    if info.drop_uid and uid is None:
+        raise ValueError("this sandbox runs kernels as an unprivileged uid, and the job names none")
     cmd = [
         "prlimit",
         f"--as={address_space_mb(info, limits) * 2**20}",
