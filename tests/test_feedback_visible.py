@@ -61,9 +61,9 @@ def graded(tmp_path_factory):
 
 def _pages(root, result):
     nb = result.notebooks[NOTEBOOK]
-    autograded = root / "autograded" / result.student / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
-    full = feedback_page(NOTEBOOK, nb, autograded, result.messages)
-    shown = feedback_page(NOTEBOOK, nb, autograded, result.messages, shown_only=True)
+    graded = nbformat.read(root / "autograded" / result.student / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+    full = feedback_page(NOTEBOOK, nb, graded, result.messages)
+    shown = feedback_page(NOTEBOOK, nb, graded, result.messages, shown_only=True)
     return nb, _text(full), _text(shown)
 
 

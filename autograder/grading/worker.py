@@ -71,20 +71,20 @@ class Plan:
 
 def grade_notebook(
     name: str, path: Path | None, spec_nb: NotebookSpec, job: Job, scratch: Path, out_dir: Path
-) -> NotebookResult:
-    """Everything about one notebook of the submission: scores per grade_id, messages, flags."""
+) -> tuple[NotebookResult, NotebookNode | None]:
+    """Everything about one notebook of the submission: scores per grade_id, messages, flags; and the
+    autograded notebook written (None when there was no notebook to grade)."""
     result = empty_result(name, spec_nb)
     nb = read(name, path, result)
     if nb is None:
-        return result
+        return result, None
     assert path is not None  # read() found the notebook
     state = flag(nb, spec_nb, result, own_modules(path.parent))
     plan = assemble(nb, spec_nb, state, result, job, scratch)
     report = execute(plan.notebook, scratch, job)
     explain_stops(report, job, result)
     judge(plan, report, spec_nb, result)
-    write(plan, report, nb, spec_nb, result, job, out_dir)
-    return result
+    return result, write(plan, report, nb, spec_nb, result, job, out_dir)
 
 
 def empty_result(name: str, spec_nb: NotebookSpec) -> NotebookResult:
@@ -272,13 +272,13 @@ def judge(plan: Plan, report: dict, spec_nb: NotebookSpec, result: NotebookResul
 
 def write(
     plan: Plan, report: dict, nb: NotebookNode, spec_nb: NotebookSpec, result: NotebookResult, job: Job, out_dir: Path
-) -> None:
+) -> NotebookNode:
     if os.environ.get("REVAD_DEBUG"):
         nbformat.write(plan.notebook, out_dir / f"{result.notebook}.run.ipynb")
         (out_dir / f"{result.notebook}.status.json").write_text(json.dumps(report, default=str))
     by_id = {c.grade_id: c for c in spec_nb.cells if c.grade_id}
     secrets = [line for c in spec_nb.cells if c.grade for line in hidden_lines(c.source)]
-    write_autograded(
+    return write_autograded(
         plan.notebook, nb, result, by_id, plan.test_index, report, secrets, job.limits.cell_timeout_s, out_dir
     )
 
@@ -318,14 +318,14 @@ def grade_submission(job: Job) -> SubmissionResult:
                 if item.is_file() and item.stat().st_size <= OWN_FILE_LIMIT and item.suffix != ".ipynb":
                     shutil.copy2(item, scratch / "work" / item.name)
         try:
-            nb_result = grade_notebook(name, found[name], spec_nb, job, scratch, out_dir)
+            nb_result, graded = grade_notebook(name, found[name], spec_nb, job, scratch, out_dir)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         nb_result.flags += [Flag(**f) for f in taken.flags()]
         if found[name] is None and taken.refuses(f"{name}.ipynb"):
             nb_result.status, nb_result.messages = "refused", []  # not "missing": the learner's message says why
         result.notebooks[name] = nb_result
-        write_feedback(name, nb_result, out_dir, result.messages)
+        write_feedback(name, nb_result, graded, out_dir, result.messages)
     shutil.rmtree(taken.folder, ignore_errors=True)
     return result
 

@@ -50,9 +50,9 @@ def write_autograded(
     secrets: list[str],
     cell_timeout_s: int,
     out_dir: Path,
-) -> None:
+) -> NotebookNode:
     """autograded/<name>.ipynb: the run's cells without the grader's own, each graded test cell showing
-    the release's test code and the trusted outcome."""
+    the release's test code and the trusted outcome. Returns it (the feedback page is made from it)."""
     graded = nbformat.v4.new_notebook()
     graded.metadata = nbformat.from_dict(copy.deepcopy(dict(nb.metadata)) if isinstance(nb.metadata, dict) else {})
     status = report["status"]
@@ -86,6 +86,7 @@ def write_autograded(
     sanitize_notebook(graded)  # formgrader shows this notebook as HTML without sanitizing it
     (out_dir / "autograded").mkdir(parents=True, exist_ok=True)
     nbformat.write(graded, out_dir / "autograded" / f"{result.notebook}.ipynb")
+    return graded
 
 
 def _outcome_output(g):
@@ -108,21 +109,27 @@ SHOWN_ONLY_NOTE = (
 )
 
 
-def write_feedback(name: str, result: NotebookResult, out_dir: Path, messages: Sequence[str] = ()) -> None:
+def write_feedback(
+    name: str, result: NotebookResult, graded: NotebookNode | None, out_dir: Path, messages: Sequence[str] = ()
+) -> None:
     """Feedback HTML with nbgrader's feedback template: scores, trusted messages, the flags that concern
     the learner, no hidden tests; maths rendered without a network, long lines wrapped."""
-    html = feedback_page(name, result, out_dir / "autograded" / f"{name}.ipynb", messages)
+    html = feedback_page(name, result, graded, messages)
     (out_dir / "feedback").mkdir(parents=True, exist_ok=True)
     (out_dir / "feedback" / f"{name}.html").write_text(html)
 
 
 def feedback_page(
-    name: str, result: NotebookResult, autograded: Path, messages: Sequence[str] = (), shown_only: bool = False
+    name: str,
+    result: NotebookResult,
+    graded: NotebookNode | None,
+    messages: Sequence[str] = (),
+    shown_only: bool = False,
 ) -> str:
     """The feedback page of one notebook. `shown_only`: each test judged on the cases the learner's copy shows
     (result.shown), nothing of the hidden tests, not even their score: what grade on submit hands back at once
     when the course keeps the hidden tests' result for the instructor's release."""
-    nb = nbformat.read(autograded, as_version=4) if autograded.exists() else nbformat.v4.new_notebook()
+    nb = copy.deepcopy(graded) if graded is not None else nbformat.v4.new_notebook()
     grades = result.shown if shown_only else result.grades
     notes = notes_cell([*messages, *result.messages], result.flags, for_learner=True)
     with_notes(nb, notes)

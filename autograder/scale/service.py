@@ -155,13 +155,17 @@ SHOWN_FEEDBACK = "feedback_visible"  # the outputs' kind of the shown-tests-only
 
 
 def _write_shown_feedback(root: Path, payload: Payload, result) -> None:
+    import nbformat
+
     from ..grading.write import feedback_page
 
     folder = root / SHOWN_FEEDBACK / payload.student / payload.assignment
     folder.mkdir(parents=True, exist_ok=True)
     autograded = root / "autograded" / payload.student / payload.assignment
     for name, nb_result in result.notebooks.items():
-        page = feedback_page(name, nb_result, autograded / f"{name}.ipynb", result.messages, shown_only=True)
+        path = autograded / f"{name}.ipynb"
+        graded = nbformat.read(path, as_version=4) if path.is_file() else None
+        page = feedback_page(name, nb_result, graded, result.messages, shown_only=True)
         (folder / f"{name}.html").write_text(page)
 
 
