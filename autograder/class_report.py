@@ -72,12 +72,17 @@ def anonymised(text: str, students: list[str]) -> str:
 
 def class_exercises(course_root: Path, assignment: str, db_url: str) -> dict[str, Exercise]:
     """Every graded cell of the assignment, with the class's scores, hints and flags."""
-    from nbgrader.api import Gradebook
+    from nbgrader.api import Gradebook, MissingEntry
 
     exercises: dict[str, Exercise] = {}
     with Gradebook(db_url) as gb:
         students = [s.id for s in gb.students]
-        for nb in gb.find_assignment(assignment).notebooks:
+        try:
+            notebooks = gb.find_assignment(assignment).notebooks
+        except MissingEntry:
+            known = ", ".join(a.name for a in gb.assignments) or "none"
+            raise SystemExit(f"No assignment {assignment!r} in the gradebook {db_url} (it has: {known}).") from None
+        for nb in notebooks:
             for cell in nb.grade_cells:
                 exercises[cell.name] = Exercise(cell.name, float(cell.max_score))
         for submission in gb.assignment_submissions(assignment):
@@ -162,6 +167,9 @@ def _plot_mistakes(exercises: dict[str, Exercise], out: Path) -> Path:
 
 def write_report(course_root: Path, assignment: str, db_url: str, out: Path) -> Path:
     """report.html (and its PNGs) in `out`; returns the page's path."""
+    from .coursedir import put_interpreter_scripts_on_path
+
+    put_interpreter_scripts_on_path()  # nbgrader's gradebook runs `alembic`: found without an activated venv
     exercises = class_exercises(course_root, assignment, db_url)
     out.mkdir(parents=True, exist_ok=True)
     _plot_scores(exercises, out)
