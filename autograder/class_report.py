@@ -156,7 +156,9 @@ def _plot_mistakes(exercises: dict[str, Exercise], out: Path) -> Path:
     else:
         ax.text(0.5, 0.5, "no hints were given: no recognised mistakes", ha="center", va="center")
     ax.set_xlabel("learners who got this hint")
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("The class's most common mistakes")
     fig.tight_layout()
     path = out / "mistakes.png"

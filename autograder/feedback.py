@@ -13,7 +13,10 @@ from typing import Any
 
 
 class CheckFailed(AssertionError):
-    """A learner's answer did not pass a check. The message is written for the learner."""
+    """A learner's answer did not pass a check. The message is written for the learner; `verdict`, where the check
+    has parts, is what they earned part by part."""
+
+    verdict: Any = None
 
 
 def not_written(name: str) -> CheckFailed:

@@ -114,9 +114,9 @@ class Check:
         try:
             verdict = self.decide(data, **params)
             if getattr(verdict, "passed", True) is False:  # partly right: fails like a wrong answer, with its parts
-                failure = CheckFailed(verdict.report())
-                failure.verdict = verdict
-                raise failure
+                partly = CheckFailed(verdict.report())
+                partly.verdict = verdict
+                raise partly
         except CheckFailed as failure:
             if show:
                 show(None, failure)
@@ -125,8 +125,7 @@ class Check:
             from .jacobian_pictures import hidden_label
 
             short = CheckFailed(hidden_label() + str(failure))
-            if hasattr(failure, "verdict"):
-                short.verdict = failure.verdict
+            short.verdict = failure.verdict
             raise short from crash
         if show:
             show(verdict, None)
