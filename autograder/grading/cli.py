@@ -27,7 +27,14 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m autograder", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("grade", help="grade submissions of an assignment (sandboxed, parallel, resumable)")
+    _grade_arguments(
+        sub.add_parser("grade", help="grade submissions of an assignment (sandboxed, parallel, resumable)")
+    )
+    _service_arguments(sub)
+    return parser
+
+
+def _grade_arguments(g: argparse.ArgumentParser) -> None:
     g.add_argument("assignment", help="assignment id, e.g. 01-reverse-accumulation")
     g.add_argument("--student", nargs="+", default=None, metavar="S", help="grade only these students")
     g.add_argument("--workers", type=int, default=None, help="parallel workers (default: one per core)")
@@ -62,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
         "amqp://user:pw@host// or redis://host:6379/0 (default: grade here)",
     )
     g.add_argument("--no-wait", action="store_true", help="with --broker: return once the submissions are queued")
+
+
+def _service_arguments(sub) -> None:
+    """The commands beside grade: a Celery worker, the class report, grade on submit."""
     w = sub.add_parser("worker", help="a Celery worker that grades queued submissions (see --broker)")
     w.add_argument("--broker", required=True, help="the broker URL the grading command queues on")
     w.add_argument("--db-url", required=True, help="the gradebook URL (PostgreSQL across machines)")
@@ -82,7 +93,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     o.add_argument("--course-dir", type=Path, default=None, help="the course directory (default: this repository)")
     o.add_argument("--once", action="store_true", help="look once, then stop (default: keep watching)")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
