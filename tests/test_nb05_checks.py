@@ -1027,3 +1027,28 @@ def test_a_kernel_runs_compiled_on_a_gpu_and_interpreted_without_one(monkeypatch
     assert device == "cuda" and launcher is compiled and context is probes._nothing, "a GPU: the compiled kernel there"
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert probes.kernel_launcher(compiled, "k")[1] == "cpu", "TRITON_INTERPRET=1 asks for the interpreter"
+
+
+def test_the_stand_ins_answer_no_kernel_exercise():
+    """A learner who harvests the stand-ins (a Function of their own run through the check, keeping what it finds
+    under the kernel names) and hands them in as their kernels gets nothing for the kernel exercises: the stand-ins
+    are not Triton kernels, and their source is no Triton code to copy."""
+    import inspect
+
+    import autograder.course_kernels as course
+
+    harvested: dict = {}
+    # a notebook's namespace: its kernels under their names, and a forward that keeps what it finds there
+    space = {"silu_forward_kernel": silu_forward_kernel, "silu_backward_kernel": silu_backward_kernel}
+    space.update(harvested=harvested, torch=torch)
+    exec("def forward(ctx, x):\n    harvested.update(globals())\n    return x * torch.sigmoid(x)\n", space)
+    thief = type("Thief", (Function,), {"forward": staticmethod(space["forward"]), "backward": staticmethod(_silu_b)})
+    check, params = CHECK_CALLS["triton_silu"]
+    run(check, thief, **params)
+    stolen = harvested["silu_forward_kernel"]
+    assert isinstance(stolen, course.StandInKernel), "the check ran with the stand-in bound"
+    assert space["silu_forward_kernel"] is silu_forward_kernel, "and put the learner's back"
+    kernel_check, kernel_params = CHECK_CALLS["forward_kernel"]
+    verdict, report = run(kernel_check, stolen, **kernel_params)
+    assert verdict is None and "should be a Triton kernel" in report, report
+    assert "tl." not in inspect.getsource(course)

@@ -10,8 +10,8 @@ in compiled mode, its ``tl`` helpers then run as Python).
 Its output tensor sits between two guard zones, so a store past the end (a missing or wrong mask)
 lands in memory the probe owns and is reported, instead of corrupting the process.
 
-The Triton Function (TritonSiLU) is checked with the course's kernels (:mod:`autograder.course_kernels`) bound to
-the notebook's kernel names: that exercise grades the Function around the kernels, which have their own.
+The Triton Function (TritonSiLU) is checked with the course's stand-in kernels (:mod:`autograder.course_kernels`)
+bound to the notebook's kernel names: that exercise grades the Function around the kernels, which have their own.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import torch
 
 from coursetools.device import triton_mode
 
+from ..course_kernels import StandInKernel
 from ..feedback import CheckFailed, not_written
 from .call import call_learner
 from .function import probe_function
@@ -325,9 +326,10 @@ try:
     from triton.runtime.interpreter import InterpretedFunction as _Interpreted
     from triton.runtime.jit import JITFunction as _Jit
 
-    _LAUNCHERS = ((_Interpreted, _Interpreted.run), (_Jit, _Jit.run))
+    _LAUNCHERS: tuple = ((_Interpreted, _Interpreted.run), (_Jit, _Jit.run))
 except ImportError:  # pragma: no cover - triton is pinned in requirements.txt
     _LAUNCHERS = ()
+_LAUNCHERS += ((StandInKernel, StandInKernel.run),)  # the course's stand-ins launch like kernels
 
 
 @contextmanager
@@ -478,7 +480,7 @@ def course_kernels(obj: Any):
     """While the Function is checked, the notebook's kernel names (silu_forward_kernel ...) that its forward and
     backward read as globals are bound to the course's kernels; the learner's are put back after. Yields the
     names replaced."""
-    from ..course_kernels import STAND_INS, stand_in
+    from ..course_kernels import STAND_INS
 
     namespaces: list[dict] = []
     for method in ("forward", "backward"):
@@ -489,7 +491,7 @@ def course_kernels(obj: Any):
             namespaces.append(space)
     replaced = [(space, key, space[key]) for space in namespaces for key in STAND_INS if key in space]
     for space, key, _ in replaced:
-        space[key] = stand_in(key, interpreted=triton_mode() == "interpreter")
+        space[key] = STAND_INS[key]
     try:
         yield sorted({key for _, key, _ in replaced})
     finally:
