@@ -33,6 +33,7 @@ from ..probes.function_cases import (
     random_directions,
     random_grad_outputs,
     tensor_slots,
+    unit_grad_outputs,
 )
 from ..registry import import_notebook_modules
 from . import answers
@@ -203,21 +204,6 @@ def _reference_vjps(spec, args, grad_output_calls) -> list[list]:
             row[i] = torch.zeros_like(args[i]) if g is None else g.detach()
         out.append(row)
     return out
-
-
-def _unit_grad_outputs(shapes) -> list[list[torch.Tensor]]:
-    total = sum(math.prod(s) for s in shapes)
-    calls = []
-    for k in range(total):
-        flat = torch.zeros(total, dtype=torch.float64)
-        flat[k] = 1.0
-        parts, start = [], 0
-        for s in shapes:
-            n = math.prod(s)
-            parts.append(flat[start : start + n].reshape(s))
-            start += n
-        calls.append(parts)
-    return calls
 
 
 @dataclass
@@ -401,7 +387,7 @@ def _judge_gradients(spec, data, seed, case: _Case, parts, pictures, name) -> No
     """backward against the numerical Jacobian (gradcheck) and against the reference backward."""
     shapes, where = case.shapes, case.where
     mode = data["mode"]
-    calls = _unit_grad_outputs(shapes) if mode == "full" else random_grad_outputs(shapes, seed, case.number, count=2)
+    calls = unit_grad_outputs(shapes) if mode == "full" else random_grad_outputs(shapes, seed, case.number, count=2)
     ref = _reference_vjps(spec, case.args, calls)
     directions = random_directions(case.args, seed, case.number)
     for i in case.slots:

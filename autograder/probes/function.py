@@ -9,7 +9,6 @@ gradient, or cast a wrong dtype). It returns plain data: numbers, strings, lists
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +27,7 @@ from .function_cases import (
     random_directions,
     random_grad_outputs,
     tensor_slots,
+    unit_grad_outputs,
     use_full_jacobian,
 )
 from .torch_errors import translate
@@ -141,7 +141,7 @@ def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) 
     full = use_full_jacobian(args, numel_out(outputs))
     data["mode"] = "full" if full else "fast"
     data["saved"] = _saved(outputs, args, slots) if is_function and outputs[0].grad_fn is not None else None
-    calls = _unit_grad_outputs(shapes) if full else random_grad_outputs(shapes, seed, case, count=2)
+    calls = unit_grad_outputs(shapes) if full else random_grad_outputs(shapes, seed, case, count=2)
     data["returns"], data["grad_output_modified"], data["backward_error"] = [], False, None
     for grad_outputs in calls:
         try:
@@ -180,22 +180,6 @@ def _saved(outputs, args, slots) -> list[dict]:
         ]
     except Exception:  # saved tensors already freed or unreadable: nothing to report
         return []
-
-
-def _unit_grad_outputs(shapes) -> list[list[torch.Tensor]]:
-    """One grad_output per output entry, 1 there and 0 elsewhere: backward then returns the Jacobian row by row."""
-    out_numel = sum(math.prod(s) for s in shapes)
-    calls = []
-    for k in range(out_numel):
-        flat = torch.zeros(out_numel, dtype=torch.float64)
-        flat[k] = 1.0
-        parts, start = [], 0
-        for s in shapes:
-            n = math.prod(s)
-            parts.append(flat[start : start + n].reshape(s).clone())
-            start += n
-        calls.append(parts)
-    return calls
 
 
 def _perturbed_outputs(fn, label, args, slots, full, out_numel, seed, case) -> list:

@@ -8,6 +8,7 @@ the reference with :func:`autograder.judges.function.add_reference` under the sa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -104,3 +105,19 @@ def fresh_args(args: tuple, requires: Sequence[bool] | None = None, dtype=None, 
         else:
             out.append(a)
     return tuple(out)
+
+
+def unit_grad_outputs(shapes: list[tuple]) -> list[list[torch.Tensor]]:
+    """One grad_output per output entry, 1 there and 0 elsewhere: backward then returns the Jacobian row by row."""
+    out_numel = sum(math.prod(s) for s in shapes)
+    calls = []
+    for k in range(out_numel):
+        flat = torch.zeros(out_numel, dtype=torch.float64)
+        flat[k] = 1.0
+        parts, start = [], 0
+        for s in shapes:
+            n = math.prod(s)
+            parts.append(flat[start : start + n].reshape(s).clone())
+            start += n
+        calls.append(parts)
+    return calls
