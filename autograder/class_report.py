@@ -114,12 +114,18 @@ def class_exercises(course_root: Path, assignment: str, db_url: str) -> dict[str
     return exercises
 
 
-def _plot_scores(exercises: dict[str, Exercise], out: Path) -> Path:
+def _pyplot():
+    """matplotlib's pyplot, drawing to files only (no display)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _plot_scores(exercises: dict[str, Exercise], out: Path) -> Path:
+    plt = _pyplot()
     names = list(exercises)
     fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(names) + 2), 4))
     for k, name in enumerate(names):
@@ -139,11 +145,7 @@ def _plot_scores(exercises: dict[str, Exercise], out: Path) -> Path:
 
 
 def _plot_mistakes(exercises: dict[str, Exercise], out: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     top = sorted(
         ((len(students), f"{gid}: {hint[:60]}…") for gid, e in exercises.items() for hint, students in e.hints.items()),
         reverse=True,

@@ -285,32 +285,28 @@ def kernel_command(
         for key, value in env.items():
             cmd += ["--setenv", key, value]
         if info.drop_uid:
-            cmd += [
-                "--",
-                _setpriv() or "setpriv",  # drop_uid is only set where setpriv was found
-                f"--reuid={uid}",
-                f"--regid={uid}",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                "--no-new-privs",
-            ]
+            cmd += ["--", *_drop_to(uid)]
         cmd += ["--"]
     else:
         cmd += ["env", "-i"] + [f"{k}={v}" for k, v in env.items()]
         if info.drop_uid:
-            cmd += [
-                _setpriv() or "setpriv",  # drop_uid is only set where setpriv was found
-                f"--reuid={uid}",
-                f"--regid={uid}",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                "--no-new-privs",
-                "--",
-            ]
+            cmd += [*_drop_to(uid), "--"]
     cmd += [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     return cmd
+
+
+def _drop_to(uid: int | None) -> list[str]:
+    """setpriv's arguments that run what follows as `uid`, with no groups, capabilities or new privileges."""
+    setpriv = _setpriv() or "setpriv"  # drop_uid is only set where setpriv was found
+    return [
+        setpriv,
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+    ]
 
 
 def slot_uid(info: SandboxInfo, slot: int) -> int | None:
