@@ -1,18 +1,25 @@
-"""The one way to register a check: a *probe* (inside the sandbox) and a *judge* (outside it).
+"""The one way to declare a check: a *probe* (inside the sandbox) and a *judge* (outside it), found by import.
 
-    check_x = register("check_x", probe="autograder.probes.nbNN:probe_x",
-                                  judge="autograder.judges.nbNN:judge_x")
+In a notebook's checks module (``autograder/nbNN.py``, which the sandbox sees)::
+
+    checks = NotebookChecks(__name__)            # its judges: autograder.judges.nbNN
+    def probe_x(obj, **params): ...
+    check_x = checks.add("check_x", probe_x, by_hand=True)
+
+and in its judges module (``autograder/judges/nbNN.py``, which the sandbox does not see)::
+
+    @decides("check_x", draw=draw_x)
+    def judge_x(data, **params): ...
 
 * ``probe(obj, **params) -> data``: the only code that touches the learner's object. It calls it
   (through :func:`autograder.probes.call.call_learner`) on the cases ``params`` name and returns
   plain data (dicts, lists, numbers, strings, CPU tensors) -- never the learner's objects. A
   learner-caused failure (blank stub, crash, wrong type) raises :class:`CheckFailed`.
-* ``judge(data, **params) -> points | None``: recomputes every reference itself and compares. It
-  never sees the learner's object. Raises :class:`CheckFailed` when the answer is wrong; may return
-  partial points.
+* ``judge(data, **params) -> points | Verdict | None``: recomputes every reference itself and compares.
+  It never sees the learner's object. Raises :class:`CheckFailed` when the answer is wrong.
 
-Probe and judge are named by "module:function" strings and imported only when first used: inside
-the grading sandbox ``autograder.judges`` is absent, and nothing there asks for it.
+A check's judge is found by importing its notebook's judges module when the judge is first needed:
+inside the grading sandbox ``autograder.judges`` is absent, and nothing there asks for it.
 
 In a notebook, ``check_x(obj, **params)`` runs both in the learner's kernel (instant feedback).
 The grader runs only the probe in the sandbox, ships the data out, and runs the judge in its own
@@ -33,7 +40,7 @@ import importlib
 import os
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .feedback import CheckFailed
@@ -41,17 +48,9 @@ from .feedback import CheckFailed
 FAILED = "__check_failed__"
 
 
-def resolve(target: str) -> Callable[..., Any]:
-    """The object a "package.module:attribute" string names."""
-    module, _, attribute = target.partition(":")
-    if not attribute:
-        raise ValueError(f"{target!r} should read 'package.module:function'")
-    return getattr(importlib.import_module(module), attribute)
-
-
 def import_notebook_modules(package: str) -> None:
-    """Import every `nbNN` module of `package` ("autograder.probes", "autograder.judges"): where the
-    notebooks add their Function exercises' inputs and references."""
+    """Import every `nbNN` module of `package` ("autograder", "autograder.judges"): where the notebooks declare
+    their checks and add their Function exercises' inputs and references."""
     import pkgutil
 
     for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
@@ -59,33 +58,64 @@ def import_notebook_modules(package: str) -> None:
             importlib.import_module(f"{package}.{module.name}")
 
 
+Probe = Callable[..., Any]
+Judge = Callable[..., Any]
+Drawer = Callable[[random.Random, int], dict[str, Any]]
+Show = Callable[[Any, Any], None]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A check's judge side: the judge and the drawer of its hidden cases."""
+
+    judge: Judge
+    draw: Drawer
+
+
+JUDGES: dict[str, Decision] = {}  # check name -> its judge side, filled by importing a judges module
+
+
+def decides(*names: str, draw: Drawer) -> Callable[[Judge], Judge]:
+    """Declare the decorated function the judge of the checks `names`, with `draw` their hidden cases' drawer."""
+
+    def declare(judge: Judge) -> Judge:
+        for name in names:
+            if name in JUDGES and JUDGES[name].judge is not judge:
+                raise ValueError(f"{name} already has a judge, {JUDGES[name].judge.__qualname__}")
+            JUDGES[name] = Decision(judge, draw)
+        return judge
+
+    return declare
+
+
 @dataclass(frozen=True)
 class Check:
     name: str
-    probe_target: str  # "autograder.probes.nbNN:probe_x"
-    judge_target: str  # "autograder.judges.nbNN:judge_x"
-    show_target: str | None = None  # "module:function(verdict, failure)": shows a result in the notebook
-    draw_target: str | None = None  # "autograder.judges.nbNN:draw_x(rng, count) -> params": hidden cases
+    probe: Probe
+    judges_module: str  # imported (outside the sandbox only) when the judge is first needed
+    show: Show | None = None  # shows a result in the notebook (verdict, failure)
     crash_hint: str | None = None  # said when the kernel dies during this check's test cell
     by_hand: bool = False  # the exercise is done by hand: autograd in the answer is flagged
 
     @property
-    def probe(self) -> Callable[..., Any]:
-        return resolve(self.probe_target)
+    def decision(self) -> Decision:
+        if self.name not in JUDGES:
+            importlib.import_module(self.judges_module)
+        if self.name not in JUDGES:
+            raise LookupError(f"{self.name} has no judge: decorate one in {self.judges_module} with @decides")
+        return JUDGES[self.name]
 
     @property
-    def judge(self) -> Callable[..., Any]:
-        return resolve(self.judge_target)
+    def judge(self) -> Judge:
+        return self.decision.judge
 
     def drawn(self, params: dict, rng: random.Random | None = None) -> dict:
         """The params with `draw=N` replaced by N generated cases (fresh randomness unless `rng` is given)."""
         if "draw" not in params:
             return dict(params)
-        if not self.draw_target:
-            raise ValueError(f"{self.name} has no drawer: it cannot take draw=")
         rest = {k: v for k, v in params.items() if k != "draw"}
         rng = rng or random.Random(os.urandom(16))
-        return {**rest, **resolve(self.draw_target)(rng, params["draw"])}
+        return {**rest, **self.decision.draw(rng, params["draw"])}
 
     def collect(self, obj: Any, **params: Any) -> Any:
         """Run the probe; a learner-caused failure becomes data too (its message)."""
@@ -110,7 +140,7 @@ class Check:
             data = self.probe(obj, **params)
         except CheckFailed as failure:
             data, crash = {FAILED: str(failure)}, failure.__cause__
-        show = resolve(self.show_target) if self.show_target else None
+        show = self.show
         try:
             verdict = self.decide(data, **params)
             if getattr(verdict, "passed", True) is False:  # partly right: fails like a wrong answer, with its parts
@@ -137,55 +167,44 @@ class Check:
 CHECKS: dict[str, Check] = {}
 
 
-def register(
-    name: str,
-    probe: str,
-    judge: str,
-    show: str | None = None,
-    draw: str | None = None,
-    crash_hint: str | None = None,
-    by_hand: bool = False,
-) -> Check:
-    """Register a check under the name test cells call it by; returns the callable check."""
-    if name in CHECKS:
-        raise ValueError(f"a check named {name} is already registered")
-    for target in (probe, judge) + tuple(t for t in (show, draw) if t):
-        if not isinstance(target, str) or ":" not in target:
-            raise TypeError(f"{name}: probe, judge and show are 'package.module:function' strings, not {target!r}")
-    if probe.startswith("autograder.judges"):
-        raise ValueError(f"{name}: a probe runs inside the sandbox, where autograder.judges is absent")
-    CHECKS[name] = Check(name, probe, judge, show, draw, crash_hint, by_hand)
-    return CHECKS[name]
+def judges_module_of(module: str) -> str:
+    """Where the judges of the checks declared in `module` live: autograder.nb05 -> autograder.judges.nb05,
+    autograder.probes.function -> autograder.judges.function."""
+    return "autograder.judges." + module.rpartition(".")[2]
 
 
 @dataclass(frozen=True)
 class NotebookChecks:
-    """One notebook's checks: where its probes and judges live and what its checks share. The one way a notebook
-    registers a check, `checks.add("check_x", "probe_x", "judge_x", draw="draw_x", by_hand=...)`: by_hand is said
-    for every check (no default to forget), the functions are named in the notebook's own probe and judge modules."""
+    """One notebook's checks, declared in its checks module: `checks = NotebookChecks(__name__)`, then
+    `check_x = checks.add("check_x", probe_x, by_hand=...)`. by_hand is said for every check (no default to forget);
+    the judge is the function its judges module decorates with `@decides("check_x", draw=...)`."""
 
-    probes: str  # e.g. "autograder.probes.nb05"
-    judges: str  # e.g. "autograder.judges.nb05"
-    show: str | None = None  # the learner-side hook of the checks that draw their report (pictures)
+    module: str  # the checks module's __name__: its judges are in judges_module_of(module)
+    show: Show | None = None  # the learner-side hook of the checks that draw their report (pictures)
     crash_hint: str | None = None
+    names: list[str] = field(default_factory=list)  # the checks declared, in order: the module's __all__
 
-    def add(
-        self,
-        name: str,
-        probe: str,
-        judge: str,
-        *,
-        draw: str,
-        by_hand: bool,
-        show: bool = True,
-        crash_hint: str | None = None,
-    ) -> Check:
-        return register(
+    def add(self, name: str, probe: Probe, *, by_hand: bool, show: bool = True, crash_hint: str | None = None) -> Check:
+        """Register a check under the name test cells call it by; returns the callable check."""
+        if name in CHECKS:
+            raise ValueError(f"a check named {name} is already registered")
+        if not callable(probe) or probe.__module__.startswith("autograder.judges"):
+            raise TypeError(f"{name}: the probe is a function of a checks module, which the sandbox sees")
+        check = Check(
             name,
-            probe=f"{self.probes}:{probe}",
-            judge=f"{self.judges}:{judge}",
+            probe,
+            judges_module_of(self.module),
             show=self.show if show else None,
-            draw=f"{self.judges}:{draw}",
             crash_hint=crash_hint or self.crash_hint,
             by_hand=by_hand,
         )
+        CHECKS[name] = check
+        self.names.append(name)
+        return check
+
+
+def show_verdict(verdict: Any, failure: Any) -> None:
+    """The checks' pictures in a notebook (imported when first shown: matplotlib is slow to import)."""
+    from .jacobian_pictures import show_verdict as show
+
+    show(verdict, failure)

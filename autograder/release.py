@@ -8,7 +8,6 @@ is refused first, with the cell named.
 
 from __future__ import annotations
 
-import importlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -33,29 +32,21 @@ def untrusted_test_cells(folder: Path) -> list[str]:
     """'notebook: grade_id: why' for each graded test cell under `folder` the grader cannot read as trusted, and
     'notebook: cell N: why' for each measurement mark that leaving the cell out could make untrue."""
     from .grading.measurements import measurement_problems
-    from .grading.spec import UntrustedCell, check_modules, parse_check_calls
-    from .registry import CHECKS
+    from .grading.spec import NotebookSpec
 
     problems = []
     for path in sorted(folder.rglob("*.ipynb")):
         if ".ipynb_checkpoints" in path.parts:
             continue
-        cells = nbformat.read(path, as_version=4).cells
-        problems += [f"{path.relative_to(folder)}: {why}" for why in measurement_problems(cells)]
-        for cell in cells:
-            meta = cell.metadata.get("nbgrader", {})
-            if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+        nb = nbformat.read(path, as_version=4)
+        problems += [f"{path.relative_to(folder)}: {why}" for why in measurement_problems(nb.cells)]
+        for cell in NotebookSpec.from_release(nb).cells:
+            if not cell.has_calls:
                 continue
-            for module in check_modules(cell.source):
-                importlib.import_module(module)
-            try:
-                calls = parse_check_calls(cell.source, set(CHECKS))
-            except UntrustedCell as exc:
-                problems.append(f"{path.relative_to(folder)}: {meta.get('grade_id')}: {exc}")
-                continue
-            problems += [
-                f"{path.relative_to(folder)}: {meta.get('grade_id')}: {why}" for why in points_disagree(calls, meta)
-            ]
+            where = f"{path.relative_to(folder)}: {cell.grade_id}"
+            if cell.untrusted is not None:
+                problems.append(f"{where}: {cell.untrusted}")
+            problems += [f"{where}: {why}" for why in points_disagree(list(cell.calls), cell.metadata)]
     return problems
 
 

@@ -524,7 +524,7 @@ def _gradcheck_honest_differently(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
 def test_a_gradcheck_that_reads_the_test_functions_type_scores_nothing(answer):
     """Before: full marks and no flag for a my_gradcheck that computes nothing: correct test functions were plain
     lambdas and wrong ones the apply of a class named Spoiled. Now all are the apply of alike Functions."""
-    from autograder.probes.nb03 import GRADCHECK_PROBLEMS
+    from autograder.nb03 import GRADCHECK_PROBLEMS
 
     for seed in (0, 1):
         passed, message = _verdict(nb03.check_my_gradcheck, answer, problems=list(GRADCHECK_PROBLEMS), seed=seed)
@@ -533,7 +533,7 @@ def test_a_gradcheck_that_reads_the_test_functions_type_scores_nothing(answer):
 
 @pytest.mark.nb03
 def test_a_gradcheck_written_differently_keeps_full_marks():
-    from autograder.probes.nb03 import GRADCHECK_PROBLEMS
+    from autograder.nb03 import GRADCHECK_PROBLEMS
 
     for seed in (0, 1):
         assert _verdict(

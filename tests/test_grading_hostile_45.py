@@ -105,7 +105,7 @@ def test_counting_launches_uses_tritons_own_launch_even_when_replaced():
     """A learner's replacement of Triton's run method (to fake a launch) is not what the probe counts through."""
     from triton.runtime.interpreter import InterpretedFunction
 
-    from autograder.probes.nb05 import counting_launches
+    from autograder.nb05 import counting_launches
 
     original = InterpretedFunction.run
     calls = []
@@ -384,7 +384,7 @@ def test_honest_helpers_and_check_yourself_cells_are_not_flagged():
 @pytest.mark.parametrize(
     "source, reason",
     [
-        ("import sys\nsys.modules['autograder.probes.nb04'].probe_hvp = print", "sys.modules"),
+        ("import sys\nsys.modules['autograder.nb04'].probe_hvp = print", "sys.modules"),
         ("from sys import modules", "modules from sys"),
         ("__revad_probe__.replaying = True", "__revad_probe__"),
     ],
@@ -441,7 +441,7 @@ def grade_routes(tmp_path, assignment: str, routes: dict[str, dict]) -> dict:
 
 FAKE_KERNEL_PROBE = '''import sys
 import torch.nn.functional as _F
-_probes = sys.modules["autograder.probes.nb05"]
+_probes = sys.modules["autograder.nb05"]
 
 def _made_up(kernel, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float64", "float32")):
     out = []
@@ -477,7 +477,7 @@ def test_notebook_05_graded_a_probe_swapped_through_sys_modules_runs_as_installe
     made_up, honest = rows["made_up"], rows["honest"]
     assert made_up.by_cell["test_silu_forward_kernel"][0] == 0 and made_up.by_cell["test_silu_backward_kernel"][0] == 0
     assert {f.split(":")[0] for f in made_up.flags} == {"reaches_for_grader", "patched"}, made_up.flags
-    assert any("autograder.probes.nb05.probe_kernel" in f for f in made_up.flags), made_up.flags
+    assert any("autograder.nb05.probe_kernel" in f for f in made_up.flags), made_up.flags
     assert honest.score == honest.max_score and honest.flags == [], (honest.flags, honest.messages)
 
 
@@ -560,7 +560,7 @@ def test_the_probes_keep_their_own_torch_vmap(monkeypatch):
     import torch.nn.functional as F
     from torch.autograd import Function
 
-    import autograder.probes.nb04  # noqa: F401
+    import autograder.nb04  # noqa: F401
     from autograder import nb04
 
     namespace = {"Function": Function, "F": F, "torch": torch}
@@ -640,7 +640,7 @@ def _silu_backward_from_logit(ctx, g):
 def test_the_probes_keep_their_own_torch_equal(monkeypatch):
     """torch.equal made always-true (flagged `patched` when graded) would tell the memory part that σ(x) is x; the
     probes compare with their own torch.equal."""
-    import autograder.probes.nb05  # noqa: F401  (imported before the learner's code, as the kernel's setup does)
+    import autograder.nb05  # noqa: F401  (imported before the learner's code, as the kernel's setup does)
 
     monkeypatch.setattr(torch, "equal", lambda a, b: True)
     verdict, report = run(

@@ -210,7 +210,7 @@ def test_judges_and_the_grading_command_are_not_in_the_sandbox(tmp_path, code):
         "--",
         sys.executable,
         "-c",
-        "import autograder.probes.nb01, autograder.nb03",
+        "import autograder.nb01, autograder.nb03",
     ]
     assert subprocess.run(probes, capture_output=True, text=True, timeout=60).returncode == 0
 
@@ -229,7 +229,7 @@ def test_judges_and_the_grading_command_are_not_in_the_sandbox(tmp_path, code):
         ("import ctypes", "ctypes"),
         ("import threading", "threads"),
         ("get_ipython().events.register('post_run_cell', f)", "IPython"),
-        ("import autograder.probes.nb01", "autograder"),
+        ("import autograder.nb01", "autograder"),
         ("from autograder.judges.nb01 import reference_adjoints", "autograder"),
         ("import autograder.nb01", "autograder"),
         ("from torch.overrides import TorchFunctionMode", "mode"),
@@ -275,16 +275,13 @@ def test_a_crash_during_a_test_scores_it_zero_with_the_checks_crash_hint(tmp_pat
     from autograder.grading.jobs import NotebookResult
     from autograder.grading.spec import CheckCall
     from autograder.grading.worker import Plan, judge
-    from autograder.registry import register
+    from autograder.nb01 import probe_primal_trace
+    from autograder.registry import NotebookChecks
 
     name = "check_crash_hint_example"
     if name not in CHECKS:
-        register(
-            name,
-            probe="autograder.probes.nb01:probe_primal_trace",
-            judge="autograder.judges.nb01:judge_primal_trace",
-            crash_hint="likely an unmasked tl.load/tl.store",
-        )
+        hinted = NotebookChecks("autograder.nb01", crash_hint="likely an unmasked tl.load/tl.store")
+        hinted.add(name, probe_primal_trace, by_hand=False)
     call = CheckCall(name, "kernel", {"points": [(1.0, 2.0)]}, 1, 1, False)
     plan = Plan(nbformat.v4.new_notebook(), {"test_k": [call]}, [], {"test_k": 1}, tmp_path)
     result = NotebookResult("nb")

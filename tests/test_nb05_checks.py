@@ -26,7 +26,7 @@ from autograder.coursedir import SOLUTIONS  # noqa: E402
 from autograder.feedback import CheckFailed  # noqa: E402
 from autograder.grading import grade_assignment, sandbox  # noqa: E402
 from autograder.judges.verdict import PART_TITLES  # noqa: E402
-from autograder.probes.nb05 import RECOMPUTE_PROBLEMS, SAVED_BYTES_PROBLEMS  # noqa: E402
+from autograder.nb05 import RECOMPUTE_PROBLEMS, SAVED_BYTES_PROBLEMS  # noqa: E402
 from autograder.registry import CHECKS  # noqa: E402
 from autograder.release import generate_in_course  # noqa: E402
 from autograder.submissions import fill_answers, solution_sources  # noqa: E402
@@ -860,7 +860,7 @@ def test_a_kernel_check_refuses_something_that_is_not_a_kernel():
 
 def test_messages_do_not_reveal_the_expected_values():
     _, message = run(nb05.check_backward_kernel, backward_without_grad_kernel, **CHECK_CALLS["backward_kernel"][1])
-    from autograder.probes.nb05 import kernel_case
+    from autograder.nb05 import kernel_case
 
     case = kernel_case(0, 10, "float64")
     x = case["x"].requires_grad_()
@@ -1016,7 +1016,7 @@ def test_kernels_using_tl_helpers_pass_whichever_mode_triton_was_imported_in(int
 def test_a_kernel_runs_compiled_on_a_gpu_and_interpreted_without_one(monkeypatch):
     from triton.runtime.jit import JITFunction
 
-    from autograder.probes import nb05 as probes
+    from autograder import nb05 as probes
 
     compiled = JITFunction(silu_forward_kernel.fn)
     launcher, device, _ = probes.kernel_launcher(compiled, "k")

@@ -27,7 +27,7 @@ from nbformat import NotebookNode
 
 from .jobs import Flag
 from .read import nbgrader_meta, normalized
-from .spec import NotebookSpec, UntrustedCell, parse_check_calls
+from .spec import NotebookSpec
 
 REACHING_MODULES = {
     "inspect": "stack/frame inspection (inspect)",
@@ -282,13 +282,7 @@ def by_hand_names(spec_nb: NotebookSpec, checks: dict) -> dict[str, str]:
     """Learner name -> the exercise's test cell, for every by-hand check call of the notebook."""
     out: dict[str, str] = {}
     for cell in spec_nb.cells:
-        if not cell.grade or cell.solution or cell.cell_type != "code":
-            continue
-        try:
-            calls = parse_check_calls(cell.source, set(checks))
-        except UntrustedCell:
-            continue
-        for call in calls:
+        for call in cell.calls:
             if checks[call.check].by_hand:
                 out.setdefault(call.expr.split(".")[0].split("[")[0], cell.grade_id)
     return out

@@ -9,6 +9,7 @@ key=<literal>, ...)`` calls of an instructor's test cell: the calls the grader r
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import shutil
 import tempfile
@@ -24,6 +25,30 @@ from .read import normalized
 
 
 @dataclass(frozen=True)
+class CheckCall:
+    """One `check_x(learner_expression, key=<literal>, ...)` statement of an instructor's test cell."""
+
+    check: str  # the registered name
+    expr: str  # source of the learner's object, e.g. "primal_trace"
+    params: dict  # literals; `draw=N` asks for N generated cases
+    first_line: int  # 1-based lines of the statement in the cell
+    last_line: int
+    hidden: bool  # inside BEGIN/END HIDDEN TESTS
+
+    def to_dict(self) -> dict:
+        """JSON-ready, the params as their Python literal: tuples survive the trip between processes."""
+        return {**asdict(self), "params": repr(self.params)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CheckCall:
+        return cls(**{**data, "params": ast.literal_eval(data["params"])})
+
+
+class UntrustedCell(ValueError):
+    """A test cell the grader cannot read as trusted; the message says what to change."""
+
+
+@dataclass(frozen=True)
 class CellSpec:
     """One nbgrader cell of the release, as the grader knows it."""
 
@@ -36,10 +61,45 @@ class CellSpec:
     release_source: str  # what the learner was given
     source: str  # the instructor's, hidden tests included
     metadata: dict = field(default_factory=dict)  # its nbgrader metadata, without the checksum
+    # a code test cell's check calls, read once from `source` (parsed_calls); or why they cannot be trusted
+    calls: tuple[CheckCall, ...] = ()
+    untrusted: str | None = None
+    shown_calls: int | None = None  # how many of the calls the learner's copy shows (None: it cannot be read)
 
     @property
     def is_test(self) -> bool:
         return self.grade and not self.solution
+
+    @property
+    def has_calls(self) -> bool:
+        return self.is_test and self.cell_type == "code"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "calls": [call.to_dict() for call in self.calls]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CellSpec:
+        return cls(**{**data, "calls": tuple(CheckCall.from_dict(c) for c in data["calls"])})
+
+    def parsed(self) -> CellSpec:
+        """This cell with its check calls read from the instructor's source (and counted in the learner's), once
+        for every stage that needs them: the checks' modules are imported first, so their names are known."""
+        if not self.has_calls:
+            return self
+        from ..registry import CHECKS
+
+        for module in check_modules(self.source):
+            importlib.import_module(module)
+        known = set(CHECKS)
+        try:
+            calls = tuple(parse_check_calls(self.source, known))
+        except UntrustedCell as exc:
+            return replace(self, calls=(), untrusted=str(exc), shown_calls=None)
+        try:
+            shown: int | None = len(parse_check_calls(self.release_source, {c.check for c in calls}))
+        except UntrustedCell:
+            shown = None
+        return replace(self, calls=calls, untrusted=None, shown_calls=shown)
 
 
 @dataclass(frozen=True)
@@ -54,7 +114,10 @@ class NotebookSpec:
 
     @classmethod
     def from_dict(cls, data: dict) -> NotebookSpec:
-        return cls([CellSpec(**c) for c in data["cells"]], list(data["plain"]), list(data["measurements"]))
+        return cls([CellSpec.from_dict(c) for c in data["cells"]], list(data["plain"]), list(data["measurements"]))
+
+    def to_dict(self) -> dict:
+        return {"cells": [c.to_dict() for c in self.cells], "plain": self.plain, "measurements": self.measurements}
 
     @classmethod
     def from_release(cls, nb: NotebookNode) -> NotebookSpec:
@@ -76,7 +139,7 @@ class NotebookSpec:
                         release_source=cell.source,
                         source=cell.source,
                         metadata=clean,
-                    )
+                    ).parsed()
                 )
         plain = [
             normalized(c.source)
@@ -95,7 +158,10 @@ class AssignmentSpec:
     modules: list[str]  # the checks' modules the test cells import
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        notebooks = {name: nb.to_dict() for name, nb in self.notebooks.items()}
+        return json.dumps(
+            {"assignment": self.assignment, "notebooks": notebooks, "modules": self.modules}, sort_keys=True
+        )
 
     @classmethod
     def from_json(cls, text: str) -> AssignmentSpec:
@@ -133,22 +199,6 @@ def check_modules(source: str) -> list[str]:
             if a.name.startswith("autograder.")
         }
     )
-
-
-@dataclass(frozen=True)
-class CheckCall:
-    """One `check_x(learner_expression, key=<literal>, ...)` statement of an instructor's test cell."""
-
-    check: str  # the registered name
-    expr: str  # source of the learner's object, e.g. "primal_trace"
-    params: dict  # literals; `draw=N` asks for N generated cases
-    first_line: int  # 1-based lines of the statement in the cell
-    last_line: int
-    hidden: bool  # inside BEGIN/END HIDDEN TESTS
-
-
-class UntrustedCell(ValueError):
-    """A test cell the grader cannot read as trusted; the message says what to change."""
 
 
 def _aliases(tree, known: set[str]) -> dict[str, str]:
@@ -262,7 +312,7 @@ def _read_spec(assignment: str, db_url: str, release_dir: Path) -> AssignmentSpe
                         points = float(gb.find_graded_cell(cell.grade_id, nb_row.name, assignment).max_score)
                     except MissingEntry:
                         pass
-                cells.append(replace(cell, source=instructor, points=points))
+                cells.append(replace(cell, source=instructor, points=points).parsed())
             notebooks[nb_row.name] = replace(spec, cells=cells)
     modules = sorted({m for nb in notebooks.values() for c in nb.cells if c.grade for m in check_modules(c.source)})
     return AssignmentSpec(assignment, dict(sorted(notebooks.items())), modules)

@@ -33,13 +33,10 @@ from .read import Unreadable, find_notebooks, nbgrader_meta, normalized, read_no
 from .screen import screen
 from .spec import (
     AssignmentSpec,
-    CellSpec,
     CheckCall,
     NotebookSpec,
-    UntrustedCell,
     check_modules,
     hidden_lines,
-    parse_check_calls,
 )
 from .write import ALL_HIDDEN, write_autograded, write_feedback
 
@@ -161,18 +158,23 @@ def assemble(
     calls: dict[str, list[CheckCall] | None] = {}
     untrusted: list[str] = []
     for c in grade_cells:
-        if c.cell_type != "code" or c.solution:
+        if not c.has_calls:
             continue
-        gid = c.grade_id
         try:
-            calls[gid] = [
-                replace(call, params=CHECKS[call.check].drawn(call.params, hidden_rng(job, result.notebook, gid, k)))
-                for k, call in enumerate(parse_check_calls(c.source, set(CHECKS)))
+            if c.untrusted is not None:
+                raise ValueError(c.untrusted)
+            calls[c.grade_id] = [
+                replace(
+                    call, params=CHECKS[call.check].drawn(call.params, hidden_rng(job, result.notebook, c.grade_id, k))
+                )
+                for k, call in enumerate(c.calls)
             ]
-        except (UntrustedCell, ValueError) as exc:
-            calls[gid] = None
-            untrusted.append(gid)
-            result.flags.append(Flag("grader_error", f"{gid}: the instructor's test cell cannot be graded: {exc}"))
+        except ValueError as exc:  # unreadable, or draw= on a check without a drawer
+            calls[c.grade_id] = None
+            untrusted.append(c.grade_id)
+            result.flags.append(
+                Flag("grader_error", f"{c.grade_id}: the instructor's test cell cannot be graded: {exc}")
+            )
     modules = sorted({m for c in grade_cells for m in check_modules(c.source)})
     channel = scratch / "probe"
     channel.mkdir(parents=True, exist_ok=True)
@@ -214,14 +216,6 @@ def explain_stops(report: dict, job: Job, result: NotebookResult) -> None:
         result.messages.append("Some cells printed more output than the grader keeps; the rest of it was dropped.")
 
 
-def _visible_calls(spec_cell: CellSpec, calls: list) -> int | None:
-    """How many of a test cell's check calls the learner's copy shows (the rest are hidden tests)."""
-    try:
-        return len(parse_check_calls(spec_cell.release_source, {c.check for c in calls}))
-    except UntrustedCell:
-        return None
-
-
 def _shown_grade(calls: list[CheckCall], results: list, points: float, shown: int | None) -> CellGrade:
     """The cell judged on the check calls the learner's copy shows alone: what the learner could have run."""
     if not shown:
@@ -260,7 +254,7 @@ def judge(plan: Plan, report: dict, spec_nb: NotebookSpec, result: NotebookResul
         else:
             results, found = read_channel(plan.channel, gid, len(calls))
             patched.update(found)
-            shown = _visible_calls(by_id[gid], calls)
+            shown = by_id[gid].shown_calls
             score, msgs, _ = judge_cell(calls, results, points, visible=shown)
             if status[tindex] == "timeout" and score < points:
                 msgs.append("Your code was stopped while this test ran: it took longer than the grader allows.")

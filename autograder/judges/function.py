@@ -14,6 +14,7 @@ autograd on the reference, never from hand-written backward formulas.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from types import SimpleNamespace
@@ -35,7 +36,7 @@ from ..probes.function_cases import (
     tensor_slots,
     unit_grad_outputs,
 )
-from ..registry import import_notebook_modules
+from ..registry import decides, import_notebook_modules
 from . import answers
 from .verdict import Part, verdict_of
 
@@ -618,6 +619,12 @@ def _judge_cuda(spec, data, seed, part, names):
             part.fail("on CUDA, backward changed grad_output in place.")
 
 
+def draw_seed(rng: random.Random, count: int) -> dict[str, Any]:
+    """Function checks take their inputs from a seed: a fresh one (the call keeps its own `cases=`)."""
+    return {"seed": rng.randrange(1, 10**6)}
+
+
+@decides("check_function", draw=draw_seed)
 def judge_function(data, reference, seed=0, cases=None, double_backward=False, cuda=True, points=1, name=None):
     spec = exercise(reference)
     name = data.get("name") or name or spec.title

@@ -11,8 +11,39 @@ import math
 import torch
 
 from ..feedback import CheckFailed, close, mismatch
-from ..probes.nb01 import SCALAR_FUNCTIONS, TRACE, gradient_problem, jacobian_problem
+from ..nb01 import SCALAR_FUNCTIONS, TRACE, gradient_problem, jacobian_problem
+from ..registry import decides
 from . import answers
+
+# ---------------------------------------------------------------- hidden cases, drawn at grading time
+
+
+def _value(rng, low=-3.0, high=3.0) -> float:
+    return round(rng.uniform(low, high), 3)
+
+
+def draw_points(rng, count: int) -> dict:
+    return {"points": [(_value(rng), _value(rng)) for _ in range(count)]}
+
+
+def draw_tangent_cases(rng, count: int) -> dict:
+    return {"cases": [(_value(rng), _value(rng), _value(rng, -2, 2), _value(rng, -2, 2)) for _ in range(count)]}
+
+
+def draw_jacobian_cases(rng, count: int) -> dict:
+    return {"cases": [(rng.randint(1, 8), rng.randint(1, 7), rng.randrange(10**6)) for _ in range(count)]}
+
+
+def draw_difference_cases(rng, count: int) -> dict:
+    names = sorted(SCALAR_FUNCTIONS)
+    return {
+        "cases": [(names[i % len(names)], _value(rng, -2, 2), rng.choice((1e-2, 1e-3, 1e-4))) for i in range(count)]
+    }
+
+
+def draw_gradient_cases(rng, count: int) -> dict:
+    sizes = (1, 10, 40, 3, 25)
+    return {"cases": [(sizes[i % len(sizes)], rng.randrange(10**6)) for i in range(count)]}
 
 
 def _trace(x1, x2):
@@ -64,6 +95,7 @@ def _traces(data, cases) -> list[dict]:
     ]
 
 
+@decides("check_primal_trace", draw=draw_points)
 def judge_primal_trace(data, points):
     problems, hints = [], []
     for (x1, x2), got in zip(points, _traces(data, points)):
@@ -76,6 +108,7 @@ def judge_primal_trace(data, points):
     _fail(problems, hints)
 
 
+@decides("check_adjoint_trace", draw=draw_points)
 def judge_adjoint_trace(data, points):
     problems, hints = [], []
     for (x1, x2), got in zip(points, _traces(data, points)):
@@ -95,6 +128,7 @@ def judge_adjoint_trace(data, points):
     _fail(problems, hints)
 
 
+@decides("check_tangent_trace", draw=draw_tangent_cases)
 def judge_tangent_trace(data, cases):
     problems, hints = [], []
     for (x1, x2, dx1, dx2), got in zip(cases, _traces(data, cases)):
@@ -107,6 +141,7 @@ def judge_tangent_trace(data, cases):
     _fail(problems, hints)
 
 
+@decides("check_jacobian_reverse", draw=draw_jacobian_cases)
 def judge_jacobian_reverse(data, cases):
     for i, ((n, m, seed), got) in enumerate(zip(cases, answers.per_case(data, cases))):
         A, x = jacobian_problem(n, m, seed)
@@ -181,6 +216,7 @@ def _judge_sweeps(got, call: str, m: int) -> None:
 DERIVATIVES = {"sin": math.cos, "exp": math.exp, "cube": lambda x: 3 * x**2}
 
 
+@decides("check_central_difference", draw=draw_difference_cases)
 def judge_central_difference(data, cases):
     for i, ((fname, x, h), got) in enumerate(zip(cases, answers.per_case(data, cases))):
         answers.entry(got, f"answer {i}", ("value", "evaluations"))
@@ -204,6 +240,7 @@ def judge_central_difference(data, cases):
         raise CheckFailed(mismatch(f"`{call}`", value, df(x)) + "".join(f"\nHint: {hint}" for hint in hints))
 
 
+@decides("check_numerical_gradient", draw=draw_gradient_cases)
 def judge_numerical_gradient(data, cases):
     for i, ((n, seed), got) in enumerate(zip(cases, answers.per_case(data, cases))):
         answers.entry(got, f"answer {i}", ("gradient", "evaluations", "x_changed", "sweeps", "forward_sweeps"))
@@ -241,34 +278,3 @@ def judge_numerical_gradient(data, cases):
                 f"`{call}` evaluated f {got['evaluations']} times; the central-difference gradient "
                 f"needs exactly 2n = {2 * n} evaluations (two per input)."
             )
-
-
-# ---------------------------------------------------------------- hidden cases, drawn at grading time
-
-
-def _value(rng, low=-3.0, high=3.0) -> float:
-    return round(rng.uniform(low, high), 3)
-
-
-def draw_points(rng, count: int) -> dict:
-    return {"points": [(_value(rng), _value(rng)) for _ in range(count)]}
-
-
-def draw_tangent_cases(rng, count: int) -> dict:
-    return {"cases": [(_value(rng), _value(rng), _value(rng, -2, 2), _value(rng, -2, 2)) for _ in range(count)]}
-
-
-def draw_jacobian_cases(rng, count: int) -> dict:
-    return {"cases": [(rng.randint(1, 8), rng.randint(1, 7), rng.randrange(10**6)) for _ in range(count)]}
-
-
-def draw_difference_cases(rng, count: int) -> dict:
-    names = sorted(SCALAR_FUNCTIONS)
-    return {
-        "cases": [(names[i % len(names)], _value(rng, -2, 2), rng.choice((1e-2, 1e-3, 1e-4))) for i in range(count)]
-    }
-
-
-def draw_gradient_cases(rng, count: int) -> dict:
-    sizes = (1, 10, 40, 3, 25)
-    return {"cases": [(sizes[i % len(sizes)], rng.randrange(10**6)) for i in range(count)]}

@@ -25,7 +25,100 @@ from ..probes.nb02_cases import (
     random_program,
     sample_nodes,
 )
+from ..registry import decides
 from . import answers
+
+# ---------------------------------------------------------------- hidden cases, drawn at grading time
+
+
+def _value(rng, low=-3.0, high=3.0) -> float:
+    return round(rng.uniform(low, high), 3)
+
+
+def draw_pairs(rng, count: int) -> dict:
+    """(a, b) pairs: mostly random, one with a == b, one with a zero numerator."""
+    pairs = [(_value(rng), _value(rng, 0.2, 3.0) * rng.choice((-1, 1))) for _ in range(count)]
+    if count >= 3:
+        pairs[1] = (pairs[1][1], pairs[1][1])
+        pairs[2] = (0.0, pairs[2][1])
+    return {"cases": pairs}
+
+
+def draw_pow_cases(rng, count: int) -> dict:
+    """A positive base with any exponent, negative bases with whole exponents (no complex results), a zero base."""
+    cases = [
+        (_value(rng, 0.2, 3.0), _value(rng, -2.0, 2.0))
+        if i % 2 == 0
+        else (_value(rng, -3.0, -0.2), float(rng.randint(1, 3)))
+        for i in range(count)
+    ]
+    if count >= 3:  # a zero base with a positive exponent: 0 for every exponent, so d/db is 0 (not undefined)
+        cases[2] = (0.0, _value(rng, 0.5, 3.0))
+    return {"cases": cases}
+
+
+def draw_tanh_points(rng, count: int) -> dict:
+    return {"points": [_value(rng, -3.0, 3.0) for _ in range(count)]}
+
+
+# one graph of each kind, in this order: sizes the visible tests do not use
+_GRAPH_PLAN = (("random", 200), ("random", 60), ("reuse", 300), ("chain", 100_000), ("doubling", 60))
+
+
+def draw_graphs(rng, count: int) -> dict:
+    return {"graphs": [(kind, n, rng.randrange(10**6)) for kind, n in (_GRAPH_PLAN * count)[:count]]}
+
+
+def draw_zero_grad_graphs(rng, count: int) -> dict:
+    plan = (("reuse", 50), ("random", 100), ("chain", 100_000))
+    return {"graphs": [(kind, n, rng.randrange(10**6)) for kind, n in (plan * count)[:count]]}
+
+
+def draw_seeds(rng, count: int) -> dict:
+    return {"seeds": [rng.randrange(10**6) for _ in range(count)]}
+
+
+_ARITY = {"smooth": 2, "tanh_squared": 1, "exp_scaled": 2, "swapped_product": 2, "flat": 2, "tiny": 1}
+
+
+def draw_gradient_check_cases(rng, count: int) -> dict:
+    names = list(_ARITY)
+    return {
+        "cases": [(name, [_value(rng, -2.0, 2.0) for _ in range(_ARITY[name])]) for name in (names * count)[:count]]
+    }
+
+
+def draw_neuron_cases(rng, count: int) -> dict:
+    cases = []
+    for _ in range(count):
+        n = rng.randint(1, 4)
+        cases.append(
+            (
+                [_value(rng, -1.5, 1.5) for _ in range(n)],
+                _value(rng, -0.5, 0.5),
+                [_value(rng, -2.0, 2.0) for _ in range(n)],
+                _value(rng, -1.0, 1.0),
+            )
+        )
+    return {"cases": cases}
+
+
+_SEED_FORMS = (
+    ("tanh", "half_square"),
+    ("published_tanh", "half_square"),
+    ("tanh", "published_cost"),
+    ("published_tanh", "published_cost"),
+)
+
+
+def draw_seed_neuron_cases(rng, count: int) -> dict:
+    """Seed 002's neuron with other weights: each pairing of the right and the published activation and cost."""
+    return {
+        "cases": [
+            (*_SEED_FORMS[i % len(_SEED_FORMS)], _value(rng, -1.5, 1.5), _value(rng, -1.0, 1.0)) for i in range(count)
+        ]
+    }
+
 
 # gradient_check's test functions on tensors: the true derivatives come from autograd on these.
 TORCH_CHECK_FUNCTIONS: dict[str, Callable] = {
@@ -186,6 +279,7 @@ def _reference_grads(kind: str, n: int, seed: int) -> tuple[list[float], list[fl
     return result[0], result[1]
 
 
+@decides("check_topological_order", draw=draw_graphs)
 def judge_topological_order(data, graphs):
     for (kind, n, seed), order in zip(graphs, answers.per_case(data, graphs)):
         if not isinstance(order, list) or not all(type(i) is int for i in order):
@@ -241,6 +335,7 @@ def _uses(spec: list) -> list[int]:
     return count
 
 
+@decides("check_backward", draw=draw_graphs)
 def judge_backward(data, graphs):
     for (kind, n, seed), got in zip(graphs, answers.per_case(data, graphs)):
         spec, _ = graph_spec(kind, n, seed)
@@ -298,6 +393,7 @@ def judge_backward(data, graphs):
 _TORCH_FNS = {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}
 
 
+@decides("check_engine", draw=draw_seeds)
 def judge_engine(data, seeds):
     for seed, got in zip(seeds, answers.per_case(data, seeds)):
         inputs, steps = random_program(seed)
@@ -333,6 +429,7 @@ def judge_engine(data, seeds):
             )
 
 
+@decides("check_zero_grad", draw=draw_zero_grad_graphs)
 def judge_zero_grad(data, graphs):
     for (kind, n, seed), got in zip(graphs, answers.per_case(data, graphs)):
         spec, _ = graph_spec(kind, n, seed)
@@ -355,6 +452,7 @@ def judge_zero_grad(data, graphs):
             )
 
 
+@decides("check_gradient_check", draw=draw_gradient_check_cases)
 def judge_gradient_check(data, cases):
     for (name, inputs), got in zip(cases, answers.per_case(data, cases)):
         got = answers.numbers(got, "relative errors", len(inputs))
@@ -478,6 +576,7 @@ def _valid_neuron_answer(got, n_weights: int) -> None:
         raise CheckFailed(answers.MISMATCH.format(why="connected should list one flag per weight and the bias"))
 
 
+@decides("check_neuron_loss", draw=draw_neuron_cases)
 def judge_neuron_loss(data, cases):
     for (weights, bias, inputs, target), got in zip(cases, answers.per_case(data, cases)):
         _valid_neuron_answer(got, len(weights))
@@ -536,22 +635,27 @@ def judge_neuron_loss(data, cases):
             _fail(problems, [hint], intro=f"`{call}` (its expression replayed with PyTorch's operations):")
 
 
+@decides("check_mul", draw=draw_pairs)
 def judge_mul(data, cases):
     return _judge_op("mul", data, cases)
 
 
+@decides("check_truediv", draw=draw_pairs)
 def judge_truediv(data, cases):
     return _judge_op("truediv", data, cases)
 
 
+@decides("check_pow", draw=draw_pow_cases)
 def judge_pow(data, cases):
     return _judge_op("pow", data, cases)
 
 
+@decides("check_tanh", draw=draw_tanh_points)
 def judge_tanh(data, points):
     return _judge_op("tanh", data, points)
 
 
+@decides("check_seed_neuron", draw=draw_seed_neuron_cases)
 def judge_seed_neuron(data, cases):
     for (activation, cost, w, b), got in zip(cases, answers.per_case(data, cases)):
         answers.entry(got, "answer", ("loss", "dw", "check"))
@@ -595,95 +699,3 @@ def judge_seed_neuron(data, cases):
                 f"{abs(got['check'] - check):.2g}). It is gradient_check(loss, [w, b])[0]."
             )
         _fail(problems, [], intro=f"{where}:")
-
-
-# ---------------------------------------------------------------- hidden cases, drawn at grading time
-
-
-def _value(rng, low=-3.0, high=3.0) -> float:
-    return round(rng.uniform(low, high), 3)
-
-
-def draw_pairs(rng, count: int) -> dict:
-    """(a, b) pairs: mostly random, one with a == b, one with a zero numerator."""
-    pairs = [(_value(rng), _value(rng, 0.2, 3.0) * rng.choice((-1, 1))) for _ in range(count)]
-    if count >= 3:
-        pairs[1] = (pairs[1][1], pairs[1][1])
-        pairs[2] = (0.0, pairs[2][1])
-    return {"cases": pairs}
-
-
-def draw_pow_cases(rng, count: int) -> dict:
-    """A positive base with any exponent, negative bases with whole exponents (no complex results), a zero base."""
-    cases = [
-        (_value(rng, 0.2, 3.0), _value(rng, -2.0, 2.0))
-        if i % 2 == 0
-        else (_value(rng, -3.0, -0.2), float(rng.randint(1, 3)))
-        for i in range(count)
-    ]
-    if count >= 3:  # a zero base with a positive exponent: 0 for every exponent, so d/db is 0 (not undefined)
-        cases[2] = (0.0, _value(rng, 0.5, 3.0))
-    return {"cases": cases}
-
-
-def draw_tanh_points(rng, count: int) -> dict:
-    return {"points": [_value(rng, -3.0, 3.0) for _ in range(count)]}
-
-
-# one graph of each kind, in this order: sizes the visible tests do not use
-_GRAPH_PLAN = (("random", 200), ("random", 60), ("reuse", 300), ("chain", 100_000), ("doubling", 60))
-
-
-def draw_graphs(rng, count: int) -> dict:
-    return {"graphs": [(kind, n, rng.randrange(10**6)) for kind, n in (_GRAPH_PLAN * count)[:count]]}
-
-
-def draw_zero_grad_graphs(rng, count: int) -> dict:
-    plan = (("reuse", 50), ("random", 100), ("chain", 100_000))
-    return {"graphs": [(kind, n, rng.randrange(10**6)) for kind, n in (plan * count)[:count]]}
-
-
-def draw_seeds(rng, count: int) -> dict:
-    return {"seeds": [rng.randrange(10**6) for _ in range(count)]}
-
-
-_ARITY = {"smooth": 2, "tanh_squared": 1, "exp_scaled": 2, "swapped_product": 2, "flat": 2, "tiny": 1}
-
-
-def draw_gradient_check_cases(rng, count: int) -> dict:
-    names = list(_ARITY)
-    return {
-        "cases": [(name, [_value(rng, -2.0, 2.0) for _ in range(_ARITY[name])]) for name in (names * count)[:count]]
-    }
-
-
-def draw_neuron_cases(rng, count: int) -> dict:
-    cases = []
-    for _ in range(count):
-        n = rng.randint(1, 4)
-        cases.append(
-            (
-                [_value(rng, -1.5, 1.5) for _ in range(n)],
-                _value(rng, -0.5, 0.5),
-                [_value(rng, -2.0, 2.0) for _ in range(n)],
-                _value(rng, -1.0, 1.0),
-            )
-        )
-    return {"cases": cases}
-
-
-_SEED_FORMS = (
-    ("tanh", "half_square"),
-    ("published_tanh", "half_square"),
-    ("tanh", "published_cost"),
-    ("published_tanh", "published_cost"),
-)
-
-
-def draw_seed_neuron_cases(rng, count: int) -> dict:
-    """Seed 002's neuron with other weights: each pairing of the right and the published activation and cost."""
-    return {
-        "cases": [
-            (*_SEED_FORMS[i % len(_SEED_FORMS)], _value(rng, -1.5, 1.5), _value(rng, -1.0, 1.0)) for i in range(count)
-        ]
-    }

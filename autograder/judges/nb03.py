@@ -12,9 +12,41 @@ import math
 import torch
 
 from ..feedback import CheckFailed
-from ..probes.nb03 import gradcheck_problem, jacobian_problem, training_problem
+from ..nb03 import gradcheck_problem, jacobian_problem, training_problem
+from ..registry import decides
 from . import answers
 from .function import FunctionReference, add_reference
+
+# ---------------------------------------------------------------- hidden cases, drawn at grading time
+
+
+def draw_jacobian_problems(rng, count: int) -> dict:
+    names = ["product_sine", "matrix_vector", "sum_of_squares", "softmax"]
+    return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
+
+
+def draw_gradcheck_problems(rng, count: int) -> dict:
+    from ..nb03 import GRADCHECK_PROBLEMS
+
+    names = list(GRADCHECK_PROBLEMS)
+    rng.shuffle(names)
+    return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
+
+
+def draw_training_cases(rng, count: int) -> dict:
+    cases = []
+    for _ in range(count):
+        rows, cols = rng.randint(2, 5), rng.randint(2, 6)
+        cases.append(
+            (
+                rng.randrange(1, 10**6),
+                (rows, cols),
+                rng.randint(0, cols),
+                rng.choice((0.5, 1.0, 2.0)),
+                rng.randint(5, 15),
+            )
+        )
+    return {"cases": cases}
 
 
 def _linear_reference(x, W, b=None):
@@ -104,6 +136,7 @@ add_reference(
 )
 
 
+@decides("check_numerical_jacobian", draw=draw_jacobian_problems)
 def judge_numerical_jacobian(data, problems, eps=1e-6, seed=0):
     for name, got in zip(problems, answers.per_case(data, problems)):
         _valid_jacobian_answer(got, name)
@@ -192,6 +225,7 @@ def _compare_jacobian(J, want, i: int, call: str) -> None:
     )
 
 
+@decides("check_my_gradcheck", draw=draw_gradcheck_problems)
 def judge_my_gradcheck(data, problems, seed=0):
     wrong = []
     for name, got in zip(problems, answers.per_case(data, problems)):
@@ -239,6 +273,7 @@ def _reference_training(x0, target, n, lr, steps):
     return x.detach(), losses
 
 
+@decides("check_kill_head_training", draw=draw_training_cases)
 def judge_kill_head_training(data, cases):
     for (seed, shape, n, lr, steps), got in zip(cases, answers.per_case(data, cases)):
         answers.entry(got, "answer", ("x", "losses", "x0_changed"))
@@ -293,40 +328,3 @@ def judge_kill_head_training(data, cases):
             )
         if not torch.allclose(got["x"], x_ref, rtol=1e-8, atol=1e-10):
             raise CheckFailed(f"`{call}` returned the right losses but a different x: return the tensor you trained.")
-
-
-# ---------------------------------------------------------------- hidden cases, drawn at grading time
-
-
-def draw_function_seed(rng, count: int) -> dict:
-    """check_function's inputs come from its seed: a fresh one (the call keeps its own `cases=`)."""
-    return {"seed": rng.randrange(1, 10**6)}
-
-
-def draw_jacobian_problems(rng, count: int) -> dict:
-    names = ["product_sine", "matrix_vector", "sum_of_squares", "softmax"]
-    return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
-
-
-def draw_gradcheck_problems(rng, count: int) -> dict:
-    from ..probes.nb03 import GRADCHECK_PROBLEMS
-
-    names = list(GRADCHECK_PROBLEMS)
-    rng.shuffle(names)
-    return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
-
-
-def draw_training_cases(rng, count: int) -> dict:
-    cases = []
-    for _ in range(count):
-        rows, cols = rng.randint(2, 5), rng.randint(2, 6)
-        cases.append(
-            (
-                rng.randrange(1, 10**6),
-                (rows, cols),
-                rng.randint(0, cols),
-                rng.choice((0.5, 1.0, 2.0)),
-                rng.randint(5, 15),
-            )
-        )
-    return {"cases": cases}

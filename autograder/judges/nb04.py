@@ -18,7 +18,9 @@ import torch.nn.functional as nnf
 from autograder.feedback import CheckFailed
 from autograder.judges import answers
 from autograder.judges.verdict import Part, Verdict, verdict_of
-from autograder.probes.nb04 import (
+from autograder.registry import decides
+
+from ..nb04 import (
     HVP_PROBLEMS,
     OPCHECK_TESTS,
     TWICE_OUTPUTS,
@@ -29,6 +31,52 @@ from autograder.probes.nb04 import (
     linear_cases,
     shapes_of,
 )
+
+# ---------------------------------------------------------------------------------- hidden cases, drawn at grading time
+# The visible tests use the standard cases (shapes (5,), (2, 3), (3, 1, 2), (4,); seed 0); the drawers add what
+# they do not show: other seeds, a 0-dimensional tensor, longer and size-1 dimensions, other layer sizes.
+
+
+def _draw_shape(rng) -> list[int]:
+    return [rng.choice((1, 2, 3, 4, 5, 7)) for _ in range(rng.randint(1, 3))]
+
+
+def draw_elementwise_cases(rng, count: int) -> dict:
+    """A fresh seed and `count` shapes, one of them a 0-dimensional tensor when there are two or more."""
+    shapes = [_draw_shape(rng) for _ in range(count)]
+    if count >= 2:
+        shapes[rng.randrange(count)] = []
+    return {"seed": rng.randrange(1, 10**6), "cases": shapes}
+
+
+def draw_linear_cases(rng, count: int) -> dict:
+    """(batch, in, out, bias) cases: among them a square weight with batch != in (where a transposed weight runs
+    and gives wrong numbers) and a batch of one (where a per-sample gradient is off by a leading 1 only)."""
+    cases = [[rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 5), rng.random() < 0.7] for _ in range(count)]
+    if count >= 1:
+        n = rng.randint(2, 5)
+        cases[0] = [n + rng.randint(1, 3), n, n, True]
+    if count >= 2:
+        cases[1][0] = 1
+    rng.shuffle(cases)
+    return {"seed": rng.randrange(1, 10**6), "cases": cases}
+
+
+def draw_hvp_problems(rng, count: int) -> dict:
+    names = list(HVP_PROBLEMS)
+    rng.shuffle(names)
+    return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6), "size": rng.randint(2, 7)}
+
+
+def draw_layer_training(rng, count: int) -> dict:
+    """One training problem (`count` is not used: a layer is trained once) of another size, seed, length and rate."""
+    return {
+        "seed": rng.randrange(1, 10**6),
+        "steps": rng.randint(10, 30),
+        "lr": rng.choice((0.02, 0.05, 0.1)),
+        "features": [rng.randint(1, 6), rng.randint(1, 4)],
+    }
+
 
 DT = torch.float64
 RTOL, ATOL = 1e-7, 1e-9
@@ -299,6 +347,7 @@ def _elementwise_cases(data, seed, cases, title, schema, kinks=False):
         yield got, x, g, f"(case {case + 1}, x of shape {tuple(x.shape)})"
 
 
+@decides("check_saved_tensors", draw=draw_elementwise_cases)
 def judge_saved_tensors(data, seed=0, cases=2, points=2):
     p = Parts("Cube (x³, saving x with ctx.save_for_backward)", "values", "version_counter")
     for got, x, g, where in _elementwise_cases(data, seed, cases, "Cube", SAVED_ENTRY):
@@ -349,6 +398,7 @@ def judge_saved_tensors(data, seed=0, cases=2, points=2):
 # ------------------------------------------------------------------------------------------ InplaceReLU
 
 
+@decides("check_inplace", draw=draw_elementwise_cases)
 def judge_inplace(data, seed=0, cases=2, points=3):
     p = Parts("InplaceReLU (an in-place forward with ctx.mark_dirty)", "values", "in_place", "mark_dirty")
     for got, x, g, where in _elementwise_cases(data, seed, cases, "InplaceReLU", INPLACE_ENTRY, kinks=True):
@@ -401,6 +451,7 @@ def judge_inplace(data, seed=0, cases=2, points=3):
 # ------------------------------------------------------------------------------------------ ReLUWithMask
 
 
+@decides("check_non_differentiable", draw=draw_elementwise_cases)
 def judge_non_differentiable(data, seed=0, cases=2, points=3):
     p = Parts("ReLUWithMask (a non-differentiable mask output)", "values", "non_differentiable", "mask_dtype")
     for got, x, g, where in _elementwise_cases(data, seed, cases, "ReLUWithMask", MASK_ENTRY, kinks=True):
@@ -439,6 +490,7 @@ def judge_non_differentiable(data, seed=0, cases=2, points=3):
 # ------------------------------------------------------------------------------------------ SinCos
 
 
+@decides("check_materialize", draw=draw_elementwise_cases)
 def judge_materialize(data, seed=0, cases=2, points=3):
     p = Parts("SinCos (two outputs, set_materialize_grads(False))", "values", "none_grads", "materialize")
     for got, x, g, where in _elementwise_cases(data, seed, cases, "SinCos", SINCOS_ENTRY):
@@ -518,6 +570,7 @@ def _terms_add_up(calls) -> bool:
 _REFERENCES = {"tanh": (torch.tanh, "Tanh"), "sinh": (lambda t: (torch.sinh(t), torch.exp(t), torch.exp(-t)), "Sinh")}
 
 
+@decides("check_twice_differentiable", draw=draw_elementwise_cases)
 def judge_twice_differentiable(data, reference, seed=0, cases=2, points=3):
     ref, title = _REFERENCES[reference]
     count = TWICE_OUTPUTS[reference]
@@ -613,6 +666,7 @@ def _judge_second_derivatives(got, want_hvp, count: int, where: str, part: Part,
         part.fail(f"torch.autograd.gradgradcheck fails on your Function {where}{detail}.", same_mistake_as=same)
 
 
+@decides("check_hvp", draw=draw_hvp_problems)
 def judge_hvp(data, problems, seed=0, size=4, points=2):
     p = Parts("hessian_vector_product(f, x, v)", "values")
     for name, got in zip(problems, _case_data(data, problems, "hessian_vector_product", HVP_ENTRY)):
@@ -663,6 +717,7 @@ def _judge_two_arguments(p, got, want, where: str) -> None:
             p["gradients"].fail(problem)
 
 
+@decides("check_functional_linear", draw=draw_linear_cases)
 def judge_functional_linear(data, seed=0, cases=3, points=4):
     p = Parts("FunctionalLinear (gradients with the parameters' shapes)", "forward", "gradients", "parameter_shapes")
     sizes = linear_cases(cases)
@@ -757,6 +812,7 @@ def _judge_parameter_shapes(got, x, w, b, where: str, part: Part) -> None:
 # ------------------------------------------------------------------------------------------ LinearLayer
 
 
+@decides("check_linear_layer", draw=draw_layer_training)
 def judge_linear_layer(data, seed=0, steps=20, lr=0.05, features=(3, 2), points=3):
     p = Parts(
         "LinearLayer (an nn.Module around FunctionalLinear)", "parameters", "initialisation", "extra_repr", "training"
@@ -885,6 +941,7 @@ def _judge_layer_training(data, seed, steps, lr, features, part: Part, same: str
 # ------------------------------------------------------------------------------------------ setup_context, jvp, vmap
 
 
+@decides("check_modern", draw=draw_elementwise_cases)
 def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
     title = "Softplus with a hand-written vmap" if hand_written_vmap else "Softplus (setup_context, jvp, vmap)"
     p = Parts(title, "values", *(("vmap",) if hand_written_vmap else ("forward_mode", "vmap")))
@@ -991,6 +1048,7 @@ def _judge_vmap(results: dict, x, where: str, part: Part, hand_written: bool) ->
 # ------------------------------------------------------------------------------------------ custom_op
 
 
+@decides("check_custom_op", draw=draw_elementwise_cases)
 def judge_custom_op(data, seed=0, cases=2, points=4):
     p = Parts("softplus_op (torch.library.custom_op)", "values", "opcheck", "compile")
     shapes = shapes_of(cases)
@@ -1046,49 +1104,3 @@ def judge_custom_op(data, seed=0, cases=2, points=4):
             if problem:
                 p["compile"].fail(problem, same_mistake_as=same)
     return p.verdict(points)
-
-
-# ---------------------------------------------------------------------------------- hidden cases, drawn at grading time
-# The visible tests use the standard cases (shapes (5,), (2, 3), (3, 1, 2), (4,); seed 0); the drawers add what
-# they do not show: other seeds, a 0-dimensional tensor, longer and size-1 dimensions, other layer sizes.
-
-
-def _draw_shape(rng) -> list[int]:
-    return [rng.choice((1, 2, 3, 4, 5, 7)) for _ in range(rng.randint(1, 3))]
-
-
-def draw_elementwise_cases(rng, count: int) -> dict:
-    """A fresh seed and `count` shapes, one of them a 0-dimensional tensor when there are two or more."""
-    shapes = [_draw_shape(rng) for _ in range(count)]
-    if count >= 2:
-        shapes[rng.randrange(count)] = []
-    return {"seed": rng.randrange(1, 10**6), "cases": shapes}
-
-
-def draw_linear_cases(rng, count: int) -> dict:
-    """(batch, in, out, bias) cases: among them a square weight with batch != in (where a transposed weight runs
-    and gives wrong numbers) and a batch of one (where a per-sample gradient is off by a leading 1 only)."""
-    cases = [[rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 5), rng.random() < 0.7] for _ in range(count)]
-    if count >= 1:
-        n = rng.randint(2, 5)
-        cases[0] = [n + rng.randint(1, 3), n, n, True]
-    if count >= 2:
-        cases[1][0] = 1
-    rng.shuffle(cases)
-    return {"seed": rng.randrange(1, 10**6), "cases": cases}
-
-
-def draw_hvp_problems(rng, count: int) -> dict:
-    names = list(HVP_PROBLEMS)
-    rng.shuffle(names)
-    return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6), "size": rng.randint(2, 7)}
-
-
-def draw_layer_training(rng, count: int) -> dict:
-    """One training problem (`count` is not used: a layer is trained once) of another size, seed, length and rate."""
-    return {
-        "seed": rng.randrange(1, 10**6),
-        "steps": rng.randint(10, 30),
-        "lr": rng.choice((0.02, 0.05, 0.1)),
-        "features": [rng.randint(1, 6), rng.randint(1, 4)],
-    }

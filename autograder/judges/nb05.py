@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from ..feedback import CheckFailed
-from ..probes.nb05 import (
+from ..nb05 import (
     EPS,
     GUARD_VALUE,
     composed_gelu,
@@ -25,9 +25,54 @@ from ..probes.nb05 import (
     recompute_problem,
     saved_bytes_problem,
 )
+from ..registry import decides
 from .answers import MISMATCH, entry, number, per_case, tensor
-from .function import FunctionReference, add_reference, judge_function
+from .function import FunctionReference, add_reference, draw_seed, judge_function
 from .verdict import PART_TITLES, Part, Verdict, verdict_of
+
+# --------------------------------------------------------------------------------------------- drawers (hidden cases)
+# draw_x(rng, N) -> params: the grader seeds rng from the gradebook's secret and the submission (CONTRIBUTING.md).
+
+
+def draw_saved_bytes_problems(rng, count: int) -> dict:
+    from ..nb05 import SAVED_BYTES_PROBLEMS
+
+    names = list(SAVED_BYTES_PROBLEMS)
+    rng.shuffle(names)
+    return {"problems": (names * count)[:count]}
+
+
+def draw_recompute_problems(rng, count: int) -> dict:
+    from ..nb05 import RECOMPUTE_PROBLEMS
+
+    names = list(RECOMPUTE_PROBLEMS)
+    rng.shuffle(names)
+    return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
+
+
+def draw_kernel_sizes(rng, count: int) -> dict:
+    """Sizes below, at and above a block, a single element, several programs with a ragged last block."""
+    sizes = []
+    for k in range(count):
+        block = rng.choice((8, 16, 32, 64, 128))
+        n = [1, block, rng.randint(2, block - 1), rng.randint(block + 1, 12 * block)][k % 4]
+        sizes.append((n, block))
+    return {"sizes": sizes, "seed": rng.randrange(1, 10**6)}
+
+
+def draw_bandwidth_cases(rng, count: int) -> dict:
+    return {
+        "cases": [
+            (
+                rng.choice((1, 3, 4096, 1 << 20, 1 << 24)),
+                rng.choice((2, 4, 8)),
+                rng.choice((1e-6, 3e-5, 2e-4, 1e-3, 1.0)),
+                rng.choice(("forward", "backward")),
+            )
+            for _ in range(count)
+        ]
+    }
+
 
 ATOL, RTOL = 1e-5, 1e-3  # gradcheck's tolerances
 TITLES = {
@@ -138,6 +183,7 @@ def _derivative_hints(activation: str, x: torch.Tensor, u: torch.Tensor, got: to
 # --------------------------------------------------------------------------------------------- element-wise Functions
 
 
+@decides("check_fused_activation", "check_triton_function", draw=draw_seed)
 def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, points=1, name=None):
     name = data.get("name") or name or "your Function"
     act = NAMES[activation]
@@ -425,6 +471,7 @@ def _judge_meta(got, part):
 # --------------------------------------------------------------------------------------------- Triton kernels
 
 
+@decides("check_forward_kernel", "check_backward_kernel", draw=draw_kernel_sizes)
 def judge_kernel(data, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float64", "float32")):
     expected_runs = [(n, block, dtype) for n, block in sizes for dtype in dtypes]
     data = [
@@ -510,6 +557,7 @@ def _judge_kernel_values(got, kind: str, x, g, want_y, want_g, launch: str) -> N
 # --------------------------------------------------------------------------------------------- GatherRows
 
 
+@decides("check_gather_rows", draw=draw_seed)
 def judge_gather(data, seed=0, cases=2, points=1, double_backward=False):
     try:
         base = judge_function(
@@ -575,6 +623,7 @@ add_reference(FunctionReference(name="gather_rows", reference=gather_reference))
 # --------------------------------------------------------------------------------------------- Checkpoint
 
 
+@decides("check_recompute", draw=draw_recompute_problems)
 def judge_recompute(data, problems=("gelu_chain", "sin_exp", "mlp"), seed=0, points=1, name="Checkpoint"):
     if [d["problem"] for d in data] != list(problems):
         raise CheckFailed("the answer does not cover exactly the functions the check asked for.")
@@ -665,7 +714,7 @@ def _judge_recompute_memory(got: dict, x, where: str, parts: dict[str, Part]) ->
 
 
 def _recompute_generator(seed, problem):
-    from ..probes.nb05 import generator
+    from ..nb05 import generator
 
     return generator(seed, len(problem), salt=17)
 
@@ -673,6 +722,7 @@ def _recompute_generator(seed, problem):
 # --------------------------------------------------------------------------------------------- autocast
 
 
+@decides("check_autocast_linear", draw=draw_seed)
 def judge_autocast_linear(data, seed=0, cases=2, points=1, name="Linear32"):
     if len(data["cases"]) != cases:
         raise CheckFailed(f"the answer covers {len(data['cases'])} cases; {cases} were asked for.")
@@ -789,6 +839,7 @@ def reference_saved_bytes(problem: str) -> tuple[int, int, int]:
     return sum(dict(saves).values()), sum(b for _, b in saves), len(saves)
 
 
+@decides("check_saved_bytes", draw=draw_saved_bytes_problems)
 def judge_saved_bytes(data, problems=()):
     data = [number(v, f"the answer for '{p}'") for v, p in zip(per_case(data, problems), problems)]
     for problem, got in zip(problems, data):
@@ -820,6 +871,7 @@ def judge_saved_bytes(data, problems=()):
     return None
 
 
+@decides("check_bandwidth", draw=draw_bandwidth_cases)
 def judge_bandwidth(data, cases=()):
     data = [number(v, f"answer {i}") for i, v in enumerate(per_case(data, cases))]
     for (n, size, seconds, direction), got in zip(cases, data):
@@ -847,52 +899,3 @@ def judge_bandwidth(data, cases=()):
             + "".join(f"\nHint: {h}" for h in hints)
         )
     return None
-
-
-# --------------------------------------------------------------------------------------------- drawers (hidden cases)
-# draw_x(rng, N) -> params: the grader seeds rng from the gradebook's secret and the submission (CONTRIBUTING.md).
-
-
-def draw_seed(rng, count: int) -> dict:
-    """Function checks take their inputs from a seed; the call keeps its own `cases=`."""
-    return {"seed": rng.randrange(1, 10**6)}
-
-
-def draw_saved_bytes_problems(rng, count: int) -> dict:
-    from ..probes.nb05 import SAVED_BYTES_PROBLEMS
-
-    names = list(SAVED_BYTES_PROBLEMS)
-    rng.shuffle(names)
-    return {"problems": (names * count)[:count]}
-
-
-def draw_recompute_problems(rng, count: int) -> dict:
-    from ..probes.nb05 import RECOMPUTE_PROBLEMS
-
-    names = list(RECOMPUTE_PROBLEMS)
-    rng.shuffle(names)
-    return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
-
-
-def draw_kernel_sizes(rng, count: int) -> dict:
-    """Sizes below, at and above a block, a single element, several programs with a ragged last block."""
-    sizes = []
-    for k in range(count):
-        block = rng.choice((8, 16, 32, 64, 128))
-        n = [1, block, rng.randint(2, block - 1), rng.randint(block + 1, 12 * block)][k % 4]
-        sizes.append((n, block))
-    return {"sizes": sizes, "seed": rng.randrange(1, 10**6)}
-
-
-def draw_bandwidth_cases(rng, count: int) -> dict:
-    return {
-        "cases": [
-            (
-                rng.choice((1, 3, 4096, 1 << 20, 1 << 24)),
-                rng.choice((2, 4, 8)),
-                rng.choice((1e-6, 3e-5, 2e-4, 1e-3, 1.0)),
-                rng.choice(("forward", "backward")),
-            )
-            for _ in range(count)
-        ]
-    }

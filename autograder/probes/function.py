@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from ..feedback import CheckFailed
+from ..registry import NotebookChecks, show_verdict
 from .call import call_learner
 from .function_cases import (
     EPS,
@@ -330,3 +331,8 @@ def probe_function(obj, reference, seed=0, cases=None, double_backward=False, cu
             _probe_case(fn, is_function, name, spec, seed, case, double_backward and spec.double_backward, cuda)
         )
     return {"name": name, "function_class": is_function, "cases": data}
+
+
+# One generic check for every Function exercise of every notebook (judge: autograder/judges/function.py). By hand:
+# the backward is the learner's own formula, so one handed to torch.autograd is flagged.
+check_function = NotebookChecks(__name__, show=show_verdict).add("check_function", probe_function, by_hand=True)

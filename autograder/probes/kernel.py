@@ -123,7 +123,7 @@ class _Watch:
                 self.watched[path] = _resolve(path)
             except Exception:  # noqa: BLE001 -- not importable here: nothing to watch
                 pass
-        self.parts = {name: (c, c.probe_target, c.judge_target) for name, c in checks.items()}
+        self.parts = {name: (c, c.probe) for name, c in checks.items()}
         self.own = _own_attributes()
         self.modules = {
             m: sys.modules.get(m)
@@ -174,8 +174,8 @@ class _Watch:
                 now = None
             if now is not obj:
                 out.append(path)
-        for name, (c, probe, judge) in self.parts.items():
-            if CHECKS.get(name) is not c or c.probe_target != probe or c.judge_target != judge:
+        for name, (c, probe) in self.parts.items():
+            if CHECKS.get(name) is not c or c.probe is not probe:
                 out.append("autograder check " + name)
         out += self.replaced_own()
         for m, mod in self.modules.items():
@@ -249,11 +249,6 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
     for name in modules:
         importlib.import_module(name)
     from autograder.registry import CHECKS, FAILED
-
-    for c in list(
-        CHECKS.values()
-    ):  # the probes' modules too (resolved lazily otherwise): the watch sees them as installed
-        importlib.import_module(c.probe_target.partition(":")[0])
 
     ip = get_ipython()
     checks = dict(CHECKS)
