@@ -91,10 +91,10 @@ def class_exercises(course_root: Path, assignment: str, db_url: str) -> dict[str
                     if grade.name in exercises:
                         exercises[grade.name].scores[submission.student_id] = float(grade.score)
     for info in record.graded_rows(db_url, assignment).values():
-        for flag in info.get("flags", []):
+        for flag in info.flags:
             for gid, exercise in exercises.items():
-                if str(flag.get("detail", "")).startswith(f"{gid}:") or f" {gid}" in str(flag.get("detail", "")):
-                    exercise.flags[flag["code"]] += 1
+                if flag.detail.startswith(f"{gid}:") or f" {gid}" in flag.detail:
+                    exercise.flags[flag.code] += 1
     for path in sorted((course_root / "autograded").glob(f"*/{assignment}/*.ipynb")):
         student = path.parent.parent.name
         for cell in nbformat.read(path, as_version=4).cells:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 
 from .feedback import CheckFailed, as_float
 from .probes.call import call_learner
-from .registry import NotebookChecks
+from .registry import NotebookChecks, ProbeData
 
 TRACE = ("w1", "w2", "w3", "w4", "w5")
 
@@ -33,7 +34,7 @@ def _as_trace(result, name: str, call: str) -> dict:
     return {k: as_float(result[k], f"entry '{k}' of `{call}`") for k in TRACE}
 
 
-def _probe_traces(fn, name: str, calls: list) -> list:
+def _probe_traces(fn: Any, name: str, calls: Sequence[Any]) -> list:
     """Call the learner's trace function on each argument tuple; return its dicts as floats."""
     results = []
     for args in calls:
@@ -42,15 +43,15 @@ def _probe_traces(fn, name: str, calls: list) -> list:
     return results
 
 
-def probe_primal_trace(primal_trace, points):
-    return _probe_traces(primal_trace, "primal_trace", points)
+def probe_primal_trace(primal_trace: Any, at: Sequence[Any]) -> ProbeData:
+    return _probe_traces(primal_trace, "primal_trace", at)
 
 
-def probe_adjoint_trace(adjoint_trace, points):
-    return _probe_traces(adjoint_trace, "adjoint_trace", points)
+def probe_adjoint_trace(adjoint_trace: Any, at: Sequence[Any]) -> ProbeData:
+    return _probe_traces(adjoint_trace, "adjoint_trace", at)
 
 
-def probe_tangent_trace(tangent_trace, cases):
+def probe_tangent_trace(tangent_trace: Any, cases: Sequence[Any]) -> ProbeData:
     return _probe_traces(tangent_trace, "tangent_trace", cases)
 
 
@@ -64,7 +65,7 @@ def _inside(module: str) -> bool:
     return False
 
 
-def sweep_counter(counter: dict):
+def sweep_counter(counter: dict) -> Callable[[torch.Tensor], torch.Tensor]:
     """An identity Function that counts the sweeps through it into `counter`: reverse (backward) and
     forward (jvp). It has setup_context, jvp and a generated vmap rule, so that torch.func's jvp, jacrev
     and jacfwd work through it too (a vectorised sweep over all rows at once counts once). The counter
@@ -96,14 +97,14 @@ def sweep_counter(counter: dict):
     return CountSweeps.apply
 
 
-def jacobian_problem(n: int, m: int, seed: int):
+def jacobian_problem(n: int, m: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
     A = torch.randn(m, n, generator=gen, dtype=torch.float64)
     x = torch.randn(n, generator=gen, dtype=torch.float64)
     return A, x
 
 
-def probe_jacobian_reverse(jacobian_reverse, cases):
+def probe_jacobian_reverse(jacobian_reverse: Any, cases: Sequence[Any]) -> ProbeData:
     data = []
     for n, m, seed in cases:
         A, x = jacobian_problem(n, m, seed)
@@ -132,7 +133,7 @@ def probe_jacobian_reverse(jacobian_reverse, cases):
 SCALAR_FUNCTIONS = {"sin": math.sin, "exp": math.exp, "cube": lambda x: x**3}
 
 
-def probe_central_difference(central_difference, cases):
+def probe_central_difference(central_difference: Any, cases: Sequence[Any]) -> ProbeData:
     data = []
     for fname, x, h in cases:
         f = SCALAR_FUNCTIONS[fname]
@@ -148,14 +149,14 @@ def probe_central_difference(central_difference, cases):
     return data
 
 
-def gradient_problem(n: int, seed: int):
+def gradient_problem(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
     a = torch.randn(n, generator=gen, dtype=torch.float64)
     x = torch.randn(n, generator=gen, dtype=torch.float64)
     return a, x
 
 
-def probe_numerical_gradient(numerical_gradient, cases):
+def probe_numerical_gradient(numerical_gradient: Any, cases: Sequence[Any]) -> ProbeData:
     data = []
     for n, seed in cases:
         a, x = gradient_problem(n, seed)

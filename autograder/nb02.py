@@ -29,7 +29,7 @@ from .probes.nb02_cases import (
     random_program,
     sample_nodes,
 )
-from .registry import NotebookChecks
+from .registry import NotebookChecks, ProbeData
 
 
 def _run(fn: Callable, *args: Any, **how: Any) -> Any:
@@ -134,7 +134,7 @@ def _gradients(out: Any, wrt: list, what: str, max_nodes: int = 200_000) -> list
 _OP_NAMES = {"mul": "variable_mul", "truediv": "variable_truediv", "pow": "variable_pow", "tanh": "variable_tanh"}
 
 
-def _probe_op(op: str, Variable: Any, cases: list) -> list:
+def _probe_op(op: str, Variable: Any, cases: Sequence[Any]) -> list:
     Variable = _variable_class(Variable)
     data = []
     for case in cases:
@@ -192,7 +192,7 @@ class _Node:
         self.value, self.grad, self.parents, self.local_grads, self.op = value, 0.0, parents, local_grads, op
 
 
-def probe_topological_order(topological_order, graphs):
+def probe_topological_order(topological_order: Any, graphs: Sequence[Any]) -> ProbeData:
     if not callable(topological_order):
         raise CheckFailed(f"`topological_order` should be a function, but it is a {type(topological_order).__name__}.")
     cls = getattr(topological_order, "__globals__", {}).get("Variable")
@@ -219,7 +219,7 @@ def probe_topological_order(topological_order, graphs):
     return data
 
 
-def probe_backward(Variable, graphs):
+def probe_backward(Variable: Any, graphs: Sequence[Any]) -> ProbeData:
     Variable = _variable_class(Variable)
     data = []
     for kind, n, seed in graphs:
@@ -244,7 +244,7 @@ _VARIABLE_FNS = {
 }
 
 
-def probe_engine(Variable, seeds):
+def probe_engine(Variable: Any, seeds: Sequence[int]) -> ProbeData:
     Variable = _variable_class(Variable)
     data = []
     for seed in seeds:
@@ -264,7 +264,7 @@ def probe_engine(Variable, seeds):
     return data
 
 
-def probe_zero_grad(Variable, graphs):
+def probe_zero_grad(Variable: Any, graphs: Sequence[Any]) -> ProbeData:
     Variable = _variable_class(Variable)
     data = []
     for kind, n, seed in graphs:
@@ -286,7 +286,7 @@ def probe_zero_grad(Variable, graphs):
     return data
 
 
-def probe_gradient_check(gradient_check, cases):
+def probe_gradient_check(gradient_check: Any, cases: Sequence[Any]) -> ProbeData:
     Variable = _variable_of(gradient_check, "gradient_check")
     data = []
     for name, inputs in cases:
@@ -348,7 +348,7 @@ _TRACED_METHODS = {
 _REFLECTED = {"radd", "rsub", "rmul", "rdiv", "rpow"}
 
 
-def _tracing_class(Variable: type, trace: dict, keep: list) -> type:
+def _tracing_class(Variable: Any, trace: dict, keep: list) -> type:
     """A subclass of the learner's Variable whose operations record (op, operands) for their result."""
     namespace: dict = {"__slots__": ()} if "__slots__" in Variable.__dict__ else {}
     traced_class: list = []
@@ -425,7 +425,7 @@ def _record(out: Any, inputs: list, trace: dict, what: str, limit: int = 20_000)
     return steps
 
 
-def probe_neuron_loss(neuron_loss, cases):
+def probe_neuron_loss(neuron_loss: Any, cases: Sequence[Any]) -> ProbeData:
     Variable = _variable_of(neuron_loss, "neuron_loss")
     data = []
     for weights, bias, inputs, target in cases:
@@ -454,20 +454,20 @@ def probe_neuron_loss(neuron_loss, cases):
     return data
 
 
-def probe_mul(Variable, cases):
+def probe_mul(Variable: Any, cases: Sequence[Any]) -> ProbeData:
     return _probe_op("mul", Variable, cases)
 
 
-def probe_truediv(Variable, cases):
+def probe_truediv(Variable: Any, cases: Sequence[Any]) -> ProbeData:
     return _probe_op("truediv", Variable, cases)
 
 
-def probe_pow(Variable, cases):
+def probe_pow(Variable: Any, cases: Sequence[Any]) -> ProbeData:
     return _probe_op("pow", Variable, cases)
 
 
-def probe_tanh(Variable, points):
-    return _probe_op("tanh", Variable, points)
+def probe_tanh(Variable: Any, at: Sequence[Any]) -> ProbeData:
+    return _probe_op("tanh", Variable, at)
 
 
 # Exercise 10: the published neuron, checked --------------------------------------------------
@@ -481,7 +481,7 @@ def _central(f: Callable, a: float, h: float = 1e-5) -> float:
     return (f(a + h) - f(a - h)) / (2 * h)
 
 
-def _seed_pieces(Variable: type, activation: str, cost: str):
+def _seed_pieces(Variable: Any, activation: str, cost: str):
     def weighted_sum(w, b):
         return Variable(w.value * SEED_X + b.value, (w, b), (SEED_X, 1.0), "w*x+b")
 
@@ -496,7 +496,7 @@ def _seed_pieces(Variable: type, activation: str, cost: str):
     return weighted_sum, act, loss_of
 
 
-def probe_seed_neuron(seed_neuron_report, cases):
+def probe_seed_neuron(seed_neuron_report: Any, cases: Sequence[Any]) -> ProbeData:
     Variable = _variable_of(seed_neuron_report, "seed_neuron_report")
     data = []
     for activation, cost, w, b in cases:
@@ -529,7 +529,7 @@ check_neuron_loss = checks.add("check_neuron_loss", probe_neuron_loss, by_hand=T
 check_seed_neuron = checks.add("check_seed_neuron", probe_seed_neuron, by_hand=True)
 
 
-def report_engine(Variable, seeds) -> None:
+def report_engine(Variable: Any, seeds: Sequence[int]) -> None:
     """Compare the whole engine (operations and backward) with PyTorch on the random expressions of
     `seeds`, and print what differs. A report for the notebook, not a graded check: each operation and
     backward have test cells of their own, and one wrong derivative should cost its own exercise only."""

@@ -8,6 +8,9 @@ a learner's gradcheck, training through KillHead). The references and drawers ar
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import torch
 
 from .feedback import CheckFailed, as_float
@@ -16,7 +19,7 @@ from .probes.call import call_learner
 from .probes.function import check_function
 from .probes.function_cases import FunctionInputs, add_inputs
 from .probes.torch_errors import translate
-from .registry import NotebookChecks
+from .registry import NotebookChecks, ProbeData
 
 
 def _randn(gen, *shape):
@@ -115,7 +118,7 @@ add_inputs(
 # ============================================================================ numerical_jacobian(f, inputs, eps)
 
 
-def jacobian_problem(name: str, seed: int = 0):
+def jacobian_problem(name: str, seed: int = 0) -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
     gen = torch.Generator().manual_seed(sum(map(ord, name)) + 7919 * int(seed))
     if name == "product_sine":
         return (lambda a, b: a * torch.sin(b)), (_randn(gen, 3), _randn(gen, 3))
@@ -128,7 +131,9 @@ def jacobian_problem(name: str, seed: int = 0):
     raise ValueError(f"unknown problem {name!r}")
 
 
-def probe_numerical_jacobian(numerical_jacobian, problems, eps=1e-6, seed=0):
+def probe_numerical_jacobian(
+    numerical_jacobian: Any, problems: Sequence[str], eps: float = 1e-6, seed: int = 0
+) -> ProbeData:
     data = []
     for name in problems:
         f, inputs = jacobian_problem(name, seed)
@@ -192,7 +197,7 @@ def _spoiled(op, spoil=_unchanged):
     return TestFunction.apply
 
 
-def gradcheck_problem(name: str, seed: int = 0):
+def gradcheck_problem(name: str, seed: int = 0) -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
     gen = torch.Generator().manual_seed(sum(map(ord, name)) + 3 + 7919 * int(seed))
     x, W = _randn(gen, 3, 2), _randn(gen, 2, 2)
     a, b = _randn(gen, 4), _randn(gen, 4)
@@ -225,7 +230,7 @@ GRADCHECK_PROBLEMS = (
 )
 
 
-def probe_my_gradcheck(my_gradcheck, problems, seed=0):
+def probe_my_gradcheck(my_gradcheck: Any, problems: Sequence[str], seed: int = 0) -> ProbeData:
     data = []
     for name in problems:
         fn, inputs = gradcheck_problem(name, seed)
@@ -241,12 +246,12 @@ def probe_my_gradcheck(my_gradcheck, problems, seed=0):
 # ============================================================================ training through KillHead
 
 
-def training_problem(seed: int, shape, n):
+def training_problem(seed: int, shape: Sequence[int], n: int) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
     return _randn(gen, *shape), _randn(gen, *shape)
 
 
-def probe_kill_head_training(train_kill_head, cases):
+def probe_kill_head_training(train_kill_head: Any, cases: Sequence[Any]) -> ProbeData:
     data = []
     for seed, shape, n, lr, steps in cases:
         x0, target = training_problem(seed, shape, n)

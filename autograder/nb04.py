@@ -9,13 +9,14 @@ check prints which parts pass.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from .feedback import CheckFailed
 from .probes.call import call_learner
-from .registry import NotebookChecks, show_verdict
+from .registry import NotebookChecks, ProbeData, show_verdict
 
 DT = torch.float64
 
@@ -44,7 +45,7 @@ def _away_from_zero(gen, *shape, low=0.2):
 _SHAPES = [(5,), (2, 3), (3, 1, 2), (4,)]
 
 
-def case_list(cases, standard: list) -> list:
+def case_list(cases: int | Sequence[Any], standard: list) -> list:
     """The cases a check is asked for: `cases=N` names the first N standard ones (cycled); a list names
     them itself (hidden tests draw them: other shapes, other sizes)."""
     if isinstance(cases, int) and not isinstance(cases, bool):
@@ -54,12 +55,14 @@ def case_list(cases, standard: list) -> list:
     return [tuple(c) if isinstance(c, (list, tuple)) else c for c in cases]
 
 
-def shapes_of(cases) -> list[tuple]:
+def shapes_of(cases: int | Sequence[Any]) -> list[tuple]:
     """The input shapes of an elementwise check's cases."""
     return [tuple(int(n) for n in shape) for shape in case_list(cases, _SHAPES)]
 
 
-def inputs_elementwise(seed: int, case: int, kinks: bool = False, shape: tuple | None = None):
+def inputs_elementwise(
+    seed: int, case: int, kinks: bool = False, shape: tuple | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(x, g): an input (away from 0 when the function has a kink there) and a grad_output. `shape`:
     the case's own shape (else the standard one of that case number)."""
     gen = _gen(seed, 11 + case)
@@ -71,12 +74,14 @@ def inputs_elementwise(seed: int, case: int, kinks: bool = False, shape: tuple |
 _LINEAR_CASES = [(4, 3, 2, True), (3, 2, 3, False), (6, 4, 4, True), (2, 5, 1, True)]
 
 
-def linear_cases(cases) -> list[tuple]:
+def linear_cases(cases: int | Sequence[Any]) -> list[tuple]:
     """(batch, in, out, bias) of each FunctionalLinear case."""
     return [(int(b), int(i), int(o), bool(bias)) for b, i, o, bias in case_list(cases, _LINEAR_CASES)]
 
 
-def inputs_linear(seed: int, case: int, sizes: tuple | None = None):
+def inputs_linear(
+    seed: int, case: int, sizes: tuple | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """(x, weight, bias or None, grad_output) for FunctionalLinear: weight is (out, in), as in nn.Linear.
     `sizes`: the case's own (batch, in, out, bias) (else the standard one of that case number)."""
     batch, fan_in, fan_out, bias = _LINEAR_CASES[case % len(_LINEAR_CASES)] if sizes is None else sizes
@@ -86,7 +91,7 @@ def inputs_linear(seed: int, case: int, sizes: tuple | None = None):
     return x, w, b, _randn(gen, batch, fan_out)
 
 
-def inputs_training(seed: int, fan_in: int, fan_out: int, batch: int = 32):
+def inputs_training(seed: int, fan_in: int, fan_out: int, batch: int = 32) -> tuple[torch.Tensor, ...]:
     """A generated regression problem and a starting point: (X, Y, weight0, bias0)."""
     gen = _gen(seed, 57)
     X = _randn(gen, batch, fan_in)
@@ -98,7 +103,9 @@ def inputs_training(seed: int, fan_in: int, fan_out: int, batch: int = 32):
 HVP_PROBLEMS = ("cubic", "sin_product", "quadratic_form", "log_sum_exp", "rosenbrock", "tanh_layer")
 
 
-def hvp_problem(name: str, seed: int = 0, size: int = 4):
+def hvp_problem(
+    name: str, seed: int = 0, size: int = 4
+) -> tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor, torch.Tensor]:
     """(f, x, v): a scalar test function of one tensor of `size` entries, a point and a direction (from `seed`)."""
     if name not in HVP_PROBLEMS:
         raise ValueError(f"unknown hvp problem {name!r}")
@@ -192,7 +199,9 @@ def _summary(value) -> dict:
 # ------------------------------------------------------------------------------------------ Cube: save_for_backward
 
 
-def probe_saved_tensors(obj, seed=0, cases=2, points=None):
+def probe_saved_tensors(
+    obj: Any, seed: int = 0, cases: int | Sequence[Any] = 2, points: float | None = None
+) -> ProbeData:
     """Values of forward and backward, and what happens when the input is changed in place after forward."""
     F = _function_class(obj, "Cube")
     data = []
@@ -218,7 +227,7 @@ def probe_saved_tensors(obj, seed=0, cases=2, points=None):
 # ------------------------------------------------------------------------------------------ InplaceReLU: mark_dirty
 
 
-def probe_inplace(obj, seed=0, cases=2, points=None):
+def probe_inplace(obj: Any, seed: int = 0, cases: int | Sequence[Any] = 2, points: float | None = None) -> ProbeData:
     F = _function_class(obj, "InplaceReLU")
     data = []
     for case, shape in enumerate(shapes_of(cases)):
@@ -246,7 +255,9 @@ def probe_inplace(obj, seed=0, cases=2, points=None):
 # -------------------------------------------------------------------------------- ReLUWithMask: mark_non_differentiable
 
 
-def probe_non_differentiable(obj, seed=0, cases=2, points=None):
+def probe_non_differentiable(
+    obj: Any, seed: int = 0, cases: int | Sequence[Any] = 2, points: float | None = None
+) -> ProbeData:
     F = _function_class(obj, "ReLUWithMask")
     data = []
     for case, shape in enumerate(shapes_of(cases)):
@@ -270,7 +281,9 @@ def probe_non_differentiable(obj, seed=0, cases=2, points=None):
 # --------------------------------------------------------------------------------- SinCos: set_materialize_grads(False)
 
 
-def probe_materialize(obj, seed=0, cases=2, points=None):
+def probe_materialize(
+    obj: Any, seed: int = 0, cases: int | Sequence[Any] = 2, points: float | None = None
+) -> ProbeData:
     F = _function_class(obj, "SinCos")
     received: list = []
 
@@ -343,7 +356,9 @@ def _second_derivatives(fn, x0, u, v, name):
 TWICE_OUTPUTS = {"tanh": 1, "sinh": 3}  # Sinh returns (sinh x, e^x, e^-x): intermediates as outputs
 
 
-def probe_twice_differentiable(obj, reference, seed=0, cases=2, points=None):
+def probe_twice_differentiable(
+    obj: Any, reference: str, seed: int = 0, cases: int | Sequence[Any] = 2, points: float | None = None
+) -> ProbeData:
     """Forward, first and second derivatives (double backward) of a Function of one tensor; for a Function with
     several outputs (the first is the result, the others intermediates), the gradient through all outputs too."""
     F = _function_class(obj, "the Function")
@@ -385,7 +400,9 @@ def _hvp_hint(exc: Exception) -> str:
     return ""
 
 
-def probe_hvp(hessian_vector_product, problems, seed=0, size=4, points=None):
+def probe_hvp(
+    hessian_vector_product: Any, problems: Sequence[str], seed: int = 0, size: int = 4, points: float | None = None
+) -> ProbeData:
     data = []
     for name in problems:
         f, x, v = hvp_problem(name, seed, size)
@@ -410,7 +427,9 @@ def probe_hvp(hessian_vector_product, problems, seed=0, size=4, points=None):
 # ------------------------------------------------------------------------------------------ FunctionalLinear
 
 
-def probe_functional_linear(obj, seed=0, cases=3, points=None):
+def probe_functional_linear(
+    obj: Any, seed: int = 0, cases: int | Sequence[Any] = 3, points: float | None = None
+) -> ProbeData:
     F = _function_class(obj, "FunctionalLinear")
     data = []
     for case, sizes in enumerate(linear_cases(cases)):
@@ -460,7 +479,14 @@ def _two_argument_grads(F, x0, w0, g) -> dict:
 # ------------------------------------------------------------------------------------------ LinearLayer (nn.Module)
 
 
-def probe_linear_layer(obj, seed=0, steps=20, lr=0.05, features=(3, 2), points=None):
+def probe_linear_layer(
+    obj: Any,
+    seed: int = 0,
+    steps: int = 20,
+    lr: float = 0.05,
+    features: Sequence[int] = (3, 2),
+    points: float | None = None,
+) -> ProbeData:
     if not isinstance(obj, type) or not issubclass(obj, torch.nn.Module):
         raise CheckFailed("`LinearLayer` should be a subclass of torch.nn.Module (the class itself).")
     data: dict = {}
@@ -615,7 +641,13 @@ def _has_setup_context(F) -> bool:
     )
 
 
-def probe_modern(obj, seed=0, cases=2, hand_written_vmap=False, points=None):
+def probe_modern(
+    obj: Any,
+    seed: int = 0,
+    cases: int | Sequence[Any] = 2,
+    hand_written_vmap: bool = False,
+    points: float | None = None,
+) -> ProbeData:
     F = _function_class(obj, "the Function")
     name = F.__name__
     calls = {"vmap": 0}
@@ -676,7 +708,7 @@ def probe_modern(obj, seed=0, cases=2, hand_written_vmap=False, points=None):
 OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor")
 
 
-def probe_custom_op(obj, seed=0, cases=2, points=None):
+def probe_custom_op(obj: Any, seed: int = 0, cases: int | Sequence[Any] = 2, points: float | None = None) -> ProbeData:
     from torch._library.custom_ops import CustomOpDef
 
     if not isinstance(obj, CustomOpDef):

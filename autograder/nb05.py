@@ -21,7 +21,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,7 +34,7 @@ from .feedback import CheckFailed, not_written
 from .probes.call import call_learner
 from .probes.function import probe_function
 from .probes.function_cases import FunctionInputs, add_inputs
-from .registry import NotebookChecks, show_verdict
+from .registry import NotebookChecks, ProbeData, show_verdict
 
 EPS = 1e-6  # the central-difference step (gradcheck's)
 GUARD_VALUE = -12345.0  # what the guard zones around a kernel's output hold
@@ -132,7 +132,7 @@ def recompute_input(name: str, seed: int) -> torch.Tensor:
     return torch.randn(shape, generator=gen, dtype=torch.float64)
 
 
-def saved_bytes_problem(name: str):
+def saved_bytes_problem(name: str) -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
     """(fn, inputs) for a learner's saved_bytes(fn, *inputs)."""
     gen = torch.Generator().manual_seed(sum(map(ord, name)))
     x = torch.randn(1000, generator=gen, dtype=torch.float32, requires_grad=True)
@@ -169,7 +169,7 @@ SAVED_BYTES_PROBLEMS = (
 # --------------------------------------------------------------------------------------------- helpers
 
 
-def count_saved(fn: Callable, *args) -> tuple[Any, list[dict]]:
+def count_saved(fn: Callable, *args: Any) -> tuple[Any, list[dict]]:
     """Run fn(*args) under saved-tensor hooks; (result, one record per distinct storage saved)."""
     seen: dict[int, dict] = {}
 
@@ -336,7 +336,7 @@ _LAUNCHERS += ((StandInKernel, StandInKernel.run),)  # the course's stand-ins la
 
 
 @contextmanager
-def counting_launches(counter: dict):
+def counting_launches(counter: dict) -> Iterator[dict]:
     """Count in counter["n"] the Triton kernels the body launches (interpreted or compiled): a Function that is to
     wrap kernels must launch some. Launches go through Triton's own run methods, whatever the learner's code did
     to them (a replaced run is flagged by the kernel's watch)."""
@@ -381,7 +381,7 @@ def _nothing():
 
 
 @contextmanager
-def helpers_as_python():
+def helpers_as_python() -> Iterator[None]:
     """While an interpreted kernel runs: a @triton.jit function it calls (compiled-mode object) runs its Python body."""
     from triton.runtime.jit import JITFunction
 
@@ -396,7 +396,7 @@ def helpers_as_python():
             JITFunction.__call__ = before
 
 
-def interpreted(kernel: Any, name: str):
+def interpreted(kernel: Any, name: str) -> Any:
     """The learner's kernel as an interpreted Triton function (whatever mode the notebook compiled it in)."""
     try:
         from triton.runtime.interpreter import InterpretedFunction
@@ -420,7 +420,13 @@ def _guarded(values: torch.Tensor, guard: int, fill: float, device: str = "cpu")
     return buffer, buffer[guard : guard + values.numel()]
 
 
-def probe_kernel(kernel, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float64", "float32")):
+def probe_kernel(
+    kernel: Any,
+    kind: str = "forward",
+    sizes: Sequence[Any] = ((10, 16),),
+    seed: int = 0,
+    dtypes: Sequence[str] = ("float64", "float32"),
+) -> ProbeData:
     """Launch the learner's kernel (interpreted) on inputs of n elements with BLOCK_SIZE = block.
 
     forward kernels:  kernel[grid](x_ptr, y_ptr, n_elements, BLOCK_SIZE=block)
@@ -464,11 +470,19 @@ def probe_kernel(kernel, kind="forward", sizes=((10, 16),), seed=0, dtypes=("flo
 # --------------------------------------------------------------------------------------------- element-wise Functions
 
 
-def probe_elementwise(obj, activation="silu", seed=0, cases=2, triton=False, points=1, name=None):
+def probe_elementwise(
+    obj: Any,
+    activation: str = "silu",
+    seed: int = 0,
+    cases: int = 2,
+    triton: bool = False,
+    points: float = 1,
+    name: str | None = None,
+) -> ProbeData:
     """An element-wise Function (x -> f(x)) on float64 cases: forward, what it saves, backward with a random
     grad_output, forward at x +/- EPS (the numerical derivative, entry by entry), a strided input, a
     transposed grad_output, float32, and (PyTorch Functions) the meta device: does it stay on x's device?"""
-    name = name or getattr(obj, "__name__", "your Function")
+    name = name or str(getattr(obj, "__name__", "your Function"))
     apply = _function_apply(obj, name)
     device = kernel_device() if triton else "cpu"
     data: dict[str, Any] = {"name": name, "device": device, "cases": []}
@@ -479,7 +493,7 @@ def probe_elementwise(obj, activation="silu", seed=0, cases=2, triton=False, poi
 
 
 @contextmanager
-def course_kernels(obj: Any):
+def course_kernels(obj: Any) -> Iterator[list[str]]:
     """While the Function is checked, the notebook's kernel names (silu_forward_kernel ...) that its forward and
     backward read as globals are bound to the course's kernels; the learner's are put back after. Yields the
     names replaced."""
@@ -532,7 +546,9 @@ def _probe_elementwise_cases(data: dict, apply: Callable, seed: int, cases: int,
 # --------------------------------------------------------------------------------------------- GatherRows
 
 
-def probe_gather_rows(obj, seed=0, cases=2, points=1, double_backward=False):
+def probe_gather_rows(
+    obj: Any, seed: int = 0, cases: int = 2, points: float = 1, double_backward: bool = False
+) -> ProbeData:
     """check_function's probe on the gather_rows inputs, and GatherRows on the meta device and in bfloat16.
     cuda=False: the device part runs on the meta device, on every machine alike."""
     return {
@@ -549,7 +565,7 @@ def probe_gather_rows(obj, seed=0, cases=2, points=1, double_backward=False):
     }
 
 
-def probe_gather_devices(obj, name="GatherRows"):
+def probe_gather_devices(obj: Any, name: str = "GatherRows") -> ProbeData:
     """GatherRows on the meta device and in bfloat16: where and in which dtype do output and gradient come back."""
     apply = _function_apply(obj, name)
     out: dict[str, Any] = {}
@@ -576,7 +592,9 @@ def probe_gather_devices(obj, name="GatherRows"):
 # --------------------------------------------------------------------------------------------- Checkpoint
 
 
-def probe_recompute(obj, problems=RECOMPUTE_PROBLEMS, seed=0, points=1, name="Checkpoint"):
+def probe_recompute(
+    obj: Any, problems: Sequence[str] = RECOMPUTE_PROBLEMS, seed: int = 0, points: float = 1, name: str = "Checkpoint"
+) -> ProbeData:
     """Checkpoint.apply(fn, x) on each problem: how many calls of fn forward and backward make, what forward saves."""
     apply = _function_apply(obj, name)
     data = []
@@ -617,7 +635,9 @@ def autocast_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def probe_autocast_linear(obj, seed=0, cases=2, points=1, name="Linear32"):
+def probe_autocast_linear(
+    obj: Any, seed: int = 0, cases: int = 2, points: float = 1, name: str = "Linear32"
+) -> ProbeData:
     """Linear32.apply(x, W, b): in float64 without autocast (values and gradients), then with bfloat16 x under
     autocast, backward called inside the autocast region: the dtypes and values that come back."""
     apply = _function_apply(obj, name)
@@ -653,7 +673,7 @@ def probe_autocast_linear(obj, seed=0, cases=2, points=1, name="Linear32"):
 # --------------------------------------------------------------------------------------------- saved_bytes, bandwidth
 
 
-def probe_saved_bytes(saved_bytes, problems=SAVED_BYTES_PROBLEMS):
+def probe_saved_bytes(saved_bytes: Any, problems: Sequence[str] = SAVED_BYTES_PROBLEMS) -> ProbeData:
     data = []
     for problem in problems:
         fn, inputs = saved_bytes_problem(problem)
@@ -669,7 +689,7 @@ def probe_saved_bytes(saved_bytes, problems=SAVED_BYTES_PROBLEMS):
     return data
 
 
-def probe_bandwidth(effective_bandwidth, cases=((1 << 24, 4, 1e-3, "forward"),)):
+def probe_bandwidth(effective_bandwidth: Any, cases: Sequence[Any] = ((1 << 24, 4, 1e-3, "forward"),)) -> ProbeData:
     data = []
     for n, size, seconds, direction in cases:
         result = _call(effective_bandwidth, n, size, seconds, direction, name="effective_bandwidth")

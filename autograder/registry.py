@@ -58,6 +58,7 @@ def import_notebook_modules(package: str) -> None:
             importlib.import_module(f"{package}.{module.name}")
 
 
+ProbeData = Any  # what a probe returns: plain dicts, lists, numbers, strings and CPU tensors, never a learner object
 Probe = Callable[..., Any]
 Judge = Callable[..., Any]
 Drawer = Callable[[random.Random, int], dict[str, Any]]

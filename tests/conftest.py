@@ -18,6 +18,12 @@ ASSIGNMENTS = assignments()
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A marker per notebook of solutions/ (nb01, nb02, ...): a new notebook's tests get theirs without a line here."""
+    for assignment in ASSIGNMENTS:
+        config.addinivalue_line("markers", f"nb{assignment[:2]}: checks of notebook {assignment[:2]}'s exercises")
+
+
 def notebooks_of(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 

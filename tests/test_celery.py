@@ -248,10 +248,10 @@ def test_links_bad_json_and_a_missing_notebook_get_the_local_commands_flags_and_
                 assert [f.path for f in payload.files if "passwords" in f.path] == []
                 data = {**payload.to_dict(), "sha256": payload.sha256}
                 assert service.grade(data, settings(root, db_url), LIMITS) == "written"
-        rows[where] = {s: (r["score"], r["flags"], r["messages"]) for (_, s), r in graded_rows(db_url).items()}
+        rows[where] = {s: (r.score, r.flags, r.messages) for (_, s), r in graded_rows(db_url).items()}
     assert rows["service"] == rows["local"]
     ada_row, ben_row = rows["local"]["learner000"], rows["local"]["learner001"]
-    assert [f["code"] for f in ada_row[1]] == ["symlink"] and "passwords.txt" in ada_row[1][0]["detail"]
+    assert [f.code for f in ada_row[1]] == ["symlink"] and "passwords.txt" in ada_row[1][0].detail
     assert any("is a symbolic link, not a notebook file" in m for m in ben_row[2]) and ben_row[0] == 0
     cy_row, dee_row = rows["local"]["learner002"], rows["local"]["learner003"]
     assert cy_row[0] == 0 and any("JSON" in m for m in cy_row[2]), cy_row

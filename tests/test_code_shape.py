@@ -41,10 +41,11 @@ def test_the_rule_finds_a_long_function_and_accepts_a_reason(tmp_path):
     assert long_functions(tmp_path / "pkg") == ["pkg/long.py:1 too_long (61 lines)"]
 
 
-def untyped_public_functions(package: Path) -> list[str]:
+def untyped_public_functions(*places: Path) -> list[str]:
     """Public functions (and public classes' methods) with a parameter or return type left out."""
     found = []
-    for path in sorted(package.rglob("*.py")):
+    paths = [p for place in places for p in (sorted(place.rglob("*.py")) if place.is_dir() else [place])]
+    for path in paths:
         for node in ast.parse(path.read_text()).body:
             functions = [node]
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
@@ -53,6 +54,7 @@ def untyped_public_functions(package: Path) -> list[str]:
                 if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) or f.name.startswith("_"):
                     continue
                 params = [a for a in f.args.args + f.args.kwonlyargs if a.arg not in ("self", "cls")]
+                params += [a for a in (f.args.vararg, f.args.kwarg) if a is not None]
                 if any(a.annotation is None for a in params) or f.returns is None:
                     found.append(f"{path.name}:{f.lineno} {f.name}")
     return found
@@ -60,3 +62,20 @@ def untyped_public_functions(package: Path) -> list[str]:
 
 def test_the_grading_commands_public_functions_are_typed():
     assert untyped_public_functions(Path(autograder.__file__).parent / "grading") == []
+
+
+def test_the_checks_public_functions_are_typed():
+    """The probes (each notebook's checks module and the shared probes/) and the judges: their public functions say
+    what they take and return (ProbeData: the plain data a probe hands the judge)."""
+    package = Path(autograder.__file__).parent
+    modules = sorted(package.glob("nb[0-9]*.py"))
+    assert len(modules) >= 5
+    assert untyped_public_functions(package / "probes", package / "judges", *modules) == []
+
+
+def test_the_typing_rule_finds_what_is_left_out(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "def typed(a: int, *rest: int) -> int: ...\ndef no_return(a: int): ...\ndef no_param(a) -> None: ...\n"
+        "def no_star(*rest) -> None: ...\ndef _private(a): ...\n"
+    )
+    assert untyped_public_functions(tmp_path / "m.py") == ["m.py:2 no_return", "m.py:3 no_param", "m.py:4 no_star"]

@@ -84,14 +84,11 @@ def test_demo_flags_the_tampered_test_cell_with_its_reason(demo):
     from autograder.grading import record
 
     rows = record.graded_rows(f"sqlite:///{root / 'gradebook.db'}", "01-reverse-accumulation")
-    assert [(f["code"], f["detail"].split(":")[0]) for f in rows[("01-reverse-accumulation", "cleo")]["flags"]] == [
+    assert [(f.code, f.detail.split(":")[0]) for f in rows[("01-reverse-accumulation", "cleo")].flags] == [
         ("locked_cell_edited", "test_primal_trace")
     ]
-    assert (
-        rows[("01-reverse-accumulation", "ada")]["flags"] == []
-        and rows[("01-reverse-accumulation", "ben")]["flags"] == []
-    )
-    ben = rows[("01-reverse-accumulation", "ben")]["messages"]
+    assert rows[("01-reverse-accumulation", "ada")].flags == [] and rows[("01-reverse-accumulation", "ben")].flags == []
+    ben = rows[("01-reverse-accumulation", "ben")].messages
     assert any("test_central_difference" in m and "one-sided difference" in m for m in ben), (
         "the grader's messages (each test's report) are recorded for the instructor"
     )

@@ -75,9 +75,10 @@ def autograder_dir():
 
 
 def test_the_score_table_gives_each_recorded_flag_its_instructor_sentence():
-    from autograder.grading.jobs import FLAG_KINDS
-    from autograder.grading.report import _flag_line
+    from autograder.grading.jobs import FLAG_KINDS, NotebookFlag
 
-    line = _flag_line({"code": "patched", "detail": "the learner's code assigns to torch.allclose"})
+    line = NotebookFlag("nb", "patched", "the learner's code assigns to torch.allclose").instructor_line
     assert line == f"patched: {FLAG_KINDS['patched'].instructor}: the learner's code assigns to torch.allclose"
-    assert _flag_line({"code": "retired_code", "detail": "d"}) == "retired_code: d", "an old record still reads"
+    retired = NotebookFlag("nb", "retired_code", "d")
+    assert retired.instructor_line == "retired_code: d", "an old record still reads"
+    assert retired.csv_text == "retired_code (nb: d)"

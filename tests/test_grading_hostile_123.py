@@ -441,7 +441,7 @@ def test_not_protected_autograd_hidden_from_the_screen_in_a_trace(source):
     if "six" in source:
         return  # the module is written to disk by the cell itself; its code is the getattr route's
     exec(source, namespace)
-    assert _verdict(nb01.check_adjoint_trace, namespace["adjoint_trace"], points=[(0.5, -1.25), (2.0, 3.0)]) == (
+    assert _verdict(nb01.check_adjoint_trace, namespace["adjoint_trace"], at=[(0.5, -1.25), (2.0, 3.0)]) == (
         True,
         "",
     )

@@ -70,12 +70,12 @@ def test_static_scan_flags_patches_but_not_ordinary_code():
 
 def test_check_calls_are_read_from_the_instructors_cell():
     source = (
-        "from autograder.nb01 import check_primal_trace as cpt\n\ncpt(primal_trace, points=[(2.0, 3.0)])\n"
-        "### BEGIN HIDDEN TESTS\ncpt(primal_trace, points=[(1.0, 2.0)])\n### END HIDDEN TESTS\nprint('ok')"
+        "from autograder.nb01 import check_primal_trace as cpt\n\ncpt(primal_trace, at=[(2.0, 3.0)])\n"
+        "### BEGIN HIDDEN TESTS\ncpt(primal_trace, at=[(1.0, 2.0)])\n### END HIDDEN TESTS\nprint('ok')"
     )
     calls = spec.parse_check_calls(source, {"check_primal_trace"})
     assert [(c.check, c.expr, c.params, c.hidden) for c in calls] == [
-        ("check_primal_trace", "primal_trace", {"points": [(2.0, 3.0)]}, False),
-        ("check_primal_trace", "primal_trace", {"points": [(1.0, 2.0)]}, True),
+        ("check_primal_trace", "primal_trace", {"at": [(2.0, 3.0)]}, False),
+        ("check_primal_trace", "primal_trace", {"at": [(1.0, 2.0)]}, True),
     ]
     assert spec.hidden_stripped(source).count("cpt(") == 1

@@ -61,11 +61,11 @@ def test_every_graded_test_cell_of_the_solutions_is_read_as_trusted(path):
 @pytest.mark.parametrize(
     "body",
     [
-        "for p in [(1.0, 2.0)]:\n    check_primal_trace(primal_trace, points=[p])",
-        "if True:\n    check_primal_trace(primal_trace, points=[(1.0, 2.0)])",
-        "def run():\n    check_primal_trace(primal_trace, points=[(1.0, 2.0)])\nrun()",
-        "ok = [check_primal_trace(primal_trace, points=[(1.0, 2.0)])]",
-        "check_primal_trace(primal_trace, points=[(1.0, 2.0 + x)])",
+        "for p in [(1.0, 2.0)]:\n    check_primal_trace(primal_trace, at=[p])",
+        "if True:\n    check_primal_trace(primal_trace, at=[(1.0, 2.0)])",
+        "def run():\n    check_primal_trace(primal_trace, at=[(1.0, 2.0)])\nrun()",
+        "ok = [check_primal_trace(primal_trace, at=[(1.0, 2.0)])]",
+        "check_primal_trace(primal_trace, at=[(1.0, 2.0 + x)])",
         "print('no check at all')",
     ],
 )
@@ -113,11 +113,7 @@ def _drawn_calls():
 
 def _cases(params):
     return next(
-        (
-            v
-            for k, v in params.items()
-            if k in ("points", "cases", "graphs", "seeds", "problems") and isinstance(v, list)
-        ),
+        (v for k, v in params.items() if k in ("at", "cases", "graphs", "seeds", "problems") and isinstance(v, list)),
         None,
     )
 
@@ -144,7 +140,7 @@ def test_no_judge_accepts_missing_empty_extra_or_mistyped_data(call, params):
 
 
 def test_a_judge_fails_with_a_message_when_answers_are_missing():
-    call = parse_check_calls("check_primal_trace(primal_trace, points=[(1.0, 2.0), (3.0, 4.0)])", set(CHECKS))[0]
+    call = parse_check_calls("check_primal_trace(primal_trace, at=[(1.0, 2.0), (3.0, 4.0)])", set(CHECKS))[0]
     one_answer = [{"w1": 1.0, "w2": 2.0, "w3": 2.0, "w4": 0.8414709848078965, "w5": 2.8414709848078965}]
     with pytest.raises(CheckFailed, match="1 answers for 2 cases"):
         CHECKS["check_primal_trace"].decide(one_answer, **call.params)
@@ -174,7 +170,7 @@ def test_hidden_cases_are_reproducible_for_a_regrade_and_new_for_a_new_submissio
     first = check.drawn({"draw": 4}, hidden_rng(_job("key-1"), "nb", "test_adjoint_trace", 1))
     again = check.drawn({"draw": 4}, hidden_rng(_job("key-1"), "nb", "test_adjoint_trace", 1))
     other = check.drawn({"draw": 4}, hidden_rng(_job("key-2"), "nb", "test_adjoint_trace", 1))
-    assert first == again and first != other and len(first["points"]) == 4
+    assert first == again and first != other and len(first["at"]) == 4
     assert check.drawn({"draw": 4}) != check.drawn({"draw": 4})  # outside the grader: fresh every time
 
 
@@ -282,7 +278,7 @@ def test_a_crash_during_a_test_scores_it_zero_with_the_checks_crash_hint(tmp_pat
     if name not in CHECKS:
         hinted = NotebookChecks("autograder.nb01", crash_hint="likely an unmasked tl.load/tl.store")
         hinted.add(name, probe_primal_trace, by_hand=False)
-    call = CheckCall(name, "kernel", {"points": [(1.0, 2.0)]}, 1, 1, False)
+    call = CheckCall(name, "kernel", {"at": [(1.0, 2.0)]}, 1, 1, False)
     plan = Plan(nbformat.v4.new_notebook(), {"test_k": [call]}, [], {"test_k": 1}, tmp_path)
     result = NotebookResult("nb")
     cell = CellSpec("test_k", "code", True, False, True, 2.0, "check(kernel)", "check(kernel)")

@@ -46,8 +46,8 @@ def _fails(check, fn, contains=(), **params):
 @settings(max_examples=60, deadline=None)
 @given(finite, finite)
 def test_correct_answers_pass_everywhere(x1, x2):
-    nb01.check_primal_trace(primal, points=[(x1, x2)])
-    nb01.check_adjoint_trace(adjoints, points=[(x1, x2)])
+    nb01.check_primal_trace(primal, at=[(x1, x2)])
+    nb01.check_adjoint_trace(adjoints, at=[(x1, x2)])
     nb01.check_tangent_trace(tangents, cases=[(x1, x2, 1.0, 0.0), (x1, x2, 0.3, -2.0)])
 
 
@@ -59,26 +59,24 @@ def test_missing_sine_path_always_caught(x1, x2):
 
     if abs(math.cos(x1)) < 1e-6:
         return  # the sine path contributes nothing there: both answers agree
-    _fails(nb01.check_adjoint_trace, one_path, points=[(x1, x2)], contains=("two operations",))
+    _fails(nb01.check_adjoint_trace, one_path, at=[(x1, x2)], contains=("two operations",))
 
 
 def test_blank_answer_says_what_to_do():
     def blank(x1, x2):
         raise NotImplementedError()
 
-    message = _fails(nb01.check_primal_trace, blank, points=[(2.0, 3.0)], contains=("not written yet",))
+    message = _fails(nb01.check_primal_trace, blank, at=[(2.0, 3.0)], contains=("not written yet",))
     assert "raise NotImplementedError()" in message
 
 
 def test_wrong_return_type_and_missing_keys():
-    _fails(nb01.check_primal_trace, lambda a, b: [a, b], points=[(2.0, 3.0)], contains=("should return a dict",))
-    _fails(
-        nb01.check_primal_trace, lambda a, b: {"w1": a}, points=[(2.0, 3.0)], contains=("no entry for w2, w3, w4, w5",)
-    )
+    _fails(nb01.check_primal_trace, lambda a, b: [a, b], at=[(2.0, 3.0)], contains=("should return a dict",))
+    _fails(nb01.check_primal_trace, lambda a, b: {"w1": a}, at=[(2.0, 3.0)], contains=("no entry for w2, w3, w4, w5",))
     _fails(
         nb01.check_primal_trace,
         lambda a, b: {**primal(a, b), "w3": "six"},
-        points=[(2.0, 3.0)],
+        at=[(2.0, 3.0)],
         contains=("should be a number",),
     )
 
@@ -87,37 +85,35 @@ def test_crash_is_reported_with_the_call():
     def crashes(x1, x2):
         return {"w1": x1 / 0}
 
-    _fails(
-        nb01.check_primal_trace, crashes, points=[(2.0, 3.0)], contains=("primal_trace(2.0, 3.0)", "ZeroDivisionError")
-    )
+    _fails(nb01.check_primal_trace, crashes, at=[(2.0, 3.0)], contains=("primal_trace(2.0, 3.0)", "ZeroDivisionError"))
 
 
 def test_degrees_hint():
     def degrees(x1, x2):
         return {**primal(x1, x2), "w4": math.sin(math.radians(x1)), "w5": x1 * x2 + math.sin(math.radians(x1))}
 
-    _fails(nb01.check_primal_trace, degrees, points=[(2.0, 3.0)], contains=("radians",))
+    _fails(nb01.check_primal_trace, degrees, at=[(2.0, 3.0)], contains=("radians",))
 
 
 def test_swapped_adjoints_hint():
     def swapped(x1, x2):
         return {**adjoints(x1, x2), "w1": x1, "w2": x2 + math.cos(x1)}
 
-    _fails(nb01.check_adjoint_trace, swapped, points=[(2.0, 3.0)], contains=("swapped",))
+    _fails(nb01.check_adjoint_trace, swapped, at=[(2.0, 3.0)], contains=("swapped",))
 
 
 def test_wrong_seed_hint():
     def seed_zero(x1, x2):
         return {**adjoints(x1, x2), "w5": 0.0}
 
-    _fails(nb01.check_adjoint_trace, seed_zero, points=[(2.0, 3.0)], contains=("seed",))
+    _fails(nb01.check_adjoint_trace, seed_zero, at=[(2.0, 3.0)], contains=("seed",))
 
 
 def test_messages_do_not_reveal_the_expected_value():
     def one_path(a, b):
         return {**adjoints(a, b), "w1": b}
 
-    message = _fails(nb01.check_adjoint_trace, one_path, points=[(2.0, 3.0)])
+    message = _fails(nb01.check_adjoint_trace, one_path, at=[(2.0, 3.0)])
     expected = 3.0 + math.cos(2.0)
     assert f"{expected:.4f}" not in message and f"{expected:.6g}" not in message
 

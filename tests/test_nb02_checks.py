@@ -56,7 +56,7 @@ def test_reference_passes_every_test_cell_of_the_notebook():
     nb02.check_pow(
         V, cases=[(3.0, 2.0), (0.5, -1.5), (2.0, 0.5), (-2.0, 3.0), (-1.5, 2.0), (7.0, 1.0), (0.0, 2.0), (0.0, 2.5)]
     )
-    nb02.check_tanh(V, points=[0.5, -2.0, 0.0, 1.3, 25.0, -0.01])
+    nb02.check_tanh(V, at=[0.5, -2.0, 0.0, 1.3, 25.0, -0.01])
     graphs = [("random", 12, 0), ("reuse", 5, 1), ("random", 200, 2), ("chain", 100000, 5), ("doubling", 60, 6)]
     nb02.check_topological_order(ns["topological_order"], graphs=graphs)
     nb02.check_backward(V, graphs=graphs)
@@ -100,7 +100,7 @@ def test_reference_operations_pass_everywhere(a, b):
     V = REFERENCE["Variable"]
     nb02.check_mul(V, cases=[(a, b)])
     nb02.check_truediv(V, cases=[(a, b)])
-    nb02.check_tanh(V, points=[a])
+    nb02.check_tanh(V, at=[a])
     nb02.check_pow(V, cases=[(abs(a), b), (a, float(round(b)))])
 
 
@@ -138,7 +138,7 @@ def blank_source(grade_id: str) -> str:
         ("variable_mul", nb02.check_mul, "Variable", {"cases": [(2.0, 3.0)]}),
         ("variable_truediv", nb02.check_truediv, "Variable", {"cases": [(2.0, 3.0)]}),
         ("variable_pow", nb02.check_pow, "Variable", {"cases": [(2.0, 3.0)]}),
-        ("variable_tanh", nb02.check_tanh, "Variable", {"points": [0.5]}),
+        ("variable_tanh", nb02.check_tanh, "Variable", {"at": [0.5]}),
         ("topological_order", nb02.check_topological_order, "topological_order", {"graphs": [("random", 12, 0)]}),
         ("variable_backward", nb02.check_backward, "Variable", {"graphs": [("random", 12, 0)]}),
         ("variable_zero_grad", nb02.check_zero_grad, "Variable", {"graphs": [("random", 12, 0)]}),
@@ -253,7 +253,7 @@ def test_tanh_squared_is_caught_and_named():
         "def variable_tanh(self):\n    t = math.tanh(self.value)\n    return Variable(t, (self,), (t * t,))\n"
         "Variable.tanh = variable_tanh\n"
     )
-    message = _fails(nb02.check_tanh, ns["Variable"], points=[0.5], contains=("tanh²", "classic slip"))
+    message = _fails(nb02.check_tanh, ns["Variable"], at=[0.5], contains=("tanh²", "classic slip"))
     right = 1 - math.tanh(0.5) ** 2
     assert f"{right:.4f}" not in message and f"{right:.6g}" not in message
     assert "the 1" not in message and "1 −" not in message and "1 -" not in message  # the hint does not give it away
@@ -298,7 +298,7 @@ WRONG_OPERATIONS = {
         "def variable_tanh(self):\n    t = math.tanh(self.value)\n    return Variable(t, (self,), (t * t,))\n"
         "Variable.tanh = variable_tanh\n",
         "check_tanh",
-        {"points": [0.5, -2.0, 1.3]},
+        {"at": [0.5, -2.0, 1.3]},
     ),
     "mul": (
         "def variable_mul(self, other):\n    y = as_variable(other)\n"
@@ -380,7 +380,7 @@ def test_tanh_written_with_the_input():
         "def variable_tanh(self):\n    return Variable(math.tanh(self.value), (self,), (1 - self.value ** 2,))\n"
         "Variable.tanh = variable_tanh\n"
     )
-    _fails(nb02.check_tanh, ns["Variable"], points=[0.5], contains=("written with the input",))
+    _fails(nb02.check_tanh, ns["Variable"], at=[0.5], contains=("written with the input",))
 
 
 RECURSIVE_TOPO = """

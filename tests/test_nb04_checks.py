@@ -18,10 +18,10 @@ from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
 from autograder import nb04
+from autograder import nb04 as probes
 from autograder.feedback import CheckFailed
 from autograder.judges import answers
 from autograder.judges import nb04 as judges
-from autograder import nb04 as probes
 from tests.shares import IDEAS, expected_score, ideas_lost  # noqa: E402
 
 pytestmark = pytest.mark.nb04

@@ -34,7 +34,7 @@ def _blank(*args, **kwargs):
 def nb01_cases():
     from tests import test_nb01_checks as t
 
-    params = {"points": [(2.0, 3.0)]}
+    params = {"at": [(2.0, 3.0)]}
     wrong = lambda a, b: {**t.adjoints(a, b), "w1": b}  # noqa: E731
     return [("check_adjoint_trace", t.adjoints, wrong, _blank, params)]
 

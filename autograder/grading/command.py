@@ -349,4 +349,4 @@ def _finish(
     score, max_score = recorder(db_url, result, content_hash, _read_timestamp(folder))
     flags = result.all_flags()
     shutil.rmtree(job_dir, ignore_errors=True)
-    return f"{score:g}/{max_score:g}" + (f"  FLAGGED: {', '.join(sorted({f['code'] for f in flags}))}" if flags else "")
+    return f"{score:g}/{max_score:g}" + (f"  FLAGGED: {', '.join(sorted({f.code for f in flags}))}" if flags else "")

@@ -66,10 +66,13 @@ def execute(run_nb: NotebookNode, scratch: Path, job: Job) -> dict:
 
 
 def kernel_environment(home: Path, threads: int, sandboxed: bool) -> dict[str, str]:
-    """The kernel's whole environment: its own home and caches, headless plotting, a bounded thread count."""
+    """The kernel's whole environment: its own home and caches, headless plotting, a bounded thread count, and the
+    grader's PYTHONPATH where it has one (where its course packages come from: the kernel imports the same ones)."""
     for sub in ("mpl", "ipython", "runtime", "data", "tmp"):
         (home / sub).mkdir(parents=True, exist_ok=True)
+    where = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
     return {
+        **where,
         "HOME": str(home),
         "MPLBACKEND": "Agg",
         "MPLCONFIGDIR": str(home / "mpl"),

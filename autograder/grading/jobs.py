@@ -133,6 +133,26 @@ class Flag:
         return FLAG_KINDS[self.code]
 
 
+@dataclass(frozen=True)
+class NotebookFlag:
+    """A flag as the gradebook keeps it, with the notebook it was raised on. Read back from a record an older grader
+    wrote, its code may be one since retired: it is shown with its detail alone."""
+
+    notebook: str
+    code: str
+    detail: str
+
+    @property
+    def instructor_line(self) -> str:
+        """As the score table and formgrader show it: the code, what it means for the instructor, the detail."""
+        kind = FLAG_KINDS.get(self.code)
+        return f"{self.code}: {kind.instructor}: {self.detail}" if kind else f"{self.code}: {self.detail}"
+
+    @property
+    def csv_text(self) -> str:
+        return f"{self.code} ({self.notebook}: {self.detail})"
+
+
 @dataclass
 class CellGrade:
     score: float
@@ -194,12 +214,8 @@ class SubmissionResult:
             sandbox=data.get("sandbox", ""),
         )
 
-    def all_flags(self) -> list[dict]:
-        return [
-            {"notebook": name, "code": f.code, "detail": f.detail}
-            for name, nb in self.notebooks.items()
-            for f in nb.flags
-        ]
+    def all_flags(self) -> list[NotebookFlag]:
+        return [NotebookFlag(name, f.code, f.detail) for name, nb in self.notebooks.items() for f in nb.flags]
 
     def all_messages(self) -> list[str]:
         out = list(self.messages)

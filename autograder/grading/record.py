@@ -12,11 +12,12 @@ the same as an uninterrupted run (a regrade removes nbgrader's rows and writes t
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from sqlalchemy import Column, Float, MetaData, String, Table, Text, create_engine, delete, select
 
-from .jobs import SubmissionResult
+from .jobs import NotebookFlag, SubmissionResult
 
 METADATA = MetaData()
 GRADED = Table(
@@ -71,20 +72,32 @@ def completed(db_url: str, assignment: str) -> dict[str, str]:
         return {r.student: r.content_hash for r in rows}
 
 
-def graded_rows(db_url: str, assignment: str | None = None) -> dict[tuple[str, str], dict]:
+@dataclass(frozen=True)
+class GradedRow:
+    """What the grader records of a submission beside nbgrader's tables."""
+
+    score: float
+    max_score: float
+    flags: list[NotebookFlag]
+    messages: list[str]  # as the learner reads them
+    sandbox: str
+    content_hash: str
+
+
+def graded_rows(db_url: str, assignment: str | None = None) -> dict[tuple[str, str], GradedRow]:
     query = select(GRADED)
     if assignment:
         query = query.where(GRADED.c.assignment == assignment)
     with engine(db_url).connect() as conn:
         return {
-            (r.assignment, r.student): {
-                "flags": json.loads(r.flags),
-                "messages": json.loads(r.messages),
-                "sandbox": r.sandbox,
-                "content_hash": r.content_hash,
-                "score": r.score,
-                "max_score": r.max_score,
-            }
+            (r.assignment, r.student): GradedRow(
+                score=r.score,
+                max_score=r.max_score,
+                flags=[NotebookFlag(**f) for f in json.loads(r.flags)],
+                messages=json.loads(r.messages),
+                sandbox=r.sandbox,
+                content_hash=r.content_hash,
+            )
             for r in conn.execute(query)
         }
 
@@ -137,7 +150,7 @@ def _record(db_url, result, content_hash, timestamp, assignment, student, Gradeb
                 content_hash=content_hash,
                 score=score,
                 max_score=max_score,
-                flags=json.dumps(result.all_flags(), sort_keys=True),
+                flags=json.dumps([asdict(f) for f in result.all_flags()], sort_keys=True),
                 messages=json.dumps(result.all_messages()),
                 sandbox=result.sandbox,
             )
@@ -165,5 +178,5 @@ def dump(db_url: str, assignment: str) -> list:
                     )
                 )
     rows = graded_rows(db_url, assignment)
-    out += sorted((k, json.dumps(v, sort_keys=True)) for k, v in rows.items())
+    out += sorted((k, json.dumps(asdict(v), sort_keys=True)) for k, v in rows.items())
     return out

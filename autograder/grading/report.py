@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from . import record
-from .jobs import FLAG_KINDS
 from .safe_text import spreadsheet_cell, terminal_text
 
 
@@ -39,9 +38,9 @@ def read_scores(db_url: str, assignment: str, students: list[str]) -> list[Submi
             for notebook in sub.notebooks:
                 for grade in notebook.grades:
                     by_cell[grade.name] = (float(grade.score), float(grade.max_score))
-            info = extra.get((assignment, student), {})
-            flags = [_flag_line(f) for f in info.get("flags", [])]
-            messages = info.get("messages", [])
+            info = extra.get((assignment, student))
+            flags = [f.instructor_line for f in info.flags] if info else []
+            messages = info.messages if info else []
             rows.append(
                 SubmissionScore(
                     student,
@@ -55,13 +54,6 @@ def read_scores(db_url: str, assignment: str, students: list[str]) -> list[Submi
                 )
             )
     return rows
-
-
-def _flag_line(recorded: dict) -> str:
-    """A flag as the score table shows it: its code, what it means for the instructor, its detail."""
-    code, detail = recorded.get("code", "?"), recorded.get("detail", "")
-    kind = FLAG_KINDS.get(code)  # a record written by an older grader may carry a code since retired
-    return f"{code}: {kind.instructor}: {detail}" if kind else f"{code}: {detail}"
 
 
 NBGRADER_COLUMNS = [
@@ -130,9 +122,9 @@ def export_csv(db_url: str, path: Path, export_format: str = "nbgrader") -> Path
         return path
     extra = record.graded_rows(db_url)
     for row in rows:
-        info = extra.get((row["assignment"], row["student_id"]), {})
-        row["flags"] = "; ".join(f"{f['code']} ({f['notebook']}: {f['detail']})" for f in info.get("flags", []))
-        row["messages"] = " | ".join(m.replace("\n", " ") for m in info.get("messages", []))
+        info = extra.get((row["assignment"], row["student_id"]))
+        row["flags"] = "; ".join(f.csv_text for f in info.flags) if info else ""
+        row["messages"] = " | ".join(m.replace("\n", " ") for m in info.messages) if info else ""
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=NBGRADER_COLUMNS + ["flags", "messages"])
         writer.writeheader()

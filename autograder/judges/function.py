@@ -36,9 +36,9 @@ from ..probes.function_cases import (
     tensor_slots,
     unit_grad_outputs,
 )
-from ..registry import decides, import_notebook_modules
+from ..registry import ProbeData, decides, import_notebook_modules
 from . import answers
-from .verdict import Part, verdict_of
+from .verdict import Part, Verdict, verdict_of
 
 PICTURE_LIMIT = 400  # Jacobians up to this many entries are drawn
 
@@ -625,7 +625,16 @@ def draw_seed(rng: random.Random, count: int) -> dict[str, Any]:
 
 
 @decides("check_function", draw=draw_seed)
-def judge_function(data, reference, seed=0, cases=None, double_backward=False, cuda=True, points=1, name=None):
+def judge_function(
+    data: ProbeData,
+    reference: str,
+    seed: int = 0,
+    cases: int | None = None,
+    double_backward: bool = False,
+    cuda: bool = True,
+    points: float = 1,
+    name: str | None = None,
+) -> Verdict:
     spec = exercise(reference)
     name = data.get("name") or name or spec.title
     parts = {k: Part(k) for k in ("forward", "gradcheck", "reference", "interface")}

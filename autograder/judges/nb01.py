@@ -7,12 +7,15 @@ hand-written derivative formulas, so this module does not contain the exercises'
 from __future__ import annotations
 
 import math
+import random
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
 from ..feedback import CheckFailed, close, mismatch
 from ..nb01 import SCALAR_FUNCTIONS, TRACE, gradient_problem, jacobian_problem
-from ..registry import decides
+from ..registry import ProbeData, decides
 from . import answers
 
 # ---------------------------------------------------------------- hidden cases, drawn at grading time
@@ -22,26 +25,26 @@ def _value(rng, low=-3.0, high=3.0) -> float:
     return round(rng.uniform(low, high), 3)
 
 
-def draw_points(rng, count: int) -> dict:
-    return {"points": [(_value(rng), _value(rng)) for _ in range(count)]}
+def draw_points(rng: random.Random, count: int) -> dict:
+    return {"at": [(_value(rng), _value(rng)) for _ in range(count)]}
 
 
-def draw_tangent_cases(rng, count: int) -> dict:
+def draw_tangent_cases(rng: random.Random, count: int) -> dict:
     return {"cases": [(_value(rng), _value(rng), _value(rng, -2, 2), _value(rng, -2, 2)) for _ in range(count)]}
 
 
-def draw_jacobian_cases(rng, count: int) -> dict:
+def draw_jacobian_cases(rng: random.Random, count: int) -> dict:
     return {"cases": [(rng.randint(1, 8), rng.randint(1, 7), rng.randrange(10**6)) for _ in range(count)]}
 
 
-def draw_difference_cases(rng, count: int) -> dict:
+def draw_difference_cases(rng: random.Random, count: int) -> dict:
     names = sorted(SCALAR_FUNCTIONS)
     return {
         "cases": [(names[i % len(names)], _value(rng, -2, 2), rng.choice((1e-2, 1e-3, 1e-4))) for i in range(count)]
     }
 
 
-def draw_gradient_cases(rng, count: int) -> dict:
+def draw_gradient_cases(rng: random.Random, count: int) -> dict:
     sizes = (1, 10, 40, 3, 25)
     return {"cases": [(sizes[i % len(sizes)], rng.randrange(10**6)) for i in range(count)]}
 
@@ -96,9 +99,9 @@ def _traces(data, cases) -> list[dict]:
 
 
 @decides("check_primal_trace", draw=draw_points)
-def judge_primal_trace(data, points):
+def judge_primal_trace(data: ProbeData, at: Sequence[Any]) -> None:
     problems, hints = [], []
-    for (x1, x2), got in zip(points, _traces(data, points)):
+    for (x1, x2), got in zip(at, _traces(data, at)):
         expected = reference_primal(x1, x2)
         problems += _compare(got, expected, f"primal_trace({x1}, {x2})", "w")
         if not close(got["w4"], expected["w4"]) and close(got["w4"], math.sin(math.radians(x1))):
@@ -109,9 +112,9 @@ def judge_primal_trace(data, points):
 
 
 @decides("check_adjoint_trace", draw=draw_points)
-def judge_adjoint_trace(data, points):
+def judge_adjoint_trace(data: ProbeData, at: Sequence[Any]) -> None:
     problems, hints = [], []
-    for (x1, x2), got in zip(points, _traces(data, points)):
+    for (x1, x2), got in zip(at, _traces(data, at)):
         expected = reference_adjoints(x1, x2)
         problems += _compare(got, expected, f"adjoint_trace({x1}, {x2})", "w̄")
         if not close(got["w5"], 1.0):
@@ -129,7 +132,7 @@ def judge_adjoint_trace(data, points):
 
 
 @decides("check_tangent_trace", draw=draw_tangent_cases)
-def judge_tangent_trace(data, cases):
+def judge_tangent_trace(data: ProbeData, cases: Sequence[Any]) -> None:
     problems, hints = [], []
     for (x1, x2, dx1, dx2), got in zip(cases, _traces(data, cases)):
         expected = reference_tangents(x1, x2, dx1, dx2)
@@ -142,7 +145,7 @@ def judge_tangent_trace(data, cases):
 
 
 @decides("check_jacobian_reverse", draw=draw_jacobian_cases)
-def judge_jacobian_reverse(data, cases):
+def judge_jacobian_reverse(data: ProbeData, cases: Sequence[Any]) -> None:
     for i, ((n, m, seed), got) in enumerate(zip(cases, answers.per_case(data, cases))):
         A, x = jacobian_problem(n, m, seed)
         answers.entry(got, f"answer {i}", ("J", "sweeps", "forward_sweeps", "library_sweeps"))
@@ -217,7 +220,7 @@ DERIVATIVES = {"sin": math.cos, "exp": math.exp, "cube": lambda x: 3 * x**2}
 
 
 @decides("check_central_difference", draw=draw_difference_cases)
-def judge_central_difference(data, cases):
+def judge_central_difference(data: ProbeData, cases: Sequence[Any]) -> None:
     for i, ((fname, x, h), got) in enumerate(zip(cases, answers.per_case(data, cases))):
         answers.entry(got, f"answer {i}", ("value", "evaluations"))
         answers.number(got["value"], "value"), answers.integer(got["evaluations"], "evaluations")
@@ -241,7 +244,7 @@ def judge_central_difference(data, cases):
 
 
 @decides("check_numerical_gradient", draw=draw_gradient_cases)
-def judge_numerical_gradient(data, cases):
+def judge_numerical_gradient(data: ProbeData, cases: Sequence[Any]) -> None:
     for i, ((n, seed), got) in enumerate(zip(cases, answers.per_case(data, cases))):
         answers.entry(got, f"answer {i}", ("gradient", "evaluations", "x_changed", "sweeps", "forward_sweeps"))
         answers.tensor(got["gradient"], "gradient"), answers.integer(got["evaluations"], "evaluations")

@@ -7,7 +7,9 @@ local derivatives); the learner's objects are never seen.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -25,7 +27,7 @@ from ..probes.nb02_cases import (
     random_program,
     sample_nodes,
 )
-from ..registry import decides
+from ..registry import ProbeData, decides
 from . import answers
 
 # ---------------------------------------------------------------- hidden cases, drawn at grading time
@@ -35,7 +37,7 @@ def _value(rng, low=-3.0, high=3.0) -> float:
     return round(rng.uniform(low, high), 3)
 
 
-def draw_pairs(rng, count: int) -> dict:
+def draw_pairs(rng: random.Random, count: int) -> dict:
     """(a, b) pairs: mostly random, one with a == b, one with a zero numerator."""
     pairs = [(_value(rng), _value(rng, 0.2, 3.0) * rng.choice((-1, 1))) for _ in range(count)]
     if count >= 3:
@@ -44,7 +46,7 @@ def draw_pairs(rng, count: int) -> dict:
     return {"cases": pairs}
 
 
-def draw_pow_cases(rng, count: int) -> dict:
+def draw_pow_cases(rng: random.Random, count: int) -> dict:
     """A positive base with any exponent, negative bases with whole exponents (no complex results), a zero base."""
     cases = [
         (_value(rng, 0.2, 3.0), _value(rng, -2.0, 2.0))
@@ -57,38 +59,38 @@ def draw_pow_cases(rng, count: int) -> dict:
     return {"cases": cases}
 
 
-def draw_tanh_points(rng, count: int) -> dict:
-    return {"points": [_value(rng, -3.0, 3.0) for _ in range(count)]}
+def draw_tanh_points(rng: random.Random, count: int) -> dict:
+    return {"at": [_value(rng, -3.0, 3.0) for _ in range(count)]}
 
 
 # one graph of each kind, in this order: sizes the visible tests do not use
 _GRAPH_PLAN = (("random", 200), ("random", 60), ("reuse", 300), ("chain", 100_000), ("doubling", 60))
 
 
-def draw_graphs(rng, count: int) -> dict:
+def draw_graphs(rng: random.Random, count: int) -> dict:
     return {"graphs": [(kind, n, rng.randrange(10**6)) for kind, n in (_GRAPH_PLAN * count)[:count]]}
 
 
-def draw_zero_grad_graphs(rng, count: int) -> dict:
+def draw_zero_grad_graphs(rng: random.Random, count: int) -> dict:
     plan = (("reuse", 50), ("random", 100), ("chain", 100_000))
     return {"graphs": [(kind, n, rng.randrange(10**6)) for kind, n in (plan * count)[:count]]}
 
 
-def draw_seeds(rng, count: int) -> dict:
+def draw_seeds(rng: random.Random, count: int) -> dict:
     return {"seeds": [rng.randrange(10**6) for _ in range(count)]}
 
 
 _ARITY = {"smooth": 2, "tanh_squared": 1, "exp_scaled": 2, "swapped_product": 2, "flat": 2, "tiny": 1}
 
 
-def draw_gradient_check_cases(rng, count: int) -> dict:
+def draw_gradient_check_cases(rng: random.Random, count: int) -> dict:
     names = list(_ARITY)
     return {
         "cases": [(name, [_value(rng, -2.0, 2.0) for _ in range(_ARITY[name])]) for name in (names * count)[:count]]
     }
 
 
-def draw_neuron_cases(rng, count: int) -> dict:
+def draw_neuron_cases(rng: random.Random, count: int) -> dict:
     cases = []
     for _ in range(count):
         n = rng.randint(1, 4)
@@ -111,7 +113,7 @@ _SEED_FORMS = (
 )
 
 
-def draw_seed_neuron_cases(rng, count: int) -> dict:
+def draw_seed_neuron_cases(rng: random.Random, count: int) -> dict:
     """Seed 002's neuron with other weights: each pairing of the right and the published activation and cost."""
     return {
         "cases": [
@@ -206,7 +208,7 @@ def _op_hints(op: str, text: str, a: float, b: float, which: int, got: float, ex
     return hints
 
 
-def _judge_op(op: str, data: list, cases: list) -> None:
+def _judge_op(op: str, data: ProbeData, cases: Sequence[Any]) -> None:
     problems, hints = [], []
     for case, results in zip(cases, answers.per_case(data, cases)):
         a, b = (case, 1.0) if op == "tanh" else case
@@ -280,7 +282,7 @@ def _reference_grads(kind: str, n: int, seed: int) -> tuple[list[float], list[fl
 
 
 @decides("check_topological_order", draw=draw_graphs)
-def judge_topological_order(data, graphs):
+def judge_topological_order(data: ProbeData, graphs: Sequence[Any]) -> None:
     for (kind, n, seed), order in zip(graphs, answers.per_case(data, graphs)):
         if not isinstance(order, list) or not all(type(i) is int for i in order):
             raise CheckFailed(answers.MISMATCH.format(why="a list of node numbers was expected"))
@@ -336,7 +338,7 @@ def _uses(spec: list) -> list[int]:
 
 
 @decides("check_backward", draw=draw_graphs)
-def judge_backward(data, graphs):
+def judge_backward(data: ProbeData, graphs: Sequence[Any]) -> None:
     for (kind, n, seed), got in zip(graphs, answers.per_case(data, graphs)):
         spec, _ = graph_spec(kind, n, seed)
         got = answers.numbers(got, "grads", len(sample_nodes(kind, len(spec))))
@@ -394,7 +396,7 @@ _TORCH_FNS = {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "relu": to
 
 
 @decides("check_engine", draw=draw_seeds)
-def judge_engine(data, seeds):
+def judge_engine(data: ProbeData, seeds: Sequence[int]) -> None:
     for seed, got in zip(seeds, answers.per_case(data, seeds)):
         inputs, steps = random_program(seed)
         answers.entry(got, f"expression {seed}", ("value", "grads"))
@@ -430,7 +432,7 @@ def judge_engine(data, seeds):
 
 
 @decides("check_zero_grad", draw=draw_zero_grad_graphs)
-def judge_zero_grad(data, graphs):
+def judge_zero_grad(data: ProbeData, graphs: Sequence[Any]) -> None:
     for (kind, n, seed), got in zip(graphs, answers.per_case(data, graphs)):
         spec, _ = graph_spec(kind, n, seed)
         sample = sample_nodes(kind, len(spec))
@@ -453,7 +455,7 @@ def judge_zero_grad(data, graphs):
 
 
 @decides("check_gradient_check", draw=draw_gradient_check_cases)
-def judge_gradient_check(data, cases):
+def judge_gradient_check(data: ProbeData, cases: Sequence[Any]) -> None:
     for (name, inputs), got in zip(cases, answers.per_case(data, cases)):
         got = answers.numbers(got, "relative errors", len(inputs))
         recorded, torch_fn = CHECK_FUNCTIONS[name][1], TORCH_CHECK_FUNCTIONS[name]
@@ -577,7 +579,7 @@ def _valid_neuron_answer(got, n_weights: int) -> None:
 
 
 @decides("check_neuron_loss", draw=draw_neuron_cases)
-def judge_neuron_loss(data, cases):
+def judge_neuron_loss(data: ProbeData, cases: Sequence[Any]) -> None:
     for (weights, bias, inputs, target), got in zip(cases, answers.per_case(data, cases)):
         _valid_neuron_answer(got, len(weights))
         tw = torch.tensor([float(v) for v in weights], dtype=torch.float64, requires_grad=True)
@@ -636,27 +638,27 @@ def judge_neuron_loss(data, cases):
 
 
 @decides("check_mul", draw=draw_pairs)
-def judge_mul(data, cases):
+def judge_mul(data: ProbeData, cases: Sequence[Any]) -> None:
     return _judge_op("mul", data, cases)
 
 
 @decides("check_truediv", draw=draw_pairs)
-def judge_truediv(data, cases):
+def judge_truediv(data: ProbeData, cases: Sequence[Any]) -> None:
     return _judge_op("truediv", data, cases)
 
 
 @decides("check_pow", draw=draw_pow_cases)
-def judge_pow(data, cases):
+def judge_pow(data: ProbeData, cases: Sequence[Any]) -> None:
     return _judge_op("pow", data, cases)
 
 
 @decides("check_tanh", draw=draw_tanh_points)
-def judge_tanh(data, points):
-    return _judge_op("tanh", data, points)
+def judge_tanh(data: ProbeData, at: Sequence[Any]) -> None:
+    return _judge_op("tanh", data, at)
 
 
 @decides("check_seed_neuron", draw=draw_seed_neuron_cases)
-def judge_seed_neuron(data, cases):
+def judge_seed_neuron(data: ProbeData, cases: Sequence[Any]) -> None:
     for (activation, cost, w, b), got in zip(cases, answers.per_case(data, cases)):
         answers.entry(got, "answer", ("loss", "dw", "check"))
         for key in ("loss", "dw", "check"):

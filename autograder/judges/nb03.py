@@ -8,24 +8,27 @@ here), and hints for known mistakes; then the judges of the other checks.
 from __future__ import annotations
 
 import math
+import random
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
 from ..feedback import CheckFailed
 from ..nb03 import gradcheck_problem, jacobian_problem, training_problem
-from ..registry import decides
+from ..registry import ProbeData, decides
 from . import answers
 from .function import FunctionReference, add_reference
 
 # ---------------------------------------------------------------- hidden cases, drawn at grading time
 
 
-def draw_jacobian_problems(rng, count: int) -> dict:
+def draw_jacobian_problems(rng: random.Random, count: int) -> dict:
     names = ["product_sine", "matrix_vector", "sum_of_squares", "softmax"]
     return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
 
 
-def draw_gradcheck_problems(rng, count: int) -> dict:
+def draw_gradcheck_problems(rng: random.Random, count: int) -> dict:
     from ..nb03 import GRADCHECK_PROBLEMS
 
     names = list(GRADCHECK_PROBLEMS)
@@ -33,7 +36,7 @@ def draw_gradcheck_problems(rng, count: int) -> dict:
     return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
 
 
-def draw_training_cases(rng, count: int) -> dict:
+def draw_training_cases(rng: random.Random, count: int) -> dict:
     cases = []
     for _ in range(count):
         rows, cols = rng.randint(2, 5), rng.randint(2, 6)
@@ -137,7 +140,7 @@ add_reference(
 
 
 @decides("check_numerical_jacobian", draw=draw_jacobian_problems)
-def judge_numerical_jacobian(data, problems, eps=1e-6, seed=0):
+def judge_numerical_jacobian(data: ProbeData, problems: Sequence[str], eps: float = 1e-6, seed: int = 0) -> None:
     for name, got in zip(problems, answers.per_case(data, problems)):
         _valid_jacobian_answer(got, name)
         f, inputs = jacobian_problem(name, seed)
@@ -226,7 +229,7 @@ def _compare_jacobian(J, want, i: int, call: str) -> None:
 
 
 @decides("check_my_gradcheck", draw=draw_gradcheck_problems)
-def judge_my_gradcheck(data, problems, seed=0):
+def judge_my_gradcheck(data: ProbeData, problems: Sequence[str], seed: int = 0) -> None:
     wrong = []
     for name, got in zip(problems, answers.per_case(data, problems)):
         answers.flag(got, f"the answer on {name}")
@@ -274,7 +277,7 @@ def _reference_training(x0, target, n, lr, steps):
 
 
 @decides("check_kill_head_training", draw=draw_training_cases)
-def judge_kill_head_training(data, cases):
+def judge_kill_head_training(data: ProbeData, cases: Sequence[Any]) -> None:
     for (seed, shape, n, lr, steps), got in zip(cases, answers.per_case(data, cases)):
         answers.entry(got, "answer", ("x", "losses", "x0_changed"))
         (

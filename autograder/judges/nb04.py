@@ -11,6 +11,9 @@ exactly that part, with a hint.
 from __future__ import annotations
 
 import math
+import random
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as nnf
@@ -31,6 +34,7 @@ from ..nb04 import (
     linear_cases,
     shapes_of,
 )
+from ..registry import ProbeData
 
 # ---------------------------------------------------------------------------------- hidden cases, drawn at grading time
 # The visible tests use the standard cases (shapes (5,), (2, 3), (3, 1, 2), (4,); seed 0); the drawers add what
@@ -41,7 +45,7 @@ def _draw_shape(rng) -> list[int]:
     return [rng.choice((1, 2, 3, 4, 5, 7)) for _ in range(rng.randint(1, 3))]
 
 
-def draw_elementwise_cases(rng, count: int) -> dict:
+def draw_elementwise_cases(rng: random.Random, count: int) -> dict:
     """A fresh seed and `count` shapes, one of them a 0-dimensional tensor when there are two or more."""
     shapes = [_draw_shape(rng) for _ in range(count)]
     if count >= 2:
@@ -49,7 +53,7 @@ def draw_elementwise_cases(rng, count: int) -> dict:
     return {"seed": rng.randrange(1, 10**6), "cases": shapes}
 
 
-def draw_linear_cases(rng, count: int) -> dict:
+def draw_linear_cases(rng: random.Random, count: int) -> dict:
     """(batch, in, out, bias) cases: among them a square weight with batch != in (where a transposed weight runs
     and gives wrong numbers) and a batch of one (where a per-sample gradient is off by a leading 1 only)."""
     cases = [[rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 5), rng.random() < 0.7] for _ in range(count)]
@@ -62,13 +66,13 @@ def draw_linear_cases(rng, count: int) -> dict:
     return {"seed": rng.randrange(1, 10**6), "cases": cases}
 
 
-def draw_hvp_problems(rng, count: int) -> dict:
+def draw_hvp_problems(rng: random.Random, count: int) -> dict:
     names = list(HVP_PROBLEMS)
     rng.shuffle(names)
     return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6), "size": rng.randint(2, 7)}
 
 
-def draw_layer_training(rng, count: int) -> dict:
+def draw_layer_training(rng: random.Random, count: int) -> dict:
     """One training problem (`count` is not used: a layer is trained once) of another size, seed, length and rate."""
     return {
         "seed": rng.randrange(1, 10**6),
@@ -195,7 +199,7 @@ _KINDS = {
 }
 
 
-def valid(value, schema, what: str):
+def valid(value: Any, schema: Any, what: str) -> Any:
     """`value` when it has the form `schema` describes; otherwise CheckFailed(answers.MISMATCH)."""
     if schema is None:
         if value is not None:
@@ -237,7 +241,7 @@ def valid(value, schema, what: str):
     return value
 
 
-def _case_data(data, cases: list, what: str, schema, schema_first=None) -> list:
+def _case_data(data, cases: Sequence[Any], what: str, schema, schema_first=None) -> list:
     """The probe's list of per-case entries: exactly one per case, each of the form `schema`
     (`schema_first` for the first case, where it differs)."""
     items = answers.per_case(data, cases)
@@ -348,7 +352,7 @@ def _elementwise_cases(data, seed, cases, title, schema, kinks=False):
 
 
 @decides("check_saved_tensors", draw=draw_elementwise_cases)
-def judge_saved_tensors(data, seed=0, cases=2, points=2):
+def judge_saved_tensors(data: ProbeData, seed: int = 0, cases: int | Sequence[Any] = 2, points: float = 2) -> Verdict:
     p = Parts("Cube (x³, saving x with ctx.save_for_backward)", "values", "version_counter")
     for got, x, g, where in _elementwise_cases(data, seed, cases, "Cube", SAVED_ENTRY):
         _values(
@@ -399,7 +403,7 @@ def judge_saved_tensors(data, seed=0, cases=2, points=2):
 
 
 @decides("check_inplace", draw=draw_elementwise_cases)
-def judge_inplace(data, seed=0, cases=2, points=3):
+def judge_inplace(data: ProbeData, seed: int = 0, cases: int | Sequence[Any] = 2, points: float = 3) -> Verdict:
     p = Parts("InplaceReLU (an in-place forward with ctx.mark_dirty)", "values", "in_place", "mark_dirty")
     for got, x, g, where in _elementwise_cases(data, seed, cases, "InplaceReLU", INPLACE_ENTRY, kinks=True):
         want_out = torch.relu(x)
@@ -452,7 +456,9 @@ def judge_inplace(data, seed=0, cases=2, points=3):
 
 
 @decides("check_non_differentiable", draw=draw_elementwise_cases)
-def judge_non_differentiable(data, seed=0, cases=2, points=3):
+def judge_non_differentiable(
+    data: ProbeData, seed: int = 0, cases: int | Sequence[Any] = 2, points: float = 3
+) -> Verdict:
     p = Parts("ReLUWithMask (a non-differentiable mask output)", "values", "non_differentiable", "mask_dtype")
     for got, x, g, where in _elementwise_cases(data, seed, cases, "ReLUWithMask", MASK_ENTRY, kinks=True):
         for problem in (
@@ -491,7 +497,7 @@ def judge_non_differentiable(data, seed=0, cases=2, points=3):
 
 
 @decides("check_materialize", draw=draw_elementwise_cases)
-def judge_materialize(data, seed=0, cases=2, points=3):
+def judge_materialize(data: ProbeData, seed: int = 0, cases: int | Sequence[Any] = 2, points: float = 3) -> Verdict:
     p = Parts("SinCos (two outputs, set_materialize_grads(False))", "values", "none_grads", "materialize")
     for got, x, g, where in _elementwise_cases(data, seed, cases, "SinCos", SINCOS_ENTRY):
         for problem in (
@@ -571,7 +577,9 @@ _REFERENCES = {"tanh": (torch.tanh, "Tanh"), "sinh": (lambda t: (torch.sinh(t), 
 
 
 @decides("check_twice_differentiable", draw=draw_elementwise_cases)
-def judge_twice_differentiable(data, reference, seed=0, cases=2, points=3):
+def judge_twice_differentiable(
+    data: ProbeData, reference: str, seed: int = 0, cases: int | Sequence[Any] = 2, points: float = 3
+) -> Verdict:
     ref, title = _REFERENCES[reference]
     count = TWICE_OUTPUTS[reference]
     names = ("values", "intermediates", "second_derivatives") if count > 1 else ("values", "second_derivatives")
@@ -667,7 +675,7 @@ def _judge_second_derivatives(got, want_hvp, count: int, where: str, part: Part,
 
 
 @decides("check_hvp", draw=draw_hvp_problems)
-def judge_hvp(data, problems, seed=0, size=4, points=2):
+def judge_hvp(data: ProbeData, problems: Sequence[str], seed: int = 0, size: int = 4, points: float = 2) -> Verdict:
     p = Parts("hessian_vector_product(f, x, v)", "values")
     for name, got in zip(problems, _case_data(data, problems, "hessian_vector_product", HVP_ENTRY)):
         f, x, v = hvp_problem(name, seed, size)
@@ -718,7 +726,9 @@ def _judge_two_arguments(p, got, want, where: str) -> None:
 
 
 @decides("check_functional_linear", draw=draw_linear_cases)
-def judge_functional_linear(data, seed=0, cases=3, points=4):
+def judge_functional_linear(
+    data: ProbeData, seed: int = 0, cases: int | Sequence[Any] = 3, points: float = 4
+) -> Verdict:
     p = Parts("FunctionalLinear (gradients with the parameters' shapes)", "forward", "gradients", "parameter_shapes")
     sizes = linear_cases(cases)
     for case, got in enumerate(_case_data(data, sizes, "FunctionalLinear", LINEAR_ENTRY)):
@@ -813,7 +823,14 @@ def _judge_parameter_shapes(got, x, w, b, where: str, part: Part) -> None:
 
 
 @decides("check_linear_layer", draw=draw_layer_training)
-def judge_linear_layer(data, seed=0, steps=20, lr=0.05, features=(3, 2), points=3):
+def judge_linear_layer(
+    data: ProbeData,
+    seed: int = 0,
+    steps: int = 20,
+    lr: float = 0.05,
+    features: Sequence[int] = (3, 2),
+    points: float = 3,
+) -> Verdict:
     p = Parts(
         "LinearLayer (an nn.Module around FunctionalLinear)", "parameters", "initialisation", "extra_repr", "training"
     )
@@ -942,7 +959,9 @@ def _judge_layer_training(data, seed, steps, lr, features, part: Part, same: str
 
 
 @decides("check_modern", draw=draw_elementwise_cases)
-def judge_modern(data, seed=0, cases=2, hand_written_vmap=False, points=3):
+def judge_modern(
+    data: ProbeData, seed: int = 0, cases: int | Sequence[Any] = 2, hand_written_vmap: bool = False, points: float = 3
+) -> Verdict:
     title = "Softplus with a hand-written vmap" if hand_written_vmap else "Softplus (setup_context, jvp, vmap)"
     p = Parts(title, "values", *(("vmap",) if hand_written_vmap else ("forward_mode", "vmap")))
     shapes = shapes_of(cases)
@@ -1049,7 +1068,7 @@ def _judge_vmap(results: dict, x, where: str, part: Part, hand_written: bool) ->
 
 
 @decides("check_custom_op", draw=draw_elementwise_cases)
-def judge_custom_op(data, seed=0, cases=2, points=4):
+def judge_custom_op(data: ProbeData, seed: int = 0, cases: int | Sequence[Any] = 2, points: float = 4) -> Verdict:
     p = Parts("softplus_op (torch.library.custom_op)", "values", "opcheck", "compile")
     shapes = shapes_of(cases)
     answers.entry(data, "softplus_op's data", ("name", "cases"))

@@ -9,6 +9,9 @@ except where a hint recognises a known mistake.
 from __future__ import annotations
 
 import math
+import random
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -25,7 +28,7 @@ from ..nb05 import (
     recompute_problem,
     saved_bytes_problem,
 )
-from ..registry import decides
+from ..registry import ProbeData, decides
 from .answers import MISMATCH, entry, number, per_case, tensor
 from .function import FunctionReference, add_reference, draw_seed, judge_function
 from .verdict import PART_TITLES, Part, Verdict, verdict_of
@@ -34,7 +37,7 @@ from .verdict import PART_TITLES, Part, Verdict, verdict_of
 # draw_x(rng, N) -> params: the grader seeds rng from the gradebook's secret and the submission (CONTRIBUTING.md).
 
 
-def draw_saved_bytes_problems(rng, count: int) -> dict:
+def draw_saved_bytes_problems(rng: random.Random, count: int) -> dict:
     from ..nb05 import SAVED_BYTES_PROBLEMS
 
     names = list(SAVED_BYTES_PROBLEMS)
@@ -42,7 +45,7 @@ def draw_saved_bytes_problems(rng, count: int) -> dict:
     return {"problems": (names * count)[:count]}
 
 
-def draw_recompute_problems(rng, count: int) -> dict:
+def draw_recompute_problems(rng: random.Random, count: int) -> dict:
     from ..nb05 import RECOMPUTE_PROBLEMS
 
     names = list(RECOMPUTE_PROBLEMS)
@@ -50,7 +53,7 @@ def draw_recompute_problems(rng, count: int) -> dict:
     return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
 
 
-def draw_kernel_sizes(rng, count: int) -> dict:
+def draw_kernel_sizes(rng: random.Random, count: int) -> dict:
     """Sizes below, at and above a block, a single element, several programs with a ragged last block."""
     sizes = []
     for k in range(count):
@@ -60,7 +63,7 @@ def draw_kernel_sizes(rng, count: int) -> dict:
     return {"sizes": sizes, "seed": rng.randrange(1, 10**6)}
 
 
-def draw_bandwidth_cases(rng, count: int) -> dict:
+def draw_bandwidth_cases(rng: random.Random, count: int) -> dict:
     return {
         "cases": [
             (
@@ -103,7 +106,7 @@ def _reference_and_vjp(activation: str, x: torch.Tensor, u: torch.Tensor):
     return y.detach(), g
 
 
-def composed_saved_bytes(activation: str, shape, dtype=torch.float64) -> int:
+def composed_saved_bytes(activation: str, shape: Sequence[int], dtype: torch.dtype | None = torch.float64) -> int:
     """Bytes the composed PyTorch expression keeps for backward (each storage once), measured here."""
     storages: dict[int, int] = {}
 
@@ -184,7 +187,15 @@ def _derivative_hints(activation: str, x: torch.Tensor, u: torch.Tensor, got: to
 
 
 @decides("check_fused_activation", "check_triton_function", draw=draw_seed)
-def judge_elementwise(data, activation="silu", seed=0, cases=2, triton=False, points=1, name=None):
+def judge_elementwise(
+    data: ProbeData,
+    activation: str = "silu",
+    seed: int = 0,
+    cases: int = 2,
+    triton: bool = False,
+    points: float = 1,
+    name: str | None = None,
+) -> Verdict:
     name = data.get("name") or name or "your Function"
     act = NAMES[activation]
     names = ["forward", "gradcheck", "reference", "interface", "layout", "memory"] + ([] if triton else ["device"])
@@ -472,7 +483,13 @@ def _judge_meta(got, part):
 
 
 @decides("check_forward_kernel", "check_backward_kernel", draw=draw_kernel_sizes)
-def judge_kernel(data, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float64", "float32")):
+def judge_kernel(
+    data: ProbeData,
+    kind: str = "forward",
+    sizes: Sequence[Any] = ((10, 16),),
+    seed: int = 0,
+    dtypes: Sequence[str] = ("float64", "float32"),
+) -> None:
     expected_runs = [(n, block, dtype) for n, block in sizes for dtype in dtypes]
     data = [
         entry(d, f"launch {i}", ("n", "block", "dtype", "values", "written_before", "written_after", "inputs_changed"))
@@ -558,7 +575,9 @@ def _judge_kernel_values(got, kind: str, x, g, want_y, want_g, launch: str) -> N
 
 
 @decides("check_gather_rows", draw=draw_seed)
-def judge_gather(data, seed=0, cases=2, points=1, double_backward=False):
+def judge_gather(
+    data: ProbeData, seed: int = 0, cases: int = 2, points: float = 1, double_backward: bool = False
+) -> Verdict:
     try:
         base = judge_function(
             data["function"],
@@ -624,7 +643,13 @@ add_reference(FunctionReference(name="gather_rows", reference=gather_reference))
 
 
 @decides("check_recompute", draw=draw_recompute_problems)
-def judge_recompute(data, problems=("gelu_chain", "sin_exp", "mlp"), seed=0, points=1, name="Checkpoint"):
+def judge_recompute(
+    data: ProbeData,
+    problems: Sequence[str] = ("gelu_chain", "sin_exp", "mlp"),
+    seed: int = 0,
+    points: float = 1,
+    name: str = "Checkpoint",
+) -> Verdict:
     if [d["problem"] for d in data] != list(problems):
         raise CheckFailed("the answer does not cover exactly the functions the check asked for.")
     parts = {k: Part(k) for k in ("forward", "reference", "interface", "memory", "calls")}
@@ -723,7 +748,9 @@ def _recompute_generator(seed, problem):
 
 
 @decides("check_autocast_linear", draw=draw_seed)
-def judge_autocast_linear(data, seed=0, cases=2, points=1, name="Linear32"):
+def judge_autocast_linear(
+    data: ProbeData, seed: int = 0, cases: int = 2, points: float = 1, name: str = "Linear32"
+) -> Verdict:
     if len(data["cases"]) != cases:
         raise CheckFailed(f"the answer covers {len(data['cases'])} cases; {cases} were asked for.")
     parts = {k: Part(k) for k in ("forward", "reference", "autocast", "autocast_backward")}
@@ -840,7 +867,7 @@ def reference_saved_bytes(problem: str) -> tuple[int, int, int]:
 
 
 @decides("check_saved_bytes", draw=draw_saved_bytes_problems)
-def judge_saved_bytes(data, problems=()):
+def judge_saved_bytes(data: ProbeData, problems: Sequence[str] = ()) -> None:
     data = [number(v, f"the answer for '{p}'") for v, p in zip(per_case(data, problems), problems)]
     for problem, got in zip(problems, data):
         want, every_save, saves = reference_saved_bytes(problem)
@@ -872,7 +899,7 @@ def judge_saved_bytes(data, problems=()):
 
 
 @decides("check_bandwidth", draw=draw_bandwidth_cases)
-def judge_bandwidth(data, cases=()):
+def judge_bandwidth(data: ProbeData, cases: Sequence[Any] = ()) -> None:
     data = [number(v, f"answer {i}") for i, v in enumerate(per_case(data, cases))]
     for (n, size, seconds, direction), got in zip(cases, data):
         moved = {"forward": 2, "backward": 3}[direction] * n * size

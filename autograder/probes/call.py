@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -33,7 +33,7 @@ class OutOfTime(BaseException):
 
 
 @contextmanager
-def time_limit(seconds: float | None):
+def time_limit(seconds: float | None) -> Iterator[None]:
     """Interrupt the body after `seconds` (main thread only: signals are delivered there)."""
     usable = seconds and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable:
@@ -62,7 +62,7 @@ def _stack_depth() -> int:
 
 
 @contextmanager
-def recursion_cap(extra: int = RECURSION_HEADROOM):
+def recursion_cap(extra: int = RECURSION_HEADROOM) -> Iterator[None]:
     """Lower (never raise) the recursion limit while learner code runs, so that code which recurses
     once per node fails with RecursionError instead of overflowing the C stack after the learner
     raised the limit with sys.setrecursionlimit."""

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ..feedback import CheckFailed
-from ..registry import NotebookChecks, show_verdict
+from ..registry import NotebookChecks, ProbeData, show_verdict
 from .call import call_learner
 from .function_cases import (
     EPS,
@@ -303,7 +303,16 @@ def _probe_cuda(fn, is_function, name, args, shapes) -> dict:
         return {"error": str(failure)}
 
 
-def probe_function(obj, reference, seed=0, cases=None, double_backward=False, cuda=True, points=1, name=None):
+def probe_function(
+    obj: Any,
+    reference: str,
+    seed: int = 0,
+    cases: int | None = None,
+    double_backward: bool = False,
+    cuda: bool = True,
+    points: float = 1,
+    name: str | None = None,
+) -> ProbeData:
     """Plain data about the learner's Function on the spec's inputs; one dict per case:
 
     - ``outputs``: forward's outputs (CPU tensors); ``output_dtypes``; ``node``: the grad_fn's class name;
@@ -323,7 +332,7 @@ def probe_function(obj, reference, seed=0, cases=None, double_backward=False, cu
     - ``cuda``: ``{"output_devices", "outputs", "returns", "grad_output_modified"}`` or ``{"skipped": reason}``.
     """
     spec = inputs_for(reference)
-    name = name or getattr(obj, "__name__", spec.title.split(".")[0])
+    name = name or str(getattr(obj, "__name__", spec.title.split(".")[0]))
     fn, is_function = _learner_callable(obj, name)
     data = []
     for case in range(cases or spec.cases):

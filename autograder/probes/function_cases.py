@@ -94,7 +94,12 @@ def use_full_jacobian(args: tuple, out_numel: int) -> bool:
     return sum(args[i].numel() for i in tensor_slots(args)) * out_numel <= FULL_LIMIT
 
 
-def fresh_args(args: tuple, requires: Sequence[bool] | None = None, dtype=None, device=None) -> tuple:
+def fresh_args(
+    args: tuple,
+    requires: Sequence[bool] | None = None,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+) -> tuple:
     out = []
     for i, a in enumerate(args):
         if is_float_tensor(a):

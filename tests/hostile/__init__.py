@@ -43,9 +43,9 @@ WRONG = {
     "adjoint_trace": CORRECT["adjoint_trace"].replace(" + math.cos(w['w1'])", ""),
 }
 TESTS = {  # (points, check, visible params, hidden params: cases drawn at grading time)
-    "primal_trace": (2, "check_primal_trace", "points=[(2.0, 3.0)]", "draw=2"),
+    "primal_trace": (2, "check_primal_trace", "at=[(2.0, 3.0)]", "draw=2"),
     "central_difference": (2, "check_central_difference", "cases=[('sin', 1.0, 1e-3)]", "draw=3"),
-    "adjoint_trace": (3, "check_adjoint_trace", "points=[(2.0, 3.0)]", "draw=2"),
+    "adjoint_trace": (3, "check_adjoint_trace", "at=[(2.0, 3.0)]", "draw=2"),
 }
 
 
