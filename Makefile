@@ -29,6 +29,9 @@ FORMGRADER_ARGS ?=
 formgrader: $(STAMP)  ## instructors: formgrader on the demo's graded course (build/demo, made by `make demo` if missing)
 	$(BIN)/python -m coursetools.lab --formgrader $(FORMGRADER_ARGS)
 
+hub: $(STAMP)  ## a class on JupyterHub on this machine (deploy/jupyterhub_config.py): learners ada, ben; instructor grace
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/jupyterhub -f deploy/jupyterhub_config.py
+
 demo: $(STAMP)  ## instructors: release, grade the example submissions, report
 	$(BIN)/python -m autograder.demo
 
@@ -44,11 +47,13 @@ release: $(STAMP)  ## regenerate course/ from solutions/
 # All are Debian packages: `make system-deps` installs them with apt when run as root (CI does),
 # and otherwise says what to run. Without them grading still works, and says which protections are off.
 SYSTEM_PACKAGES := bubblewrap postgresql chromium redis-server
+# JupyterHub's proxy (`make hub`, the hub test), from npm; JupyterHub itself is pinned in requirements.txt
+CHP_VERSION := 5.3.0
 # Extra arguments for `make grade`, e.g. make grade ASSIGNMENT=01-reverse-accumulation GRADE_ARGS="--student ada"
 ASSIGNMENT ?= 01-reverse-accumulation
 GRADE_ARGS ?=
 
-system-deps:  ## install bubblewrap (grading sandbox), PostgreSQL (gradebook test), chromium (browser tests), redis-server (Celery tests) with apt
+system-deps:  ## install bubblewrap (grading sandbox), PostgreSQL (gradebook test), chromium (browser tests), redis-server (Celery tests) with apt; JupyterHub's proxy with npm
 	@if command -v bwrap >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && test -x /usr/bin/chromium \
 		&& command -v redis-server >/dev/null 2>&1; then \
 		echo "system-deps: bubblewrap, PostgreSQL, chromium and redis-server are installed"; \
@@ -58,6 +63,13 @@ system-deps:  ## install bubblewrap (grading sandbox), PostgreSQL (gradebook tes
 		echo "system-deps: not root (or no apt-get), so nothing was installed. Run: sudo apt-get install $(SYSTEM_PACKAGES)"; \
 		echo "             Without bubblewrap, grading runs unsandboxed and says so; the PostgreSQL test is skipped;"; \
 		echo "             without chromium, the browser tests are skipped; without redis-server, the Celery tests."; \
+	fi
+	@if command -v configurable-http-proxy >/dev/null 2>&1; then \
+		echo "system-deps: configurable-http-proxy (JupyterHub's proxy) is installed"; \
+	elif command -v npm >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		npm install -g --silent configurable-http-proxy@$(CHP_VERSION); \
+	else \
+		echo "system-deps: run: npm install -g configurable-http-proxy@$(CHP_VERSION) (without it, the hub test is skipped)"; \
 	fi
 
 sandbox: system-deps  ## alias: install the grading sandbox (bubblewrap)

@@ -177,6 +177,7 @@ NOT_RUN = {
     "lint": "reads the code",
     "demo": "writes build/demo/ only",
     "formgrader": "runs the demo into build/demo/ when it is missing, then a server",
+    "hub": "writes build/hub/ only (tests/test_hub.py runs its configuration in a scratch folder)",
     "bench-engine": "prints figures",
     "bench-checks": "prints figures",
     "bench-grading": "grades in a temporary folder",
