@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import re
+import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,6 +170,21 @@ def _plot_mistakes(exercises: dict[str, Exercise], out: Path) -> Path:
     return path
 
 
+def grading_times(db_url: str, assignment: str) -> str:
+    """Grading time per submission, as a sentence: the median, the slowest, the whole class's."""
+    rows = record.graded_rows(db_url, assignment).values()
+    seconds = sorted(r.seconds for r in rows if r.seconds)
+    if not seconds:
+        return "Grading time per submission: " + (
+            "not recorded (graded before the grader kept it)." if rows else "no submission graded yet."
+        )
+    median = statistics.median(seconds)
+    return (
+        f"Grading time per submission: median {median:.1f} s, slowest {seconds[-1]:.1f} s, "
+        f"{sum(seconds):.0f} s for the {len(seconds)} timed submission(s) (one worker's time each)."
+    )
+
+
 def write_report(course_root: Path, assignment: str, db_url: str, out: Path) -> Path:
     """report.html (and its PNGs) in `out`; returns the page's path."""
     from .coursedir import put_interpreter_scripts_on_path
@@ -179,6 +195,7 @@ def write_report(course_root: Path, assignment: str, db_url: str, out: Path) -> 
     _plot_scores(exercises, out)
     _plot_mistakes(exercises, out)
     learners = len({s for e in exercises.values() for s in e.scores})
+    timing = grading_times(db_url, assignment)
     rows = []
     for gid, e in exercises.items():
         full = sum(1 for s in e.scores.values() if s >= e.max_score)
@@ -203,6 +220,7 @@ img{{max-width:100%}}</style></head><body>
 <h1>Class report: {html.escape(assignment)}</h1>
 <p>{learners} graded submission(s). Hints are what the judges told each learner on the cases their notebook shows;
 the hidden tests' reports are left out.</p>
+<p>{timing}</p>
 <img src="scores.png" alt="scores per exercise"><img src="mistakes.png" alt="the most common mistakes">
 <h2>Per exercise</h2>
 <table><tr><th>exercise</th><th>mean</th><th>full marks</th><th>not written</th><th>most common mistakes</th>

@@ -168,6 +168,7 @@ def configure(c: Any, hub: HubClass) -> None:
     c.ConfigurableHTTPProxy.pid_file = str(hub.state / "proxy.pid")
     c.JupyterHub.db_url = f"sqlite:///{hub.state / 'jupyterhub.sqlite'}"
     c.JupyterHub.cookie_secret_file = str(hub.state / "cookie_secret")
+    c.JupyterHub.template_paths = [str(REPO / "deploy" / "templates")]  # home: the instructors' links
     c.JupyterHub.authenticator_class = "shared-password"
     c.SharedPasswordAuthenticator.user_password = hub.password
     c.Authenticator.allowed_users = set(hub.learners) | set(hub.instructors)

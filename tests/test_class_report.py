@@ -49,3 +49,25 @@ def test_only_the_visible_part_of_a_report_is_read():
         ]
     )
     assert visible_report(text) == ["Exp: 1 of 2 points", "  [FAIL] forward", "Hint: save the output"]
+
+
+def test_a_gradebook_from_before_grading_times_gets_the_column_and_says_so(tmp_path):
+    """A gradebook written by an earlier grader has no seconds column: it is added, and the report says the times
+    were not recorded rather than failing or inventing them."""
+    import sqlite3
+
+    from autograder.class_report import grading_times
+    from autograder.grading import record
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE revad_graded (assignment VARCHAR(128), student VARCHAR(128), content_hash VARCHAR(64), "
+            "score FLOAT, max_score FLOAT, flags TEXT, messages TEXT, sandbox TEXT, PRIMARY KEY (assignment, student))"
+        )
+        db.execute("INSERT INTO revad_graded VALUES ('01-x', 'ada', 'h', 1.0, 2.0, '[]', '[]', 'none')")
+    url = f"sqlite:///{path}"
+    (row,) = record.graded_rows(url, "01-x").values()
+    assert row.seconds is None and row.score == 1.0
+    assert grading_times(url, "01-x") == "Grading time per submission: not recorded (graded before the grader kept it)."
+    assert grading_times(url, "02-y") == "Grading time per submission: no submission graded yet."

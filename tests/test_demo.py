@@ -136,6 +136,7 @@ def test_the_class_report_names_the_classs_mistakes_offline_and_anonymously(demo
         data = (tmp_path / png).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, png
         assert f'src="{png}"' in page
+    assert re.search(r"Grading time per submission: median \d+\.\d s, slowest \d+\.\d s", page), "timed"
     assert "<script" not in page and "http" not in page, "readable offline: no script, no CDN"
     assert not re.search(r"\b(ada|ben|cleo)\b", page), "no learner is named"
     assert "Hidden tests" not in page and "BEGIN HIDDEN" not in page, "the hidden tests' reports stay out"

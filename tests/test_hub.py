@@ -220,9 +220,21 @@ def test_a_class_on_the_hub_from_login_to_feedback_and_formgrader(tmp_path):
         assert ada.get(f"{base}/user/ada/api/contents/..%2F..%2Fcourse%2Fsource").status in (403, 404)
         assert ada.get(f"{base}/user/ada/api/contents").status == 200, "ada reaches her own files"
 
+        home = pages["ada"][1]
+        home.goto(f"{base}/hub/home")
+        home.locator("#start").wait_for()
+        assert home.locator("#revad-instructor").count() == 0, "a learner's hub page has no instructor's links"
+
         context, page = log_in(browser, base, "grace")
         page.wait_for_url("**/user/grace/**")
         shot = Shots(page, "hub-instructor")
+        page.goto(f"{base}/hub/home")
+        links = page.locator("#revad-instructor a")
+        assert links.all_inner_texts() == ["Formgrader", "Class reports"]
+        shot("the hub's page links formgrader and the class reports")
+        links.filter(has_text="Class reports").click()
+        page.locator(".jp-DirListing-item", has_text=ASSIGNMENT).wait_for()
+        shot("class reports in the instructor's service")
         page.goto(f"{base}/services/revad/formgrader/gradebook/{ASSIGNMENT}/{NOTEBOOK[:-6]}")
         page.locator("table tbody td.name").first.wait_for()
         page.get_by_role("button", name="Show All Names").click()

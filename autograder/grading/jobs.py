@@ -199,6 +199,7 @@ class SubmissionResult:
     notebooks: dict[str, NotebookResult] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
     sandbox: str = ""
+    seconds: float = 0.0  # the submission's grading time, intake to feedback (what the class report shows)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -212,6 +213,7 @@ class SubmissionResult:
             notebooks={k: NotebookResult.from_dict(v) for k, v in data["notebooks"].items()},
             messages=list(data["messages"]),
             sandbox=data.get("sandbox", ""),
+            seconds=float(data.get("seconds", 0.0)),
         )
 
     def all_flags(self) -> list[NotebookFlag]:

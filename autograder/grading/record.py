@@ -31,6 +31,7 @@ GRADED = Table(
     Column("flags", Text, nullable=False),  # JSON list of {"notebook", "code", "detail"}
     Column("messages", Text, nullable=False),  # JSON list of strings, as the learner reads them
     Column("sandbox", Text, nullable=False),
+    Column("seconds", Float, nullable=True),  # grading time (added later: a gradebook from before has none)
 )
 
 SECRET = Table(
@@ -43,10 +44,24 @@ SECRET = Table(
 _ENGINES: dict = {}
 
 
+def _add_missing_columns(eng: Any) -> None:
+    """A gradebook written by an earlier grader gets the columns added since (create_all adds tables only)."""
+    from sqlalchemy import inspect, text
+
+    have = {c["name"] for c in inspect(eng).get_columns(GRADED.name)}
+    with eng.begin() as conn:
+        for column in GRADED.columns:
+            if column.name not in have:
+                conn.execute(
+                    text(f"ALTER TABLE {GRADED.name} ADD COLUMN {column.name} {column.type.compile(eng.dialect)}")
+                )
+
+
 def engine(db_url: str) -> Any:
     if db_url not in _ENGINES:
         eng = create_engine(db_url)
         METADATA.create_all(eng)
+        _add_missing_columns(eng)
         _ENGINES[db_url] = eng
     return _ENGINES[db_url]
 
@@ -82,6 +97,7 @@ class GradedRow:
     messages: list[str]  # as the learner reads them
     sandbox: str
     content_hash: str
+    seconds: float | None  # grading time; None where an earlier grader did not record it
 
 
 def graded_rows(db_url: str, assignment: str | None = None) -> dict[tuple[str, str], GradedRow]:
@@ -97,6 +113,7 @@ def graded_rows(db_url: str, assignment: str | None = None) -> dict[tuple[str, s
                 messages=json.loads(r.messages),
                 sandbox=r.sandbox,
                 content_hash=r.content_hash,
+                seconds=r.seconds,
             )
             for r in conn.execute(query)
         }
@@ -153,6 +170,7 @@ def _record(db_url, result, content_hash, timestamp, assignment, student, Gradeb
                 flags=json.dumps([asdict(f) for f in result.all_flags()], sort_keys=True),
                 messages=json.dumps(result.all_messages()),
                 sandbox=result.sandbox,
+                seconds=result.seconds,
             )
         )
     return score, max_score
@@ -178,5 +196,6 @@ def dump(db_url: str, assignment: str) -> list:
                     )
                 )
     rows = graded_rows(db_url, assignment)
-    out += sorted((k, json.dumps(asdict(v), sort_keys=True)) for k, v in rows.items())
+    timeless = {k: {name: value for name, value in asdict(v).items() if name != "seconds"} for k, v in rows.items()}
+    out += sorted((k, json.dumps(v, sort_keys=True)) for k, v in timeless.items())
     return out

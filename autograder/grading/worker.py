@@ -15,6 +15,7 @@ import os
 import random
 import shutil
 import sys
+import time
 import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -281,6 +282,7 @@ def write(
 
 
 def grade_submission(job: Job) -> SubmissionResult:
+    start = time.monotonic()
     spec = AssignmentSpec.from_json(Path(job.spec).read_text())
     for module in spec.modules:
         importlib.import_module(module)
@@ -321,6 +323,7 @@ def grade_submission(job: Job) -> SubmissionResult:
         result.notebooks[name] = nb_result
         write_feedback(name, nb_result, graded, out_dir, result.messages)
     shutil.rmtree(taken.folder, ignore_errors=True)
+    result.seconds = round(time.monotonic() - start, 2)
     return result
 
 
