@@ -113,7 +113,12 @@ MOST_COMMON_MISTAKES = {
         "test_adjoint_trace": "collects one contribution",
         "test_central_difference": "one-sided",
     },
-    "02-scalar-engine": {"test_variable_pow": "outside its domain", "test_variable_backward": "from every use"},
+    # ben's ln|a| passes the visible case (a > 0); which hint the hidden cases draw depends on them: a = 0 makes
+    # math.log fail (outside its domain), a < 0 gives a finite number where there is none
+    "02-scalar-engine": {
+        "test_variable_pow": ("outside its domain", "finite number that is wrong"),
+        "test_variable_backward": "from every use",
+    },
     "03-custom-functions": {"test_linear_function": "batch dimension", "test_numerical_jacobian": "one-sided"},
     "04-ctx-toolbox": {"test_inplace_relu": "changed in place", "test_functional_linear": "one gradient per sample"},
     "05-gpu-functions": {"test_fused_silu": "save only x", "test_triton_silu": "ignores strides"},
@@ -129,9 +134,10 @@ def test_the_class_report_names_the_classs_mistakes_offline_and_anonymously(demo
 
     root, _ = demo
     page = write_report(root, assignment, f"sqlite:///{root / 'gradebook.db'}", tmp_path).read_text()
-    for gid, phrase in MOST_COMMON_MISTAKES[assignment].items():
+    for gid, phrases in MOST_COMMON_MISTAKES[assignment].items():
         row = re.search(rf"<tr><td><code>{gid}</code>.*?</tr>", page, re.S)
-        assert row and phrase in row.group(0) and "1 learner(s)" in row.group(0), (gid, row and row.group(0))
+        named = row and any(p in row.group(0) for p in ([phrases] if isinstance(phrases, str) else phrases))
+        assert named and "1 learner(s)" in row.group(0), (gid, row and row.group(0))
     for png in ("scores.png", "mistakes.png"):
         data = (tmp_path / png).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, png
