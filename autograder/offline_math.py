@@ -16,7 +16,7 @@ from pathlib import Path
 from nbconvert.preprocessors import Preprocessor
 
 # fenced code blocks and inline code spans are never maths
-_CODE = re.compile(r"(^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\2[ \t]*$|(`+)[^`].*?\3)", re.S | re.M)
+CODE_SPANS = re.compile(r"(^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\2[ \t]*$|(`+)[^`].*?\3)", re.S | re.M)
 # $$display$$ first, then $inline$ (no space after the opening dollar, no digit after the closing one:
 # "$5 and $6" is not maths)
 _MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<![\\$])\$(?=\S)([^$\n]+?)(?<!\\)\$(?!\d)", re.S)
@@ -45,7 +45,7 @@ def _convert_text(text: str) -> str:
 def markdown_with_mathml(source: str) -> str:
     """The markdown with its maths as MathML; code spans and fenced code untouched."""
     out, last = [], 0
-    for code in _CODE.finditer(source):
+    for code in CODE_SPANS.finditer(source):
         out.append(_convert_text(source[last : code.start()]))
         out.append(code.group(0))
         last = code.end()

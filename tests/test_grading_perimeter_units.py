@@ -295,6 +295,23 @@ def test_honest_markdown_is_kept():
     assert nb.cells[0].source == text and nb.cells[0].attachments == {"a.png": {"image/png": "iVBORw0KGgo="}}
 
 
+def test_code_spans_keep_what_was_typed_and_stay_code():
+    """Before, feedback showed `Kernel → Restart &amp; Run All`: the cleaner's entity, shown as typed in code."""
+    typed = "Use `Kernel → Restart & Run All`, then `a < b` and\n\n```python\nif a < b & c:\n    pass\n```\n"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(typed)])
+    sanitize.sanitize_notebook(nb)
+    assert nb.cells[0].source == typed
+    for attack in (
+        "`<script>alert('code')</script>`",
+        "<div>`<script>alert('block')</script>`</div>",
+        "<div>\n`<img src=x onerror=alert(1)>`\n</div>",
+        "<span>`</span><script>alert(2)</script>`",
+    ):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(attack)])
+        sanitize.sanitize_notebook(nb)
+        assert active_parts(_rendered(nb)) == [], attack
+
+
 # ------------------------------------------------------------------------------------------ reach
 
 

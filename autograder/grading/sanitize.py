@@ -76,6 +76,18 @@ def _literal_markdown(source: str) -> str:
     )
 
 
+def code_spans_as_typed(source: str) -> str:
+    """The cleaner escapes & < > in code spans too, where markdown shows an entity as typed (`Restart &amp; Run
+    All`): give code spans and fenced code their text back, which markdown escapes itself when it renders. Only in
+    markdown with no HTML tag outside code: inside an HTML block markdown reads no code span, and the text would
+    go out raw."""
+    from ..offline_math import CODE_SPANS
+
+    if re.search(r"<[A-Za-z/!?]", CODE_SPANS.sub("", source)):
+        return source
+    return CODE_SPANS.sub(lambda span: html.unescape(span.group(0)), source)
+
+
 def sanitize_notebook(nb: NotebookNode) -> NotebookNode:
     """Clean `nb` (an nbformat NotebookNode) in place and return it."""
     from nbconvert.preprocessors.sanitize import SanitizeHTML
@@ -100,6 +112,7 @@ def sanitize_notebook(nb: NotebookNode) -> NotebookNode:
                         attachments[name] = kept
                     else:
                         del attachments[name]
+            cell.source = code_spans_as_typed(cell.source)
             if not _renders_safely(cell.source, cell.get("attachments") or {}):
                 cell.source = _literal_markdown(cell.source)
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
