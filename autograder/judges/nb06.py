@@ -1,0 +1,94 @@
+"""Judges of notebook 06 (the fused cross-entropy): references in float64 from PyTorch, decided part by part.
+WORK IN PROGRESS on the nb06-wip branch: the row log-sum-exp kernel's judge only."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from ..nb06 import row_case
+from ..registry import ProbeData, decides
+from . import answers
+from .verdict import Part, Verdict, verdict_of
+
+# What each kind of case tests; a case is (rows, V, BLOCK_V, dtype, peak column).
+ROW_LSE_PARTS = {
+    "values": "each row's log-sum-exp (V a multiple of BLOCK_V, the peak in the first chunk)",
+    "rescale": "a larger maximum in a later chunk (the running sum rescaled)",
+    "tail": "V not a multiple of BLOCK_V (the last chunk masked)",
+    "stability": "float32 logits of 100 (the maximum subtracted before exp)",
+    "bounds": "one value per row written, the logits untouched",
+}
+
+
+def row_lse_cases(V: int = 32, ragged: int = 37, block: int = 16) -> list[tuple]:
+    """The visible cases: one per part (a case tests one idea; the others' conditions are kept easy)."""
+    return [
+        (3, V, block, "float64", 0),  # values
+        (2, V, block, "float64", V - 1),  # rescale: the peak in the last chunk
+        (2, ragged, block, "float64", 0),  # tail
+        (2, V, block, "float32", 0),  # stability
+    ]
+
+
+def part_of(case: Sequence[Any]) -> str:
+    rows, V, block, dtype, peak_at = case
+    if dtype != "float64":
+        return "stability"
+    if V % block:
+        return "tail"
+    return "rescale" if peak_at >= block else "values"
+
+
+def draw_row_lse(rng: random.Random, count: int) -> dict[str, Any]:
+    """count cases of each part, of other sizes and block sizes."""
+    cases = []
+    for _ in range(count):
+        block = rng.choice([8, 16, 32])
+        chunks = rng.randint(2, 4)
+        cases += [
+            (rng.randint(1, 4), block * chunks, block, "float64", rng.randrange(block)),
+            (rng.randint(1, 3), block * chunks, block, "float64", rng.randrange(block, block * chunks)),
+            (rng.randint(1, 3), block * chunks + rng.randint(1, block - 1), block, "float64", 0),
+            (rng.randint(1, 3), block * chunks, block, "float32", rng.randrange(block)),
+        ]
+    return {"cases": cases, "seed": rng.randrange(1, 10**6)}
+
+
+@decides("check_row_lse", draw=draw_row_lse)
+def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 5) -> Verdict:
+    parts = {name: Part(name) for name in ROW_LSE_PARTS}
+    for case, got in zip(cases, answers.per_case(data, cases)):
+        rows, V, block, dtype, peak_at = case
+        entry = answers.entry(got, f"case {case}", ("values", "written_outside", "inputs_changed"))
+        values = answers.tensor(entry["values"], f"the values of case {case}", shape=(rows,))
+        outside = answers.integer(entry["written_outside"], f"the guard count of case {case}")
+        changed = answers.flag(entry["inputs_changed"], f"the input check of case {case}")
+        where = f"{rows} rows of V = {V}, BLOCK_V = {block}, {dtype}"
+        if outside or changed:
+            parts["bounds"].fail(
+                f"{where}: {'values written outside the output' if outside else 'the logits changed'}",
+                "one program per row stores one value, at lse_ptr + row; the logits are only read",
+            )
+        expected = torch.logsumexp(row_case(seed, rows, V, dtype, peak_at).to(torch.float64), dim=1)
+        tol = 1e-9 if dtype == "float64" else 1e-5
+        bad = ~torch.isclose(values, expected, rtol=tol, atol=tol)
+        if not bad.any():
+            continue
+        row = int(bad.nonzero()[0])
+        value = float(values[row])
+        state = "NaN" if math.isnan(value) else "infinite" if math.isinf(value) else "off"
+        part = part_of(case)
+        hint = {
+            "tail": "the last chunk reaches past the row's end: mask the columns at or beyond V (and load them as "
+            "-inf, which exp turns into 0)",
+            "stability": "exp of a large logit overflows: subtract the running maximum before exp",
+            "rescale": "when a later chunk raises the maximum, the sum so far was computed against the old one: "
+            "rescale it by exp(m_old - m_new)",
+        }.get(part)
+        parts[part].fail(f"{where}: row {row} is {state}", hint)
+    return verdict_of(list(parts.values()), points, "row_lse_kernel (each row's log-sum-exp)")

@@ -1,0 +1,72 @@
+"""Checks of notebook 06 (the capstone: a fused cross-entropy in Triton): the names its test cells import, and their
+probes. WORK IN PROGRESS on the nb06-wip branch: the row log-sum-exp kernel's check only.
+
+A kernel probe launches the learner's kernel as notebook 05's do (compiled on a GPU, else in Triton's interpreter)
+on logits laid out in rows of stride V + PAD whose PAD columns hold NaN: a kernel that reads past its row's end (a
+missing or wrong mask on the last chunk) gets NaN into its sum. Its output sits between guard zones. The judges
+(:mod:`autograder.judges.nb06`) recompute every reference in float64 and decide, part by part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from .nb05 import GUARD_VALUE, call_kernel, kernel_launcher
+from .registry import NotebookChecks, ProbeData
+
+PAD = 8  # NaN columns after each row of logits
+GUARD = 16  # guard entries before and after an output
+
+
+def row_case(seed: int, rows: int, V: int, dtype: str, peak_at: int) -> torch.Tensor:
+    """Logits whose every row peaks at column peak_at, one above the row's other values (so where the maximum is
+    decides whether a running sum must be rescaled, and every entry still counts in the sum); in float32, a peak of
+    100 in the first row, whose exp overflows float32."""
+    gen = torch.Generator().manual_seed(1_000_003 * seed + 1009 * rows + 31 * V + peak_at)
+    x = 3 * torch.randn(rows, V, generator=gen, dtype=torch.float64)
+    x[:, peak_at] = x.max(dim=1).values + 1.0
+    if dtype != "float64":
+        x[0, peak_at] = 100.0
+    return x.to(getattr(torch, dtype))
+
+
+def padded_rows(x: torch.Tensor, device: str) -> torch.Tensor:
+    buffer = torch.full((x.shape[0], x.shape[1] + PAD), float("nan"), dtype=x.dtype, device=device)
+    buffer[:, : x.shape[1]] = x
+    return buffer
+
+
+def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0) -> ProbeData:
+    """kernel[(rows,)](logits_ptr, lse_ptr, row_stride, V, BLOCK_V=block) for each (rows, V, block, dtype, peak_at):
+    the values written, how many guard entries were overwritten, whether the logits changed."""
+    name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "row_lse_kernel")
+    launcher, device, context = kernel_launcher(kernel, name)
+    data = []
+    for rows, V, block, dtype, peak_at in cases:
+        x = row_case(seed, rows, V, dtype, peak_at)
+        logits = padded_rows(x, device)
+        before = logits.clone()
+        out_buf = torch.full((rows + 2 * GUARD,), GUARD_VALUE, dtype=x.dtype, device=device)
+        out = out_buf[GUARD : GUARD + rows]
+        with context():
+            call_kernel(
+                lambda *a: launcher[(rows,)](*a, BLOCK_V=block), logits, out, logits.stride(0), V, name=name
+            )
+        outside = (out_buf[:GUARD] != GUARD_VALUE).sum() + (out_buf[GUARD + rows :] != GUARD_VALUE).sum()
+        data.append(
+            {
+                "values": out.to(torch.float64).cpu().clone(),
+                "written_outside": int(outside),
+                "inputs_changed": not torch.equal(logits.nan_to_num(7.0), before.nan_to_num(7.0)),
+            }
+        )
+    return data
+
+
+checks = NotebookChecks(__name__)
+check_row_lse = checks.add("check_row_lse", probe_row_lse, by_hand=False)
+
+__all__ = checks.names

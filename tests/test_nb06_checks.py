@@ -1,0 +1,138 @@
+"""Notebook 06's checks (WORK IN PROGRESS, nb06-wip branch): the row log-sum-exp kernel's check gives a right
+kernel full marks and each classic mistake exactly its own part's share, with the hint meant for it."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: these kernels run in the interpreter
+
+import random  # noqa: E402
+
+import pytest  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from autograder import nb06  # noqa: E402
+from autograder.feedback import CheckFailed  # noqa: E402
+from autograder.judges.nb06 import draw_row_lse, row_lse_cases  # noqa: E402
+
+pytestmark = pytest.mark.nb06
+CASES = row_lse_cases()
+
+
+@triton.jit
+def right(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    tl.store(lse_ptr + row, m + tl.log(s))
+
+
+@triton.jit
+def no_mask(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    tl.store(lse_ptr + row, m + tl.log(s))
+
+
+@triton.jit
+def no_max(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        s = s + tl.sum(tl.exp(x), axis=0)
+    tl.store(lse_ptr + row, tl.log(s))
+
+
+@triton.jit
+def no_rescale(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m = tl.maximum(m, tl.max(x, axis=0))
+        s = s + tl.sum(tl.exp(x - m), axis=0)
+    tl.store(lse_ptr + row, m + tl.log(s))
+
+
+@triton.jit
+def first_chunk_only(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_V)
+    x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+    m = tl.max(x, axis=0)
+    tl.store(lse_ptr + row, m + tl.log(tl.sum(tl.exp(x - m), axis=0)))
+
+
+@triton.jit
+def stores_everywhere(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    tl.store(lse_ptr + row + tl.arange(0, 2), m + tl.log(s) + tl.zeros((2,), dtype=lse_ptr.dtype.element_ty))
+
+
+def score(kernel, cases=CASES, seed=0):
+    try:
+        verdict = nb06.check_row_lse(kernel, cases=cases, seed=seed)
+    except CheckFailed as failure:
+        verdict = failure.verdict
+        assert verdict is not None, str(failure)
+    failed = {p.name for p in verdict.parts if p.passed is False}
+    return float(verdict), failed, verdict.report()
+
+
+def test_a_right_kernel_gets_full_marks_on_visible_and_drawn_cases():
+    assert score(right)[:2] == (5.0, set())
+    drawn = draw_row_lse(random.Random(3), 1)
+    assert score(right, **drawn)[:2] == (5.0, set())
+
+
+@pytest.mark.parametrize(
+    ("kernel", "part", "hint"),
+    [
+        (no_mask, "tail", "mask the columns at or beyond V"),
+        (no_max, "stability", "subtract the running maximum"),
+        (no_rescale, "rescale", "rescale it by exp(m_old - m_new)"),
+        (stores_everywhere, "bounds", "stores one value"),
+    ],
+)
+def test_each_classic_mistake_costs_its_own_part_with_its_hint(kernel, part, hint):
+    points, failed, report = score(kernel)
+    assert failed == {part}, report
+    assert points == 4.0, "one idea of five lost"
+    assert hint in report
+
+
+def test_a_kernel_that_reads_only_the_first_chunk_fails_where_rows_are_longer():
+    points, failed, report = score(first_chunk_only)
+    assert "values" in failed and points <= 3.0, report
+
+
+def test_forged_data_is_refused():
+    with pytest.raises(CheckFailed, match="answers for"):
+        nb06.check_row_lse.decide([], cases=CASES)
