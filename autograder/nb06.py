@@ -52,9 +52,7 @@ def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0) -> ProbeData
         out_buf = torch.full((rows + 2 * GUARD,), GUARD_VALUE, dtype=x.dtype, device=device)
         out = out_buf[GUARD : GUARD + rows]
         with context():
-            call_kernel(
-                lambda *a: launcher[(rows,)](*a, BLOCK_V=block), logits, out, logits.stride(0), V, name=name
-            )
+            call_kernel(lambda *a: launcher[(rows,)](*a, BLOCK_V=block), logits, out, logits.stride(0), V, name=name)
         outside = (out_buf[:GUARD] != GUARD_VALUE).sum() + (out_buf[GUARD + rows :] != GUARD_VALUE).sum()
         data.append(
             {
@@ -66,7 +64,61 @@ def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0) -> ProbeData
     return data
 
 
+def ce_targets(seed: int, rows: int, V: int, ignored: int, ignore_index: int) -> torch.Tensor:
+    """Targets of the rows (int64); the last `ignored` rows carry ignore_index."""
+    gen = torch.Generator().manual_seed(7919 * seed + 13 * rows + V)
+    target = torch.randint(0, V, (rows,), generator=gen)
+    if ignored:
+        target[rows - ignored :] = ignore_index
+    return target
+
+
+def probe_ce_forward(kernel: Any, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100) -> ProbeData:
+    """kernel[(rows,)](logits_ptr, target_ptr, loss_ptr, lse_ptr, row_stride, V, ignore_index, BLOCK_V=block) for
+    each (rows, V, block, dtype, ignored): the per-row losses and log-sum-exps written, guards, inputs."""
+    name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "forward kernel")
+    launcher, device, context = kernel_launcher(kernel, name)
+    data = []
+    for rows, V, block, dtype, ignored in cases:
+        x = row_case(seed, rows, V, dtype, 0)
+        logits = padded_rows(x, device)
+        target = ce_targets(seed, rows, V, ignored, ignore_index).to(device)
+        before, target_before = logits.clone(), target.clone()
+        outputs = {}
+        for key in ("loss", "lse"):
+            buffer = torch.full((rows + 2 * GUARD,), GUARD_VALUE, dtype=x.dtype, device=device)
+            outputs[key] = (buffer, buffer[GUARD : GUARD + rows])
+        with context():
+            call_kernel(
+                lambda *a: launcher[(rows,)](*a, BLOCK_V=block),
+                logits,
+                target,
+                outputs["loss"][1],
+                outputs["lse"][1],
+                logits.stride(0),
+                V,
+                ignore_index,
+                name=name,
+            )
+        outside = sum(
+            int((b[:GUARD] != GUARD_VALUE).sum() + (b[GUARD + rows :] != GUARD_VALUE).sum())
+            for b, _ in outputs.values()
+        )
+        data.append(
+            {
+                "loss": outputs["loss"][1].to(torch.float64).cpu().clone(),
+                "lse": outputs["lse"][1].to(torch.float64).cpu().clone(),
+                "written_outside": outside,
+                "inputs_changed": not (
+                    torch.equal(logits.nan_to_num(7.0), before.nan_to_num(7.0)) and torch.equal(target, target_before)
+                ),
+            }
+        )
+    return data
+
+
 checks = NotebookChecks(__name__)
 check_row_lse = checks.add("check_row_lse", probe_row_lse, by_hand=False)
+check_ce_forward = checks.add("check_ce_forward", probe_ce_forward, by_hand=False)
 
 __all__ = checks.names

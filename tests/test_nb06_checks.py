@@ -136,3 +136,92 @@ def test_a_kernel_that_reads_only_the_first_chunk_fails_where_rows_are_longer():
 def test_forged_data_is_refused():
     with pytest.raises(CheckFailed, match="answers for"):
         nb06.check_row_lse.decide([], cases=CASES)
+
+
+# ------------------------------------------------------------------------------------------ the forward kernel
+from autograder.judges.nb06 import ce_forward_cases, draw_ce_forward  # noqa: E402
+
+
+@triton.jit
+def forward_right(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    lse = m + tl.log(s)
+    target = tl.load(target_ptr + row)
+    counted = target != ignore_index
+    picked = tl.load(logits_ptr + row * stride + tl.where(counted, target, 0)).to(lse_ptr.dtype.element_ty)
+    tl.store(lse_ptr + row, lse)
+    tl.store(loss_ptr + row, tl.where(counted, lse - picked, 0.0))
+
+
+@triton.jit
+def forward_ignores_nothing(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    lse = m + tl.log(s)
+    target = tl.load(target_ptr + row)
+    picked = tl.load(logits_ptr + row * stride + tl.maximum(target, 0)).to(lse_ptr.dtype.element_ty)
+    tl.store(lse_ptr + row, lse)
+    tl.store(loss_ptr + row, lse - picked)
+
+
+@triton.jit
+def forward_wrong_axis(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    lse = m + tl.log(s)
+    target = tl.load(target_ptr + row)
+    counted = target != ignore_index
+    picked = tl.load(logits_ptr + tl.where(counted, target, 0) * stride + row).to(lse_ptr.dtype.element_ty)
+    tl.store(lse_ptr + row, lse)
+    tl.store(loss_ptr + row, tl.where(counted, lse - picked, 0.0))
+
+
+def forward_score(kernel, **params):
+    params = params or {"cases": ce_forward_cases()}
+    try:
+        verdict = nb06.check_ce_forward(kernel, **params)
+    except CheckFailed as failure:
+        verdict = failure.verdict
+        assert verdict is not None, str(failure)
+    return float(verdict), {p.name for p in verdict.parts if p.passed is False}, verdict.report()
+
+
+def test_a_right_forward_kernel_gets_full_marks_on_visible_and_drawn_cases():
+    assert forward_score(forward_right)[:2] == (4.0, set())
+    for seed in range(3):
+        assert forward_score(forward_right, **draw_ce_forward(random.Random(seed), 2))[:2] == (4.0, set())
+
+
+@pytest.mark.parametrize(
+    ("kernel", "part", "hint"),
+    [
+        (forward_ignores_nothing, "ignored", "contributes nothing"),
+        (forward_wrong_axis, "loss", "logit of its own target"),
+    ],
+)
+def test_each_forward_mistake_costs_its_own_part(kernel, part, hint):
+    points, failed, report = forward_score(kernel)
+    assert failed == {part}, report
+    assert points == 3.0 and hint in report

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..nb06 import row_case
+from ..nb06 import ce_targets, row_case
 from ..registry import ProbeData, decides
 from . import answers
 from .verdict import Part, Verdict, verdict_of
@@ -92,3 +92,65 @@ def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: 
         }.get(part)
         parts[part].fail(f"{where}: row {row} is {state}", hint)
     return verdict_of(list(parts.values()), points, "row_lse_kernel (each row's log-sum-exp)")
+
+
+CE_FORWARD_PARTS = ("loss", "lse", "ignored", "bounds")
+
+
+def ce_forward_cases(block: int = 16) -> list[tuple]:
+    """(rows, V, BLOCK_V, dtype, ignored rows): a ragged vocabulary, a short one, float32, rows ignored."""
+    return [(4, 37, block, "float64", 1), (3, 5, block, "float64", 0), (3, 48, block, "float32", 1)]
+
+
+def draw_ce_forward(rng: random.Random, count: int) -> dict[str, Any]:
+    cases = []
+    for _ in range(count):
+        block = rng.choice([8, 16, 32])
+        rows = rng.randint(2, 5)
+        cases.append(
+            (rows, block * rng.randint(1, 3) + rng.randint(0, block - 1), block, "float64", rng.randint(1, rows - 1))
+        )
+    return {"cases": cases, "seed": rng.randrange(1, 10**6), "ignore_index": rng.choice([-100, -1, 7])}
+
+
+@decides("check_ce_forward", draw=draw_ce_forward)
+def judge_ce_forward(
+    data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, points: float = 4
+) -> Verdict:
+    parts = {name: Part(name) for name in CE_FORWARD_PARTS}
+    for case, got in zip(cases, answers.per_case(data, cases)):
+        rows, V, block, dtype, ignored = case
+        entry = answers.entry(got, f"case {case}", ("loss", "lse", "written_outside", "inputs_changed"))
+        loss = answers.tensor(entry["loss"], f"the losses of case {case}", shape=(rows,))
+        lse = answers.tensor(entry["lse"], f"the log-sum-exps of case {case}", shape=(rows,))
+        outside = answers.integer(entry["written_outside"], f"the guard count of case {case}")
+        changed = answers.flag(entry["inputs_changed"], f"the input check of case {case}")
+        where = f"{rows} rows of V = {V}, BLOCK_V = {block}, {dtype}, ignore_index = {ignore_index}"
+        if outside or changed:
+            parts["bounds"].fail(
+                f"{where}: {'values written outside the outputs' if outside else 'the logits or targets changed'}",
+                "one program per row stores one loss and one log-sum-exp, at row; the inputs are only read",
+            )
+        x = row_case(seed, rows, V, dtype, 0).to(torch.float64)
+        target = ce_targets(seed, rows, V, ignored, ignore_index)
+        counted = target != ignore_index
+        expected_lse = torch.logsumexp(x, dim=1)
+        expected = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index, reduction="none")
+        tol = 1e-9 if dtype == "float64" else 1e-5
+        close = lambda a, b: torch.isclose(a, b, rtol=tol, atol=tol)  # noqa: E731
+        if not close(lse, expected_lse)[counted].all():
+            parts["lse"].fail(
+                f"{where}: a counted row's log-sum-exp is wrong", "store each row's log-sum-exp: backward needs it"
+            )
+        if not close(loss, expected)[counted].all():
+            row = int((~close(loss, expected) & counted).nonzero()[0])
+            parts["loss"].fail(
+                f"{where}: the loss of row {row} is off",
+                "a row's loss is its log-sum-exp minus the logit of its own target, logits_ptr + row * stride + target",
+            )
+        if not (loss[~counted] == 0).all():
+            parts["ignored"].fail(
+                f"{where}: a row whose target is ignore_index has a loss other than 0",
+                "a row whose target is ignore_index contributes nothing: store 0 (and never read its target column)",
+            )
+    return verdict_of(list(parts.values()), points, "cross_entropy_forward_kernel (per-row losses)")
