@@ -2,7 +2,7 @@
 probes. WORK IN PROGRESS on the nb06-wip branch: the row log-sum-exp kernel's check only.
 
 A kernel probe launches the learner's kernel as notebook 05's do (compiled on a GPU, else in Triton's interpreter)
-on logits laid out in rows of stride V + PAD whose PAD columns hold NaN: a kernel that reads past its row's end (a
+on logits laid out in rows of stride V + BLOCK_V whose spare columns hold NaN: a kernel that reads past its row's end (a
 missing or wrong mask on the last chunk) gets NaN into its sum. Its output sits between guard zones. The judges
 (:mod:`autograder.judges.nb06`) recompute every reference in float64 and decide, part by part.
 """
@@ -17,7 +17,6 @@ import torch
 from .nb05 import GUARD_VALUE, call_kernel, kernel_launcher
 from .registry import NotebookChecks, ProbeData
 
-PAD = 8  # NaN columns after each row of logits
 GUARD = 16  # guard entries before and after an output
 
 
@@ -33,10 +32,16 @@ def row_case(seed: int, rows: int, V: int, dtype: str, peak_at: int) -> torch.Te
     return x.to(getattr(torch, dtype))
 
 
-def padded_rows(x: torch.Tensor, device: str) -> torch.Tensor:
-    buffer = torch.full((x.shape[0], x.shape[1] + PAD), float("nan"), dtype=x.dtype, device=device)
-    buffer[:, : x.shape[1]] = x
-    return buffer
+def padded_rows(
+    x: torch.Tensor, device: str, block: int, fill: float = float("nan")
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(buffer, view): the rows of x in a buffer of row stride V + block whose other entries hold `fill`, with V + 1
+    spare rows after them, so that a kernel reading or writing past a row's end, or along the wrong axis, stays in
+    memory the probe owns (and, for NaN, poisons what it computes)."""
+    rows, V = x.shape
+    buffer = torch.full((rows + V + 1, V + block), fill, dtype=x.dtype, device=device)
+    buffer[:rows, :V] = x
+    return buffer, buffer[:rows]
 
 
 def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0) -> ProbeData:
@@ -47,8 +52,8 @@ def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0) -> ProbeData
     data = []
     for rows, V, block, dtype, peak_at in cases:
         x = row_case(seed, rows, V, dtype, peak_at)
-        logits = padded_rows(x, device)
-        before = logits.clone()
+        whole, logits = padded_rows(x, device, block)
+        before = whole.clone()
         out_buf = torch.full((rows + 2 * GUARD,), GUARD_VALUE, dtype=x.dtype, device=device)
         out = out_buf[GUARD : GUARD + rows]
         with context():
@@ -58,7 +63,7 @@ def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0) -> ProbeData
             {
                 "values": out.to(torch.float64).cpu().clone(),
                 "written_outside": int(outside),
-                "inputs_changed": not torch.equal(logits.nan_to_num(7.0), before.nan_to_num(7.0)),
+                "inputs_changed": not torch.equal(whole.nan_to_num(7.0), before.nan_to_num(7.0)),
             }
         )
     return data
@@ -81,9 +86,9 @@ def probe_ce_forward(kernel: Any, cases: Sequence[Any], seed: int = 0, ignore_in
     data = []
     for rows, V, block, dtype, ignored in cases:
         x = row_case(seed, rows, V, dtype, 0)
-        logits = padded_rows(x, device)
+        whole, logits = padded_rows(x, device, block)
         target = ce_targets(seed, rows, V, ignored, ignore_index).to(device)
-        before, target_before = logits.clone(), target.clone()
+        before, target_before = whole.clone(), target.clone()
         outputs = {}
         for key in ("loss", "lse"):
             buffer = torch.full((rows + 2 * GUARD,), GUARD_VALUE, dtype=x.dtype, device=device)
@@ -110,7 +115,52 @@ def probe_ce_forward(kernel: Any, cases: Sequence[Any], seed: int = 0, ignore_in
                 "lse": outputs["lse"][1].to(torch.float64).cpu().clone(),
                 "written_outside": outside,
                 "inputs_changed": not (
-                    torch.equal(logits.nan_to_num(7.0), before.nan_to_num(7.0)) and torch.equal(target, target_before)
+                    torch.equal(whole.nan_to_num(7.0), before.nan_to_num(7.0)) and torch.equal(target, target_before)
+                ),
+            }
+        )
+    return data
+
+
+def probe_ce_backward(
+    kernel: Any, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, scale: float = 0.25
+) -> ProbeData:
+    """kernel[(rows,)](logits_ptr, target_ptr, lse_ptr, grad_ptr, row_stride, V, ignore_index, scale,
+    BLOCK_V=block) for each (rows, V, block, dtype, ignored, lse_shift): the gradient rows written (the grad buffer
+    has the logits' layout, its padding columns hold the guard value: a store past V is seen), the padding's state,
+    whether the inputs changed. lse is handed in as the rows' log-sum-exp plus lse_shift: a kernel that uses the
+    saved value, as it should, follows the shift."""
+    name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "backward kernel")
+    launcher, device, context = kernel_launcher(kernel, name)
+    data = []
+    for rows, V, block, dtype, ignored, lse_shift in cases:
+        x = row_case(seed, rows, V, dtype, 0)
+        whole, logits = padded_rows(x, device, block)
+        target = ce_targets(seed, rows, V, ignored, ignore_index).to(device)
+        lse = (torch.logsumexp(x.to(torch.float64), dim=1) + lse_shift).to(x.dtype).to(device)
+        grad_whole, grad = padded_rows(torch.full_like(x, GUARD_VALUE), device, block, fill=GUARD_VALUE)
+        inputs_before = (whole.clone(), target.clone(), lse.clone())
+        with context():
+            call_kernel(
+                lambda *a: launcher[(rows,)](*a, BLOCK_V=block),
+                logits,
+                target,
+                lse,
+                grad,
+                logits.stride(0),
+                V,
+                ignore_index,
+                scale,
+                name=name,
+            )
+        after = (whole, target, lse)
+        written = grad_whole != GUARD_VALUE
+        data.append(
+            {
+                "grad": grad[:, :V].to(torch.float64).cpu().clone(),
+                "written_past_V": int(written.sum() - written[:rows, :V].sum()),
+                "inputs_changed": not all(
+                    torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0)) for a, b in zip(after, inputs_before)
                 ),
             }
         )
@@ -120,5 +170,6 @@ def probe_ce_forward(kernel: Any, cases: Sequence[Any], seed: int = 0, ignore_in
 checks = NotebookChecks(__name__)
 check_row_lse = checks.add("check_row_lse", probe_row_lse, by_hand=False)
 check_ce_forward = checks.add("check_ce_forward", probe_ce_forward, by_hand=False)
+check_ce_backward = checks.add("check_ce_backward", probe_ce_backward, by_hand=False)
 
 __all__ = checks.names

@@ -225,3 +225,115 @@ def test_each_forward_mistake_costs_its_own_part(kernel, part, hint):
     points, failed, report = forward_score(kernel)
     assert failed == {part}, report
     assert points == 3.0 and hint in report
+
+
+# ------------------------------------------------------------------------------------------ the backward kernel
+from autograder.judges.nb06 import ce_backward_cases, draw_ce_backward  # noqa: E402
+
+
+@triton.jit
+def backward_right(logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    target = tl.load(target_ptr + row)
+    lse = tl.load(lse_ptr + row)
+    counted = target != ignore_index
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=0.0).to(lse_ptr.dtype.element_ty)
+        g = (tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)) * scale
+        tl.store(grad_ptr + row * stride + cols, tl.where(counted, g, 0.0), mask=cols < V)
+
+
+@triton.jit
+def backward_store_unmasked(
+    logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr
+):
+    row = tl.program_id(0)
+    target = tl.load(target_ptr + row)
+    lse = tl.load(lse_ptr + row)
+    counted = target != ignore_index
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=0.0).to(lse_ptr.dtype.element_ty)
+        g = (tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)) * scale
+        tl.store(grad_ptr + row * stride + cols, tl.where(counted, g, 0.0))
+
+
+@triton.jit
+def backward_ignores_nothing(
+    logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr
+):
+    row = tl.program_id(0)
+    target = tl.load(target_ptr + row)
+    lse = tl.load(lse_ptr + row)
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=0.0).to(lse_ptr.dtype.element_ty)
+        g = (tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)) * scale
+        tl.store(grad_ptr + row * stride + cols, g, mask=cols < V)
+
+
+@triton.jit
+def backward_own_sum(logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    target = tl.load(target_ptr + row)
+    counted = target != ignore_index
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    lse = m + tl.log(s)
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=0.0).to(lse_ptr.dtype.element_ty)
+        g = (tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)) * scale
+        tl.store(grad_ptr + row * stride + cols, tl.where(counted, g, 0.0), mask=cols < V)
+
+
+@triton.jit
+def backward_no_scale(logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    target = tl.load(target_ptr + row)
+    lse = tl.load(lse_ptr + row)
+    counted = target != ignore_index
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=0.0).to(lse_ptr.dtype.element_ty)
+        g = tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)
+        tl.store(grad_ptr + row * stride + cols, tl.where(counted, g, 0.0), mask=cols < V)
+
+
+def backward_score(kernel, **params):
+    params = params or {"cases": ce_backward_cases()}
+    try:
+        verdict = nb06.check_ce_backward(kernel, **params)
+    except CheckFailed as failure:
+        verdict = failure.verdict
+        assert verdict is not None, str(failure)
+    return float(verdict), {p.name for p in verdict.parts if p.passed is False}, verdict.report()
+
+
+def test_a_right_backward_kernel_gets_full_marks_on_visible_and_drawn_cases():
+    assert backward_score(backward_right)[:2] == (5.0, set())
+    for seed in range(2):
+        assert backward_score(backward_right, **draw_ce_backward(random.Random(seed), 1))[:2] == (5.0, set())
+
+
+@pytest.mark.parametrize(
+    ("kernel", "failed_parts", "hint"),
+    [
+        (backward_store_unmasked, {"tail"}, "the same mask as its load"),
+        (backward_ignores_nothing, {"ignored"}, "gradient of 0 in every column"),
+        (backward_own_sum, {"uses_lse"}, "not from a sum of your own"),
+        (backward_no_scale, {"values", "tail", "ignored", "uses_lse"}, "(softmax - one_hot) * scale"),
+    ],
+)
+def test_each_backward_mistake_costs_one_share(kernel, failed_parts, hint):
+    points, failed, report = backward_score(kernel)
+    assert failed == failed_parts, report
+    assert points == 4.0, "one idea of five lost, however many cases show it"
+    assert hint in report

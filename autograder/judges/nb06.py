@@ -144,9 +144,14 @@ def judge_ce_forward(
             )
         if not close(loss, expected)[counted].all():
             row = int((~close(loss, expected) & counted).nonzero()[0])
-            parts["loss"].fail(
+            lse_wrong = not close(lse[row : row + 1], expected_lse[row : row + 1]).all()
+            parts["loss"].fail(  # a wrong log-sum-exp makes the loss wrong too: one mistake, counted once
                 f"{where}: the loss of row {row} is off",
-                "a row's loss is its log-sum-exp minus the logit of its own target, logits_ptr + row * stride + target",
+                None
+                if lse_wrong
+                else "a row's loss is its log-sum-exp minus the logit of its own target, "
+                "logits_ptr + row * stride + target",
+                same_mistake_as="lse" if lse_wrong else None,
             )
         if not (loss[~counted] == 0).all():
             parts["ignored"].fail(
@@ -154,3 +159,89 @@ def judge_ce_forward(
                 "a row whose target is ignore_index contributes nothing: store 0 (and never read its target column)",
             )
     return verdict_of(list(parts.values()), points, "cross_entropy_forward_kernel (per-row losses)")
+
+
+CE_BACKWARD_PARTS = ("values", "tail", "ignored", "uses_lse", "bounds")
+
+
+def ce_backward_cases(block: int = 16) -> list[tuple]:
+    """(rows, V, BLOCK_V, dtype, ignored rows, lse shift): one case per part."""
+    return [
+        (3, 32, block, "float64", 0, 0.0),  # values
+        (3, 37, block, "float64", 0, 0.0),  # tail
+        (4, 32, block, "float64", 2, 0.0),  # ignored
+        (2, 32, block, "float64", 0, math.log(2.0)),  # uses_lse: the saved log-sum-exp, not one recomputed
+    ]
+
+
+def backward_part(case: Sequence[Any]) -> str:
+    rows, V, block, dtype, ignored, lse_shift = case
+    return "uses_lse" if lse_shift else "ignored" if ignored else "tail" if V % block else "values"
+
+
+def draw_ce_backward(rng: random.Random, count: int) -> dict[str, Any]:
+    cases = []
+    for _ in range(count):
+        block = rng.choice([8, 16, 32])
+        V = block * rng.randint(1, 3)
+        cases += [
+            (rng.randint(1, 4), V, block, "float64", 0, 0.0),
+            (rng.randint(1, 4), V + rng.randint(1, block - 1), block, "float64", 0, 0.0),
+            (rng.randint(3, 5), V, block, "float64", rng.randint(1, 2), 0.0),
+            (rng.randint(1, 3), V, block, "float64", 0, rng.choice([-1.0, 0.5, 1.5])),
+        ]
+    return {"cases": cases, "seed": rng.randrange(1, 10**6), "scale": rng.choice([0.125, 0.5, 1.0])}
+
+
+@decides("check_ce_backward", draw=draw_ce_backward)
+def judge_ce_backward(
+    data: ProbeData,
+    cases: Sequence[Any],
+    seed: int = 0,
+    ignore_index: int = -100,
+    scale: float = 0.25,
+    points: float = 5,
+) -> Verdict:
+    parts = {name: Part(name) for name in CE_BACKWARD_PARTS}
+    answered = list(zip(cases, answers.per_case(data, cases)))
+    answered.sort(key=lambda pair: backward_part(pair[0]) != "values")  # the plain cases first: see below
+    for case, got in answered:
+        rows, V, block, dtype, ignored, lse_shift = case
+        entry = answers.entry(got, f"case {case}", ("grad", "written_past_V", "inputs_changed"))
+        grad = answers.tensor(entry["grad"], f"the gradient of case {case}", shape=(rows, V))
+        past = answers.integer(entry["written_past_V"], f"the padding count of case {case}")
+        changed = answers.flag(entry["inputs_changed"], f"the input check of case {case}")
+        where = f"{rows} rows of V = {V}, BLOCK_V = {block}, {dtype}"
+        if changed:
+            parts["bounds"].fail(f"{where}: the logits, targets or log-sum-exps changed", "backward only reads them")
+        if past:
+            parts["tail"].fail(
+                f"{where}: {past} value(s) stored past the end of a row",
+                "the last chunk's store needs the same mask as its load: columns at or beyond V belong to no one",
+            )
+        x = row_case(seed, rows, V, dtype, 0).to(torch.float64)
+        target = ce_targets(seed, rows, V, ignored, ignore_index)
+        counted = target != ignore_index
+        p = torch.exp(x - (torch.logsumexp(x, dim=1, keepdim=True) + lse_shift))
+        one_hot = torch.zeros_like(x)
+        one_hot[counted, target[counted]] = 1.0
+        expected = (p - one_hot) * scale
+        expected[~counted] = 0.0
+        bad = ~torch.isclose(grad, expected, rtol=1e-9, atol=1e-12)
+        if not bad.any():
+            continue
+        row = int(bad.any(dim=1).nonzero()[0])
+        part = backward_part(case)
+        hint = {
+            "values": "each entry is (softmax - one_hot) * scale, the softmax recomputed as exp(logit - lse)",
+            "tail": "the last chunk of a row: load and store only the columns below V",
+            "ignored": "a row whose target is ignore_index gets a gradient of 0 in every column",
+            "uses_lse": "recompute the softmax from the log-sum-exp forward saved (lse_ptr), not from a sum of your "
+            "own: that is the pass over the row the saved N floats buy back",
+        }[part]
+        # wrong in the plain cases too: the same mistake shows in every case, and costs the values' share once
+        follows = "values" if part != "values" and parts["values"].passed is False else None
+        parts[part].fail(
+            f"{where}: row {row} of the gradient is off", None if follows else hint, same_mistake_as=follows
+        )
+    return verdict_of(list(parts.values()), points, "cross_entropy_backward_kernel (the gradient, recomputed)")
