@@ -14,7 +14,9 @@ from typing import Any
 
 import torch
 
+from .feedback import CheckFailed
 from .nb05 import GUARD_VALUE, call_kernel, kernel_launcher
+from .probes.call import call_learner
 from .registry import NotebookChecks, ProbeData
 
 GUARD = 16  # guard entries before and after an output
@@ -167,7 +169,53 @@ def probe_ce_backward(
     return data
 
 
+# --------------------------------------------------------------- log-sum-exp by hand, then chunk by chunk
+
+
+def lse_case(seed: int, rows: int, V: int, dtype: str, peak_at: int) -> torch.Tensor:
+    """The kernels' cases, as plain tensors (row_case): the same rows of logits the learner's Python sees."""
+    return row_case(seed, rows, V, dtype, peak_at)
+
+
+def _learner_tensor(value: Any, name: str, shape: tuple) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise CheckFailed(
+            f"`{name}` should return a tensor with one value per row; it returned a {type(value).__name__}."
+        )
+    if tuple(value.shape) != shape:
+        raise CheckFailed(
+            f"`{name}` should return one value per row, shape {shape}; it returned shape {tuple(value.shape)}."
+        )
+    return value.detach().to(torch.float64).cpu().clone()
+
+
+def probe_logsumexp(logsumexp_stable: Any, cases: Sequence[Any], seed: int = 0) -> ProbeData:
+    """logsumexp_stable(x) for each (rows, V, dtype, peak_at): one value per row."""
+    data = []
+    for rows, V, dtype, peak_at in cases:
+        x = lse_case(seed, rows, V, dtype, peak_at)
+        got = call_learner(
+            logsumexp_stable, x.clone(), name="logsumexp_stable", call=f"logsumexp_stable(<{rows}×{V} {dtype}>)"
+        )
+        data.append(_learner_tensor(got, "logsumexp_stable", (rows,)))
+    return data
+
+
+def probe_online_lse(online_logsumexp: Any, cases: Sequence[Any], seed: int = 0) -> ProbeData:
+    """online_logsumexp(x, chunk) for each (rows, V, chunk, peak_at), float64: one value per row."""
+    data = []
+    for rows, V, chunk, peak_at in cases:
+        x = lse_case(seed, rows, V, "float64", peak_at)
+        got = call_learner(
+            online_logsumexp, x.clone(), chunk, name="online_logsumexp", call=f"online_logsumexp(<{rows}×{V}>, {chunk})"
+        )
+        data.append(_learner_tensor(got, "online_logsumexp", (rows,)))
+    return data
+
+
 checks = NotebookChecks(__name__)
+check_logsumexp = checks.add("check_logsumexp", probe_logsumexp, by_hand=False)
+check_online_lse = checks.add("check_online_lse", probe_online_lse, by_hand=False)
 check_row_lse = checks.add("check_row_lse", probe_row_lse, by_hand=False)
 check_ce_forward = checks.add("check_ce_forward", probe_ce_forward, by_hand=False)
 check_ce_backward = checks.add("check_ce_backward", probe_ce_backward, by_hand=False)

@@ -337,3 +337,85 @@ def test_each_backward_mistake_costs_one_share(kernel, failed_parts, hint):
     assert failed == failed_parts, report
     assert points == 4.0, "one idea of five lost, however many cases show it"
     assert hint in report
+
+
+# ------------------------------------------------------------------------------------------ log-sum-exp in PyTorch
+import torch  # noqa: E402
+
+from autograder.judges.nb06 import draw_logsumexp, draw_online_lse, logsumexp_cases, online_cases  # noqa: E402
+
+
+def stable(x):
+    m = x.max(dim=-1, keepdim=True).values
+    return (m + torch.log(torch.exp(x - m).sum(dim=-1, keepdim=True))).squeeze(-1)
+
+
+def naive(x):
+    return torch.log(torch.exp(x).sum(dim=-1))
+
+
+def online(x, chunk):
+    m = torch.full(x.shape[:-1], -float("inf"), dtype=x.dtype)
+    s = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for start in range(0, x.shape[-1], chunk):
+        part = x[:, start : start + chunk]
+        m_new = torch.maximum(m, part.max(dim=-1).values)
+        s = s * torch.exp(m - m_new) + torch.exp(part - m_new[:, None]).sum(dim=-1)
+        m = m_new
+    return m + torch.log(s)
+
+
+def online_no_rescale(x, chunk):
+    m = torch.full(x.shape[:-1], -float("inf"), dtype=x.dtype)
+    s = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for start in range(0, x.shape[-1], chunk):
+        part = x[:, start : start + chunk]
+        m = torch.maximum(m, part.max(dim=-1).values)
+        s = s + torch.exp(part - m[:, None]).sum(dim=-1)
+    return m + torch.log(s)
+
+
+def online_drops_tail(x, chunk):
+    m = torch.full(x.shape[:-1], -float("inf"), dtype=x.dtype)
+    s = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for start in range(0, x.shape[-1] - chunk + 1, chunk):
+        part = x[:, start : start + chunk]
+        m_new = torch.maximum(m, part.max(dim=-1).values)
+        s = s * torch.exp(m - m_new) + torch.exp(part - m_new[:, None]).sum(dim=-1)
+        m = m_new
+    return m + torch.log(s)
+
+
+def verdict_of_call(check, obj, **params):
+    try:
+        verdict = check(obj, **params)
+    except CheckFailed as failure:
+        verdict = failure.verdict
+        assert verdict is not None, str(failure)
+    return float(verdict), {p.name for p in verdict.parts if p.passed is False}, verdict.report()
+
+
+def test_logsumexp_by_hand():
+    assert verdict_of_call(nb06.check_logsumexp, stable, cases=logsumexp_cases())[:2] == (2.0, set())
+    assert verdict_of_call(nb06.check_logsumexp, stable, **draw_logsumexp(random.Random(1), 3))[:2] == (2.0, set())
+    points, failed, report = verdict_of_call(nb06.check_logsumexp, naive, cases=logsumexp_cases())
+    assert (points, failed) == (1.0, {"overflow"}) and "subtract each row's maximum" in report
+
+
+@pytest.mark.parametrize(
+    ("fn", "failed_parts", "hint"),
+    [(online_no_rescale, {"rescale"}, "multiply it by exp(m - m')"), (online_drops_tail, {"tail"}, "shorter")],
+)
+def test_online_logsumexp_mistakes_cost_their_part(fn, failed_parts, hint):
+    assert verdict_of_call(nb06.check_online_lse, online, cases=online_cases())[:2] == (3.0, set())
+    assert verdict_of_call(nb06.check_online_lse, online, **draw_online_lse(random.Random(2), 2))[:2] == (3.0, set())
+    points, failed, report = verdict_of_call(nb06.check_online_lse, fn, cases=online_cases())
+    assert (points, failed) == (2.0, failed_parts) and hint in report, report
+
+
+def test_a_blank_exercise_says_it_is_not_written():
+    def blank(x):
+        raise NotImplementedError()
+
+    with pytest.raises(CheckFailed, match="not written yet"):
+        nb06.check_logsumexp(blank, cases=logsumexp_cases())

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..nb06 import ce_targets, row_case
+from ..nb06 import ce_targets, lse_case, row_case
 from ..registry import ProbeData, decides
 from . import answers
 from .verdict import Part, Verdict, verdict_of
@@ -245,3 +245,105 @@ def judge_ce_backward(
             f"{where}: row {row} of the gradient is off", None if follows else hint, same_mistake_as=follows
         )
     return verdict_of(list(parts.values()), points, "cross_entropy_backward_kernel (the gradient, recomputed)")
+
+
+# --------------------------------------------------------------- log-sum-exp by hand, chunk by chunk
+
+
+def _off_rows(values: torch.Tensor, expected: torch.Tensor, tol: float) -> tuple[int, str] | None:
+    bad = ~torch.isclose(values, expected, rtol=tol, atol=tol)
+    if not bad.any():
+        return None
+    row = int(bad.nonzero()[0])
+    value = float(values[row])
+    return row, "NaN" if math.isnan(value) else "infinite" if math.isinf(value) else "off"
+
+
+def logsumexp_cases() -> list[tuple]:
+    """(rows, V, dtype, peak column): plain float64 rows, then float32 rows with a logit of 100."""
+    return [(3, 7, "float64", 2), (2, 5, "float32", 1)]
+
+
+def draw_logsumexp(rng: random.Random, count: int) -> dict[str, Any]:
+    cases = []
+    for _ in range(count):
+        cases += [
+            (rng.randint(1, 4), rng.randint(1, 40), "float64", 0),
+            (rng.randint(1, 3), rng.randint(2, 40), "float32", 1),
+        ]
+    return {"cases": cases, "seed": rng.randrange(1, 10**6)}
+
+
+@decides("check_logsumexp", draw=draw_logsumexp)
+def judge_logsumexp(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 2) -> Verdict:
+    parts = {"values": Part("values"), "overflow": Part("overflow")}
+    for case, got in zip(cases, answers.per_case(data, cases)):
+        rows, V, dtype, peak_at = case
+        values = answers.tensor(got, f"the answer to case {case}", shape=(rows,))
+        expected = torch.logsumexp(lse_case(seed, rows, V, dtype, peak_at).to(torch.float64), dim=1)
+        off = _off_rows(values, expected, 1e-9 if dtype == "float64" else 1e-5)
+        if off is None:
+            continue
+        part = "overflow" if dtype != "float64" else "values"
+        parts[part].fail(
+            f"logsumexp_stable on {rows} rows of {V} {dtype} logits: row {off[0]} is {off[1]}",
+            "exp(100) does not fit in float32: subtract each row's maximum first and add it back after the log"
+            if part == "overflow"
+            else "log of the sum of exp over the last dimension, one value per row",
+        )
+    return verdict_of(list(parts.values()), points, "logsumexp_stable (each row's log-sum-exp)")
+
+
+ONLINE_PARTS = ("values", "rescale", "tail")
+
+
+def online_cases() -> list[tuple]:
+    """(rows, V, chunk, peak column): the peak in the first chunk; in the last; a chunk that does not divide V."""
+    return [(3, 12, 4, 1), (3, 12, 4, 11), (2, 14, 4, 0)]
+
+
+def online_part(case: Sequence[Any]) -> str:
+    rows, V, chunk, peak_at = case
+    return "tail" if V % chunk else "rescale" if peak_at >= chunk else "values"
+
+
+def draw_online_lse(rng: random.Random, count: int) -> dict[str, Any]:
+    cases = []
+    for _ in range(count):
+        chunk = rng.randint(2, 8)
+        V = chunk * rng.randint(2, 5)
+        cases += [
+            (rng.randint(1, 4), V, chunk, rng.randrange(chunk)),
+            (rng.randint(1, 4), V, chunk, rng.randrange(chunk, V)),
+            (rng.randint(1, 4), V + rng.randint(1, chunk - 1), chunk, 0),
+        ]
+    return {"cases": cases, "seed": rng.randrange(1, 10**6)}
+
+
+@decides("check_online_lse", draw=draw_online_lse)
+def judge_online_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 3) -> Verdict:
+    parts = {name: Part(name) for name in ONLINE_PARTS}
+    answered = sorted(zip(cases, answers.per_case(data, cases)), key=lambda pair: online_part(pair[0]) != "values")
+    for case, got in answered:
+        rows, V, chunk, peak_at = case
+        values = answers.tensor(got, f"the answer to case {case}", shape=(rows,))
+        expected = torch.logsumexp(lse_case(seed, rows, V, "float64", peak_at), dim=1)
+        off = _off_rows(values, expected, 1e-9)
+        if off is None:
+            continue
+        part = online_part(case)
+        follows = "values" if part != "values" and parts["values"].passed is False else None
+        hint = {
+            "values": "keep a running maximum m and a running sum s of exp(x - m) over the chunks: the answer is "
+            "m + log s",
+            "rescale": "when a chunk raises the maximum from m to m', the sum so far was taken against m: multiply it "
+            "by exp(m - m') before adding the chunk's terms",
+            "tail": "the last chunk is shorter when chunk does not divide V: take x[:, start:start + chunk], which "
+            "stops at the end",
+        }[part]
+        parts[part].fail(
+            f"online_logsumexp on {rows} rows of V = {V}, chunk = {chunk}: row {off[0]} is {off[1]}",
+            None if follows else hint,
+            same_mistake_as=follows,
+        )
+    return verdict_of(list(parts.values()), points, "online_logsumexp (chunk by chunk)")
