@@ -15,9 +15,20 @@ from typing import Any
 import torch
 
 from .feedback import CheckFailed
-from .nb05 import GUARD_VALUE, call_kernel, kernel_launcher
+from .nb05 import (
+    GUARD_VALUE,
+    backward_of,
+    call_kernel,
+    counting_launches,
+    function_apply,
+    kernel_device,
+    kernel_launcher,
+)
 from .probes.call import call_learner
-from .registry import NotebookChecks, ProbeData
+from .registry import NotebookChecks, ProbeData, show_verdict
+
+# as imported, before any learner code runs (replaced later, they are flagged, and do not answer for the probe)
+_saved_tensors_hooks, _no_grad = torch.autograd.graph.saved_tensors_hooks, torch.no_grad
 
 GUARD = 16  # guard entries before and after an output
 
@@ -213,11 +224,80 @@ def probe_online_lse(online_logsumexp: Any, cases: Sequence[Any], seed: int = 0)
     return data
 
 
+# --------------------------------------------------------------------------------------------- the Function
+
+
+def _saved_while(apply: Any, args: tuple, inputs: list[torch.Tensor], name: str) -> tuple[Any, list[dict], int]:
+    """(output, what forward saved: shape and whether it is an input's memory, Triton launches) of apply(*args)."""
+    own = {t.untyped_storage().data_ptr() for t in inputs}
+    saved: list[dict] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved.append({"shape": tuple(t.shape), "input": t.untyped_storage().data_ptr() in own})
+        return t
+
+    launches = {"n": 0}
+    with counting_launches(launches), _saved_tensors_hooks(pack, lambda t: t):
+        out = call_kernel(apply, *args, name=name)
+    return out, saved, launches["n"]
+
+
+def probe_fused_ce(
+    obj: Any, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, eps: float = 1e-6
+) -> ProbeData:
+    """FusedCrossEntropy.apply(logits, target, ignore_index) on float64 cases (rows, V, ignored rows, grad_output,
+    numeric): the loss, what forward saved, the Triton kernels forward and backward launched, backward's raw return
+    (called through the node, as autograd calls it), and for numeric cases the loss at every logit moved by +/- eps
+    (the judge's central differences)."""
+    name = getattr(obj, "__name__", "your Function")
+    apply = function_apply(obj, name)
+    device = kernel_device()
+    data = []
+    for rows, V, ignored, grad_output, numeric in cases:
+        x = row_case(seed, rows, V, "float64", 0).to(device)
+        target = ce_targets(seed, rows, V, ignored, ignore_index).to(device)
+        logits = x.clone().requires_grad_()
+        loss, saved, forward_launches = _saved_while(apply, (logits, target, ignore_index), [logits], name)
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            raise CheckFailed(f"`{name}.apply(logits, target, ignore_index)` should return the mean loss, one number.")
+        if loss.grad_fn is None:
+            raise CheckFailed(f"The loss `{name}.apply` returned has no grad_fn: forward must return a tensor it made.")
+        launches = {"n": 0}
+        with counting_launches(launches):
+            grads = backward_of(loss.grad_fn, torch.full_like(loss, grad_output), name)
+        grads = grads if isinstance(grads, tuple) else (grads,)
+        moved = []
+        if numeric:
+            with _no_grad():
+                for i in range(rows):
+                    for j in range(V):
+                        for sign in (1, -1):
+                            z = x.clone()
+                            z[i, j] += sign * eps
+                            moved.append(float(call_kernel(apply, z, target, ignore_index, name=name)))
+        data.append(
+            {
+                "loss": float(loss.detach()),
+                "saved": saved,
+                "launches": [forward_launches, launches["n"]],
+                "returned": [
+                    g.detach().to("cpu", torch.float64).clone() if isinstance(g, torch.Tensor) else None for g in grads
+                ],
+                "moved": moved,
+            }
+        )
+    return data
+
+
 checks = NotebookChecks(__name__)
 check_logsumexp = checks.add("check_logsumexp", probe_logsumexp, by_hand=False)
 check_online_lse = checks.add("check_online_lse", probe_online_lse, by_hand=False)
 check_row_lse = checks.add("check_row_lse", probe_row_lse, by_hand=False)
 check_ce_forward = checks.add("check_ce_forward", probe_ce_forward, by_hand=False)
 check_ce_backward = checks.add("check_ce_backward", probe_ce_backward, by_hand=False)
+# by hand: the Function's backward is the learner's kernel, so a backward handed to torch.autograd is flagged
+check_fused_ce = NotebookChecks(__name__, show=show_verdict, names=checks.names).add(
+    "check_fused_ce", probe_fused_ce, by_hand=True
+)
 
 __all__ = checks.names

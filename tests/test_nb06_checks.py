@@ -419,3 +419,84 @@ def test_a_blank_exercise_says_it_is_not_written():
 
     with pytest.raises(CheckFailed, match="not written yet"):
         nb06.check_logsumexp(blank, cases=logsumexp_cases())
+
+
+# ------------------------------------------------------------------------------------------ the Function
+from torch.autograd import Function  # noqa: E402
+
+from autograder.judges.nb06 import draw_fused_ce, fused_ce_cases  # noqa: E402
+
+
+def accumulation_dtype(dtype):
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def make_function(*, mean_over_all=False, save_softmax=False, torch_only=False, extra_grads=False):
+    class Fused(Function):
+        @staticmethod
+        def forward(ctx, logits, target, ignore_index=-100):
+            rows, V = logits.shape
+            acc = accumulation_dtype(logits.dtype)
+            if torch_only:
+                lse = torch.logsumexp(logits.to(acc), dim=1)
+                counted = target != ignore_index
+                picked = logits.gather(1, target.clamp(min=0)[:, None]).squeeze(1).to(acc)
+                loss = torch.where(counted, lse - picked, torch.zeros_like(lse))
+            else:
+                lse = torch.empty(rows, dtype=acc)
+                loss = torch.empty(rows, dtype=acc)
+                forward_right[(rows,)](logits, target, loss, lse, logits.stride(0), V, ignore_index, BLOCK_V=16)
+            n = rows if mean_over_all else max(int((target != ignore_index).sum()), 1)
+            kept = torch.exp(logits.to(acc) - lse[:, None]) if save_softmax else lse
+            ctx.save_for_backward(logits, target, kept)
+            ctx.ignore_index, ctx.n = ignore_index, n
+            return (loss.sum() / n).to(logits.dtype)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            logits, target, kept = ctx.saved_tensors
+            rows, V = logits.shape
+            lse = torch.log(kept.sum(dim=1)) + 0 if False else kept
+            scale = float(grad_output) / ctx.n
+            if save_softmax:
+                lse = torch.logsumexp(logits.to(kept.dtype), dim=1)
+            if torch_only:
+                p = torch.exp(logits - lse[:, None])
+                p[torch.arange(rows), target.clamp(min=0)] -= 1.0
+                grad = p * scale * (target != ctx.ignore_index)[:, None]
+            else:
+                grad = torch.empty_like(logits)
+                backward_right[(rows,)](
+                    logits, target, lse, grad, logits.stride(0), V, ctx.ignore_index, scale, BLOCK_V=16
+                )
+            return (grad, None, None, None) if extra_grads else (grad, None, None)
+
+    return Fused
+
+
+def fused_score(cls, **params):
+    return verdict_of_call(nb06.check_fused_ce, cls, **(params or {"cases": fused_ce_cases()}))
+
+
+def test_a_right_function_gets_full_marks_on_visible_and_drawn_cases():
+    assert fused_score(make_function())[:2] == (5.0, set())
+    assert fused_score(make_function(), **draw_fused_ce(random.Random(4), 1))[:2] == (5.0, set())
+
+
+@pytest.mark.parametrize(
+    ("options", "failed_parts", "hint"),
+    [
+        ({"mean_over_all": True}, {"mean", "reference"}, "divide by the number of counted rows"),
+        ({"save_softmax": True}, {"memory"}, "recomputes the softmax"),
+        ({"extra_grads": True}, {"interface"}, "one value per input of forward"),
+    ],
+)
+def test_each_function_mistake_costs_its_part(options, failed_parts, hint):
+    points, failed, report = fused_score(make_function(**options))
+    assert failed == failed_parts, report
+    assert points == 4.0 and hint in report
+
+
+def test_a_function_of_torch_operations_earns_no_kernel_part():
+    points, failed, report = fused_score(make_function(torch_only=True))
+    assert {"forward", "reference"} <= failed and "launched no Triton kernel" in report, report

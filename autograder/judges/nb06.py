@@ -347,3 +347,111 @@ def judge_online_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, point
             same_mistake_as=follows,
         )
     return verdict_of(list(parts.values()), points, "online_logsumexp (chunk by chunk)")
+
+
+# --------------------------------------------------------------------------------------------- the Function
+
+FUSED_PARTS = ("forward", "mean", "gradcheck", "reference", "interface", "memory")
+
+
+def fused_ce_cases() -> list[tuple]:
+    """(rows, V, ignored rows, grad_output, numeric): a plain case, one with an ignored row, a small numeric one."""
+    return [(3, 37, 0, 0.7, False), (4, 20, 1, 1.3, False), (2, 9, 0, 1.0, True)]
+
+
+def draw_fused_ce(rng: random.Random, count: int) -> dict[str, Any]:
+    cases = []
+    for _ in range(count):
+        rows = rng.randint(3, 5)
+        cases += [
+            (rows, rng.randint(5, 50), 0, rng.choice([0.5, 1.0, 2.0]), False),
+            (rows, rng.randint(5, 50), rng.randint(1, rows - 1), rng.choice([0.5, 1.0, 2.0]), False),
+        ]
+    cases.append((2, rng.randint(4, 10), 0, 1.0, True))
+    return {"cases": cases, "seed": rng.randrange(1, 10**6), "ignore_index": rng.choice([-100, -1])}
+
+
+def _saved_entries(value: Any, what: str) -> list[dict]:
+    if not isinstance(value, list):
+        raise answers._bad(f"{what} is not a list")
+    out = []
+    for k, item in enumerate(value):
+        item = answers.entry(item, f"{what}[{k}]", ("shape", "input"))
+        if not isinstance(item["shape"], tuple) or not all(isinstance(n, int) for n in item["shape"]):
+            raise answers._bad(f"{what}[{k}] has no shape")
+        out.append({"shape": item["shape"], "input": answers.flag(item["input"], f"{what}[{k}]")})
+    return out
+
+
+@decides("check_fused_ce", draw=draw_fused_ce)
+def judge_fused_ce(
+    data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, eps: float = 1e-6, points: float = 5
+) -> Verdict:
+    parts = {name: Part(name) for name in FUSED_PARTS}
+    title = "FusedCrossEntropy.apply(logits, target, ignore_index)"
+    for case, got in zip(cases, answers.per_case(data, cases)):
+        rows, V, ignored, grad_output, numeric = case
+        entry = answers.entry(got, f"case {case}", ("loss", "saved", "launches", "returned", "moved"))
+        loss = answers.number(entry["loss"], f"the loss of case {case}")
+        saved = _saved_entries(entry["saved"], f"what forward saved in case {case}")
+        launches = answers.numbers(entry["launches"], f"the launches of case {case}", length=2)
+        returned = entry["returned"]
+        if not isinstance(returned, list):
+            raise answers._bad(f"backward's return of case {case} is not a list")
+        moved = answers.numbers(
+            entry["moved"], f"the moved losses of case {case}", length=2 * rows * V if numeric else 0
+        )
+        where = f"{rows} rows of V = {V}" + (f", {ignored} with target ignore_index" if ignored else "")
+        x = row_case(seed, rows, V, "float64", 0).requires_grad_()
+        target = ce_targets(seed, rows, V, ignored, ignore_index)
+        expected = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index)
+        (expected_grad,) = torch.autograd.grad(expected * grad_output, x)
+        if not launches[0]:
+            parts["forward"].fail(f"{where}: forward launched no Triton kernel", "forward runs your forward kernel")
+        elif not math.isclose(loss, float(expected.detach()), rel_tol=1e-9, abs_tol=1e-12):
+            counted_in_mean = float(
+                torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index, reduction="sum") / rows
+            )
+            if ignored and math.isclose(loss, counted_in_mean, rel_tol=1e-9):
+                parts["mean"].fail(
+                    f"{where}: the loss is averaged over every row",
+                    "rows whose target is ignore_index are not in the mean: divide by the number of counted rows",
+                )
+            else:
+                parts["forward" if not ignored else "mean"].fail(f"{where}: the loss is off", None)
+        if len(returned) != 3 or returned[1] is not None or returned[2] is not None:
+            parts["interface"].fail(
+                f"{where}: backward returned {len(returned)} value(s)"
+                + ("" if len(returned) != 3 else ", a gradient for target or ignore_index"),
+                "backward returns one value per input of forward: the logits' gradient, then None for the target "
+                "and for ignore_index",
+            )
+        grad = returned[0] if returned else None
+        if not launches[1]:
+            parts["reference"].fail(
+                f"{where}: backward launched no Triton kernel", "backward runs your backward kernel"
+            )
+        elif not isinstance(grad, torch.Tensor) or tuple(grad.shape) != (rows, V):
+            parts["interface"].fail(f"{where}: the logits' gradient is not a tensor of their shape", None)
+        elif not torch.allclose(grad, expected_grad, rtol=1e-7, atol=1e-10):
+            counted = int((target != ignore_index).sum())
+            over_all_rows = torch.allclose(grad, expected_grad * counted / rows, rtol=1e-7, atol=1e-10)
+            parts["reference"].fail(  # the mean's mistake carried into backward's scale: one mistake, counted once
+                f"{where}: the logits' gradient is off",
+                None
+                if over_all_rows
+                else "backward's result is grad_output * (softmax - one_hot) / counted rows, zero in ignored rows",
+                same_mistake_as="mean" if over_all_rows and ignored else None,
+            )
+        if numeric and isinstance(grad, torch.Tensor) and tuple(grad.shape) == (rows, V):
+            central = torch.tensor(moved[0::2], dtype=torch.float64) - torch.tensor(moved[1::2], dtype=torch.float64)
+            numerical = (central / (2 * eps)).reshape(rows, V) * grad_output
+            if not torch.allclose(grad, numerical, rtol=1e-3, atol=1e-6):
+                parts["gradcheck"].fail(f"{where}: backward disagrees with the loss's central differences", None)
+        too_big = [s["shape"] for s in saved if not s["input"] and math.prod(s["shape"]) >= rows * V]
+        if too_big:
+            parts["memory"].fail(
+                f"{where}: forward saves a tensor of shape {too_big[0]} for backward",
+                "save the logits (already in memory) and the N log-sum-exps; backward recomputes the softmax from them",
+            )
+    return verdict_of(list(parts.values()), points, title)
