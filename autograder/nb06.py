@@ -289,6 +289,65 @@ def probe_fused_ce(
     return data
 
 
+# --------------------------------------------------------------------------------------------- memory and bf16
+
+
+def saved_problem(name: str, seed: int) -> tuple[Any, tuple[torch.Tensor, ...]]:
+    """(fn, inputs) of a problem whose saved memory the learner's measurement reports."""
+    gen = torch.Generator().manual_seed(97 * seed + len(name))
+    x = torch.randn(6, 40, generator=gen, dtype=torch.float64, requires_grad=True)
+    if name == "exp":  # saves its output: new memory
+        return torch.exp, (x,)
+    if name == "mul":  # saves both inputs: nothing new
+        y = torch.randn(6, 40, generator=gen, dtype=torch.float64, requires_grad=True)
+        return torch.mul, (x, y)
+    if name == "view_sin":  # saves a view of its input: the input's memory
+        return (lambda t: torch.sin(t.view(-1))), (x,)
+    if name == "composed_ce":  # log_softmax's output, saved by log_softmax and by nll_loss: one N×V block
+        target = torch.randint(0, 40, (6,), generator=gen)
+        return (lambda z: torch.nn.functional.nll_loss(torch.log_softmax(z, dim=1), target)), (x,)
+    raise CheckFailed(f"no saved-memory problem named {name!r}")
+
+
+SAVED_PROBLEMS = ("exp", "mul", "view_sin", "composed_ce")
+
+
+def probe_new_saved_bytes(new_saved_bytes: Any, problems: Sequence[str] = SAVED_PROBLEMS, seed: int = 0) -> ProbeData:
+    """new_saved_bytes(fn, *inputs) for each problem: the bytes the learner's measurement reports."""
+    data = []
+    for name in problems:
+        fn, inputs = saved_problem(name, seed)
+        got = call_learner(new_saved_bytes, fn, *inputs, name="new_saved_bytes", call=f"new_saved_bytes(<{name}>, ...)")
+        if isinstance(got, bool) or not isinstance(got, int):
+            raise CheckFailed(f"`new_saved_bytes` should return a number of bytes (an int); it returned {got!r}.")
+        data.append(got)
+    return data
+
+
+def bf16_case(seed: int, rows: int, V: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(31337 * seed + V)
+    x = (3 * torch.randn(rows, V, generator=gen)).to(torch.bfloat16)
+    return x, torch.randint(0, V, (rows,), generator=gen)
+
+
+def probe_bf16(obj: Any, rows: int = 8, V: int = 4096, seed: int = 0) -> ProbeData:
+    """FusedCrossEntropy.apply on bf16 logits: the loss and the logits' gradient, as the learner returns them."""
+    name = getattr(obj, "__name__", "your Function")
+    apply = function_apply(obj, name)
+    x, target = bf16_case(seed, rows, V)
+    logits = x.to(kernel_device()).requires_grad_()
+    loss = call_kernel(apply, logits, target.to(logits.device), -100, name=name)
+    if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
+        raise CheckFailed(f"`{name}.apply` on bfloat16 logits should return the loss with a grad_fn.")
+    (grad,) = torch.autograd.grad(loss, logits)
+    return {
+        "loss": float(loss.detach()),
+        "loss_dtype": str(loss.dtype).removeprefix("torch."),
+        "grad": grad.detach().to("cpu", torch.float64).clone(),
+        "grad_dtype": str(grad.dtype).removeprefix("torch."),
+    }
+
+
 checks = NotebookChecks(__name__)
 check_logsumexp = checks.add("check_logsumexp", probe_logsumexp, by_hand=False)
 check_online_lse = checks.add("check_online_lse", probe_online_lse, by_hand=False)
@@ -299,5 +358,7 @@ check_ce_backward = checks.add("check_ce_backward", probe_ce_backward, by_hand=F
 check_fused_ce = NotebookChecks(__name__, show=show_verdict, names=checks.names).add(
     "check_fused_ce", probe_fused_ce, by_hand=True
 )
+check_new_saved_bytes = checks.add("check_new_saved_bytes", probe_new_saved_bytes, by_hand=False)
+check_bf16 = checks.add("check_bf16", probe_bf16, by_hand=True)
 
 __all__ = checks.names

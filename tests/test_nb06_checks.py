@@ -431,7 +431,7 @@ def accumulation_dtype(dtype):
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def make_function(*, mean_over_all=False, save_softmax=False, torch_only=False, extra_grads=False):
+def make_function(*, mean_over_all=False, save_softmax=False, torch_only=False, extra_grads=False, lse_bf16=False):
     class Fused(Function):
         @staticmethod
         def forward(ctx, logits, target, ignore_index=-100):
@@ -447,6 +447,8 @@ def make_function(*, mean_over_all=False, save_softmax=False, torch_only=False, 
                 loss = torch.empty(rows, dtype=acc)
                 forward_right[(rows,)](logits, target, loss, lse, logits.stride(0), V, ignore_index, BLOCK_V=16)
             n = rows if mean_over_all else max(int((target != ignore_index).sum()), 1)
+            if lse_bf16:
+                lse = lse.to(logits.dtype).to(acc)  # kept in the logits' precision: the bf16 mistake
             kept = torch.exp(logits.to(acc) - lse[:, None]) if save_softmax else lse
             ctx.save_for_backward(logits, target, kept)
             ctx.ignore_index, ctx.n = ignore_index, n
@@ -500,3 +502,45 @@ def test_each_function_mistake_costs_its_part(options, failed_parts, hint):
 def test_a_function_of_torch_operations_earns_no_kernel_part():
     points, failed, report = fused_score(make_function(torch_only=True))
     assert {"forward", "reference"} <= failed and "launched no Triton kernel" in report, report
+
+
+# ------------------------------------------------------------------------------------------ memory and bf16
+from autograder.judges.nb06 import draw_saved_problems  # noqa: E402
+
+
+def new_saved_bytes(fn, *inputs):
+    own = {t.untyped_storage().data_ptr() for t in inputs}
+    kept = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in own:
+            kept[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(*inputs)
+    return sum(kept.values())
+
+
+def saved_counting_inputs(fn, *inputs):
+    total = []
+    with torch.autograd.graph.saved_tensors_hooks(
+        lambda t: total.append(t.untyped_storage().nbytes()) or t, lambda t: t
+    ):
+        fn(*inputs)
+    return sum(total)
+
+
+def test_new_saved_bytes():
+    assert verdict_of_call(nb06.check_new_saved_bytes, new_saved_bytes)[:2] == (3.0, set())
+    assert verdict_of_call(nb06.check_new_saved_bytes, new_saved_bytes, **draw_saved_problems(random.Random(5), 1))[
+        :2
+    ] == (3.0, set())
+    points, failed, report = verdict_of_call(nb06.check_new_saved_bytes, saved_counting_inputs)
+    assert failed == {"inputs", "distinct"} and points == 1.0, report
+
+
+def test_bf16_in_ulps():
+    assert verdict_of_call(nb06.check_bf16, make_function())[:2] == (3.0, set())
+    points, failed, report = verdict_of_call(nb06.check_bf16, make_function(lse_bf16=True))
+    assert failed == {"gradient"} and "keep the log-sum-exp in float32" in report, report

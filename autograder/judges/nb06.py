@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..nb06 import ce_targets, lse_case, row_case
+from ..nb06 import SAVED_PROBLEMS, bf16_case, ce_targets, lse_case, row_case, saved_problem
 from ..registry import ProbeData, decides
 from . import answers
 from .verdict import Part, Verdict, verdict_of
@@ -455,3 +455,93 @@ def judge_fused_ce(
                 "save the logits (already in memory) and the N log-sum-exps; backward recomputes the softmax from them",
             )
     return verdict_of(list(parts.values()), points, title)
+
+
+# --------------------------------------------------------------------------------------------- memory and bf16
+
+
+def reference_new_saved_bytes(fn: Any, *inputs: torch.Tensor) -> int:
+    """Distinct memory forward keeps alive for backward that is not an input's: the judge's own measurement."""
+    own = {t.untyped_storage().data_ptr() for t in inputs}
+    kept: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in own:
+            kept[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(*inputs)
+    return sum(kept.values())
+
+
+SAVED_PART = {"exp": "new_memory", "composed_ce": "distinct", "mul": "inputs", "view_sin": "inputs"}
+
+
+def draw_saved_problems(rng: random.Random, count: int) -> dict[str, Any]:
+    names = list(SAVED_PROBLEMS)
+    rng.shuffle(names)
+    return {"problems": names, "seed": rng.randrange(1, 10**6)}
+
+
+@decides("check_new_saved_bytes", draw=draw_saved_problems)
+def judge_new_saved_bytes(
+    data: ProbeData, problems: Sequence[str] = SAVED_PROBLEMS, seed: int = 0, points: float = 3
+) -> Verdict:
+    parts = {name: Part(name) for name in ("new_memory", "inputs", "distinct")}
+    for name, got in zip(problems, answers.per_case(data, problems)):
+        got = answers.integer(got, f"the bytes reported for {name}")
+        fn, inputs = saved_problem(name, seed)
+        expected = reference_new_saved_bytes(fn, *inputs)
+        if got == expected:
+            continue
+        hint = {
+            "new_memory": "count the bytes of every tensor forward saves (tensor.untyped_storage().nbytes())",
+            "inputs": "a saved tensor whose memory is an input's (the input itself, or a view of it) costs nothing "
+            "new: compare storages (untyped_storage().data_ptr()) with the inputs'",
+            "distinct": "the same memory saved twice (one op's output, saved by it and by the next op) is kept "
+            "once: count each storage once",
+        }[SAVED_PART[name]]
+        parts[SAVED_PART[name]].fail(f"for {name} you report {got} bytes, which is not what is kept", hint)
+    return verdict_of(list(parts.values()), points, "new_saved_bytes (memory kept for backward)")
+
+
+def bf16_ulps(got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    """|got - expected| in units of bfloat16's last place at each expected value."""
+    scale = 2.0 ** torch.floor(torch.log2(expected.abs().clamp(min=torch.finfo(torch.bfloat16).tiny)))
+    return (got - expected).abs() / (torch.finfo(torch.bfloat16).eps * scale)
+
+
+def draw_bf16(rng: random.Random, count: int) -> dict[str, Any]:
+    return {"seed": rng.randrange(1, 10**6), "rows": rng.randint(4, 8), "V": rng.choice([2048, 3000, 4096])}
+
+
+@decides("check_bf16", draw=draw_bf16)
+def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, points: float = 3) -> Verdict:
+    parts = {name: Part(name) for name in ("loss", "gradient", "dtype")}
+    entry = answers.entry(data, "the bf16 answer", ("loss", "loss_dtype", "grad", "grad_dtype"))
+    loss = answers.number(entry["loss"], "the bf16 loss")
+    grad = answers.tensor(entry["grad"], "the bf16 gradient", shape=(rows, V))
+    x, target = bf16_case(seed, rows, V)
+    x64 = x.to(torch.float64).requires_grad_()
+    expected = torch.nn.functional.cross_entropy(x64, target)
+    (expected_grad,) = torch.autograd.grad(expected, x64)
+    where = f"{rows} rows of V = {V} bfloat16 logits"
+    if entry["loss_dtype"] != "bfloat16" or entry["grad_dtype"] != "bfloat16":
+        parts["dtype"].fail(
+            f"{where}: the loss is {entry['loss_dtype']} and the gradient {entry['grad_dtype']}",
+            "return the loss and the gradient in the logits' dtype (accumulate in float32, cast at the end)",
+        )
+    loss_ulps = float(bf16_ulps(torch.tensor([loss], dtype=torch.float64), expected.detach().reshape(1))[0])
+    if not loss_ulps <= 1.0:
+        parts["loss"].fail(f"{where}: the loss is {loss_ulps:.1f} bfloat16 ulps from the float64 value", None)
+    grad_ulps = bf16_ulps(grad, expected_grad)
+    if not float(grad_ulps.max()) <= 1.5:
+        parts["gradient"].fail(
+            f"{where}: gradient entries up to {float(grad_ulps.max()):.1f} bfloat16 ulps from the float64 values "
+            f"(median {float(grad_ulps.median()):.1f})",
+            "keep the log-sum-exp in float32: rounded to bfloat16 it is off by up to 1/256 of itself, and every "
+            "exp(logit - lse) of backward with it",
+        )
+    return verdict_of(list(parts.values()), points, "FusedCrossEntropy on bfloat16 logits")
