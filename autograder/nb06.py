@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .feedback import CheckFailed
 from .nb05 import (
@@ -348,6 +349,67 @@ def probe_bf16(obj: Any, rows: int = 8, V: int = 4096, seed: int = 0) -> ProbeDa
     }
 
 
+# --------------------------------------------------------------------------------------------- linear cross-entropy
+
+
+class LargestNewTensor(TorchDispatchMode):
+    """While active: the bytes of the largest new memory any PyTorch operation made (inputs' memory and views of it
+    not counted). Kernel outputs are allocated by PyTorch too (torch.empty), so they are seen."""
+
+    def __init__(self, inputs: Sequence[torch.Tensor]):
+        super().__init__()
+        self.own = {t.untyped_storage().data_ptr() for t in inputs}
+        self.largest = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in self.own:
+                self.largest = max(self.largest, t.untyped_storage().nbytes())
+        return out
+
+
+def linear_case(seed: int, N: int, D: int, V: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(4099 * seed + 31 * N + V)
+    hidden = torch.randn(N, D, generator=gen, dtype=torch.float64)
+    weight = torch.randn(V, D, generator=gen, dtype=torch.float64) / D**0.5
+    return hidden, weight, torch.randint(0, V, (N,), generator=gen)
+
+
+def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0) -> ProbeData:
+    """LinearCrossEntropy.apply(hidden, weight, target, chunk) for each (N, D, V, chunk, grad_output), float64: the
+    loss, backward's raw return, and the largest new memory any operation made in forward and in backward."""
+    name = getattr(obj, "__name__", "your Function")
+    apply = function_apply(obj, name)
+    data = []
+    for N, D, V, chunk, grad_output in cases:
+        hidden, weight, target = linear_case(seed, N, D, V)
+        h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
+        watch = LargestNewTensor([h, w, target])
+        with watch:
+            loss = call_learner(
+                apply, h, w, target, chunk, name=name, call=f"{name}.apply(hidden, weight, target, {chunk})"
+            )
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or loss.grad_fn is None:
+            raise CheckFailed(
+                f"`{name}.apply(hidden, weight, target, chunk)` should return the mean loss, with a grad_fn."
+            )
+        forward_largest, watch.largest = watch.largest, 0
+        with watch:
+            grads = backward_of(loss.grad_fn, torch.full_like(loss, grad_output), name)
+        grads = grads if isinstance(grads, tuple) else (grads,)
+        data.append(
+            {
+                "loss": float(loss.detach()),
+                "returned": [
+                    g.detach().to("cpu", torch.float64).clone() if isinstance(g, torch.Tensor) else None for g in grads
+                ],
+                "largest": [forward_largest, watch.largest],
+            }
+        )
+    return data
+
+
 checks = NotebookChecks(__name__)
 check_logsumexp = checks.add("check_logsumexp", probe_logsumexp, by_hand=False)
 check_online_lse = checks.add("check_online_lse", probe_online_lse, by_hand=False)
@@ -360,5 +422,8 @@ check_fused_ce = NotebookChecks(__name__, show=show_verdict, names=checks.names)
 )
 check_new_saved_bytes = checks.add("check_new_saved_bytes", probe_new_saved_bytes, by_hand=False)
 check_bf16 = checks.add("check_bf16", probe_bf16, by_hand=True)
+check_linear_ce = NotebookChecks(__name__, show=show_verdict, names=checks.names).add(
+    "check_linear_ce", probe_linear_ce, by_hand=True
+)
 
 __all__ = checks.names

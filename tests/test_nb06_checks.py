@@ -544,3 +544,65 @@ def test_bf16_in_ulps():
     assert verdict_of_call(nb06.check_bf16, make_function())[:2] == (3.0, set())
     points, failed, report = verdict_of_call(nb06.check_bf16, make_function(lse_bf16=True))
     assert failed == {"gradient"} and "keep the log-sum-exp in float32" in report, report
+
+
+# ------------------------------------------------------------------------------------------ linear cross-entropy
+from autograder.judges.nb06 import draw_linear_ce, linear_ce_cases  # noqa: E402
+
+
+def make_linear(*, whole=False, no_recompute=False, weight_grad_last_chunk=False):
+    class LinearCE(Function):
+        @staticmethod
+        def forward(ctx, hidden, weight, target, chunk):
+            N = hidden.shape[0]
+            step = N if whole else chunk
+            total = hidden.new_zeros(())
+            lses = []
+            for start in range(0, N, step):
+                logits = hidden[start : start + step] @ weight.T
+                lse = torch.logsumexp(logits, dim=1)
+                total = total + (lse - logits.gather(1, target[start : start + step, None]).squeeze(1)).sum()
+                lses.append(lse)
+            ctx.save_for_backward(hidden, weight, target, torch.cat(lses))
+            ctx.chunk = N if (whole or no_recompute) else chunk
+            return total / N
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            hidden, weight, target, lse = ctx.saved_tensors
+            N, step = hidden.shape[0], ctx.chunk
+            grad_h, grad_w = torch.empty_like(hidden), torch.zeros_like(weight)
+            for start in range(0, N, step):
+                rows = slice(start, start + step)
+                g = torch.exp(hidden[rows] @ weight.T - lse[rows, None])
+                g[torch.arange(g.shape[0]), target[rows]] -= 1.0
+                g = g * (grad_output / N)
+                grad_h[rows] = g @ weight
+                if weight_grad_last_chunk:
+                    grad_w = g.T @ hidden[rows]
+                else:
+                    grad_w += g.T @ hidden[rows]
+            return grad_h, grad_w, None, None
+
+    return LinearCE
+
+
+def test_linear_cross_entropy_chunk_by_chunk():
+    assert verdict_of_call(nb06.check_linear_ce, make_linear(), cases=linear_ce_cases())[:2] == (5.0, set())
+    assert verdict_of_call(nb06.check_linear_ce, make_linear(), **draw_linear_ce(random.Random(6), 2))[:2] == (
+        5.0,
+        set(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "failed_parts", "hint"),
+    [
+        ({"whole": True}, {"chunked"}, "never exist"),
+        ({"no_recompute": True}, {"chunked"}, "in backward too"),
+        ({"weight_grad_last_chunk": True}, {"reference"}, "adds G.T @ hidden[chunk]"),
+    ],
+)
+def test_linear_cross_entropy_mistakes(options, failed_parts, hint):
+    points, failed, report = verdict_of_call(nb06.check_linear_ce, make_linear(**options), cases=linear_ce_cases())
+    assert failed == failed_parts and points == 3.75 and hint in report, report

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..nb06 import SAVED_PROBLEMS, bf16_case, ce_targets, lse_case, row_case, saved_problem
+from ..nb06 import SAVED_PROBLEMS, bf16_case, ce_targets, linear_case, lse_case, row_case, saved_problem
 from ..registry import ProbeData, decides
 from . import answers
 from .verdict import Part, Verdict, verdict_of
@@ -545,3 +545,73 @@ def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, poi
             "exp(logit - lse) of backward with it",
         )
     return verdict_of(list(parts.values()), points, "FusedCrossEntropy on bfloat16 logits")
+
+
+# --------------------------------------------------------------------------------------------- linear cross-entropy
+
+
+def linear_ce_cases() -> list[tuple]:
+    """(N tokens, D features, V vocabulary, chunk, grad_output): chunks that divide N, and one that does not."""
+    return [(16, 5, 40, 4, 1.0), (18, 4, 33, 5, 0.5)]
+
+
+def draw_linear_ce(rng: random.Random, count: int) -> dict[str, Any]:
+    cases = []
+    for _ in range(count):
+        chunk = rng.randint(2, 6)
+        cases.append(
+            (
+                chunk * rng.randint(4, 6) + rng.randint(0, chunk - 1),
+                rng.randint(2, 6),
+                rng.randint(20, 60),
+                chunk,
+                rng.choice([0.5, 1.0, 2.0]),
+            )
+        )
+    return {"cases": cases, "seed": rng.randrange(1, 10**6)}
+
+
+@decides("check_linear_ce", draw=draw_linear_ce)
+def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 5) -> Verdict:
+    parts = {name: Part(name) for name in ("forward", "reference", "interface", "chunked")}
+    for case, got in zip(cases, answers.per_case(data, cases)):
+        N, D, V, chunk, grad_output = case
+        entry = answers.entry(got, f"case {case}", ("loss", "returned", "largest"))
+        loss = answers.number(entry["loss"], f"the loss of case {case}")
+        largest = answers.numbers(entry["largest"], f"the memory of case {case}", length=2)
+        returned = entry["returned"]
+        if not isinstance(returned, list):
+            raise answers._bad(f"backward's return of case {case} is not a list")
+        where = f"N = {N} tokens, D = {D}, V = {V}, chunk = {chunk}"
+        hidden, weight, target = linear_case(seed, N, D, V)
+        h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
+        expected = torch.nn.functional.cross_entropy(h @ w.T, target)
+        grad_h, grad_w = torch.autograd.grad(expected * grad_output, (h, w))
+        if not math.isclose(loss, float(expected.detach()), rel_tol=1e-9, abs_tol=1e-12):
+            parts["forward"].fail(
+                f"{where}: the loss is off",
+                "each chunk's logits are hidden[chunk] @ weight.T; the mean divides the chunks' summed losses by N",
+            )
+        if len(returned) != 4 or returned[2] is not None or returned[3] is not None:
+            parts["interface"].fail(
+                f"{where}: backward returned {len(returned)} value(s)",
+                "one per input of forward: the hidden states' gradient, the weight's, None, None",
+            )
+        grads = returned[:2] + [None] * (2 - len(returned[:2]))
+        for what, got_grad, want in (("hidden", grads[0], grad_h), ("weight", grads[1], grad_w)):
+            if not isinstance(got_grad, torch.Tensor) or got_grad.shape != want.shape:
+                parts["interface"].fail(f"{where}: the {what} gradient is not a tensor of its input's shape", None)
+            elif not torch.allclose(got_grad, want, rtol=1e-7, atol=1e-10):
+                parts["reference"].fail(
+                    f"{where}: the {what} gradient is off",
+                    "per chunk, the logits' gradient G = (softmax - one_hot) * grad_output / N gives G @ weight for "
+                    "the chunk's hidden states and adds G.T @ hidden[chunk] to the weight's",
+                )
+        full = N * V * 8  # the whole logits, float64
+        if max(largest) >= full:
+            parts["chunked"].fail(
+                f"{where}: {'forward' if largest[0] >= full else 'backward'} made an N×V tensor",
+                "the point is that the N×V logits never exist: compute, use and drop them one chunk of tokens at a "
+                "time, in backward too (recompute each chunk's logits there)",
+            )
+    return verdict_of(list(parts.values()), points, "LinearCrossEntropy.apply(hidden, weight, target, chunk)")
