@@ -1,10 +1,12 @@
 """Checks of notebook 06 (the capstone: a fused cross-entropy in Triton): the names its test cells import, and their
-probes. WORK IN PROGRESS on the nb06-wip branch: the row log-sum-exp kernel's check only.
+probes.
 
 A kernel probe launches the learner's kernel as notebook 05's do (compiled on a GPU, else in Triton's interpreter)
 on logits laid out in rows of stride V + BLOCK_V whose spare columns hold NaN: a kernel that reads past its row's end (a
 missing or wrong mask on the last chunk) gets NaN into its sum. Its output sits between guard zones. The judges
-(:mod:`autograder.judges.nb06`) recompute every reference in float64 and decide, part by part.
+(:mod:`autograder.judges.nb06`) recompute every reference in float64 and decide, part by part. The Function
+probes count the learner's Triton launches (notebook 05's counting_launches), record what forward saved, and, for
+the linear cross-entropy, the largest new memory any operation made (a dispatch mode over every operation).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def padded_rows(
     return buffer, buffer[:rows]
 
 
-def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0) -> ProbeData:
+def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None) -> ProbeData:
     """kernel[(rows,)](logits_ptr, lse_ptr, row_stride, V, BLOCK_V=block) for each (rows, V, block, dtype, peak_at):
     the values written, how many guard entries were overwritten, whether the logits changed."""
     name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "row_lse_kernel")
@@ -92,7 +94,9 @@ def ce_targets(seed: int, rows: int, V: int, ignored: int, ignore_index: int) ->
     return target
 
 
-def probe_ce_forward(kernel: Any, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100) -> ProbeData:
+def probe_ce_forward(
+    kernel: Any, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, points: float | None = None
+) -> ProbeData:
     """kernel[(rows,)](logits_ptr, target_ptr, loss_ptr, lse_ptr, row_stride, V, ignore_index, BLOCK_V=block) for
     each (rows, V, block, dtype, ignored): the per-row losses and log-sum-exps written, guards, inputs."""
     name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "forward kernel")
@@ -137,7 +141,12 @@ def probe_ce_forward(kernel: Any, cases: Sequence[Any], seed: int = 0, ignore_in
 
 
 def probe_ce_backward(
-    kernel: Any, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, scale: float = 0.25
+    kernel: Any,
+    cases: Sequence[Any],
+    seed: int = 0,
+    ignore_index: int = -100,
+    scale: float = 0.25,
+    points: float | None = None,
 ) -> ProbeData:
     """kernel[(rows,)](logits_ptr, target_ptr, lse_ptr, grad_ptr, row_stride, V, ignore_index, scale,
     BLOCK_V=block) for each (rows, V, block, dtype, ignored, lse_shift): the gradient rows written (the grad buffer
@@ -201,7 +210,9 @@ def _learner_tensor(value: Any, name: str, shape: tuple) -> torch.Tensor:
     return value.detach().to(torch.float64).cpu().clone()
 
 
-def probe_logsumexp(logsumexp_stable: Any, cases: Sequence[Any], seed: int = 0) -> ProbeData:
+def probe_logsumexp(
+    logsumexp_stable: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None
+) -> ProbeData:
     """logsumexp_stable(x) for each (rows, V, dtype, peak_at): one value per row."""
     data = []
     for rows, V, dtype, peak_at in cases:
@@ -213,7 +224,9 @@ def probe_logsumexp(logsumexp_stable: Any, cases: Sequence[Any], seed: int = 0) 
     return data
 
 
-def probe_online_lse(online_logsumexp: Any, cases: Sequence[Any], seed: int = 0) -> ProbeData:
+def probe_online_lse(
+    online_logsumexp: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None
+) -> ProbeData:
     """online_logsumexp(x, chunk) for each (rows, V, chunk, peak_at), float64: one value per row."""
     data = []
     for rows, V, chunk, peak_at in cases:
@@ -244,7 +257,12 @@ def _saved_while(apply: Any, args: tuple, inputs: list[torch.Tensor], name: str)
 
 
 def probe_fused_ce(
-    obj: Any, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, eps: float = 1e-6
+    obj: Any,
+    cases: Sequence[Any],
+    seed: int = 0,
+    ignore_index: int = -100,
+    eps: float = 1e-6,
+    points: float | None = None,
 ) -> ProbeData:
     """FusedCrossEntropy.apply(logits, target, ignore_index) on float64 cases (rows, V, ignored rows, grad_output,
     numeric): the loss, what forward saved, the Triton kernels forward and backward launched, backward's raw return
@@ -313,7 +331,9 @@ def saved_problem(name: str, seed: int) -> tuple[Any, tuple[torch.Tensor, ...]]:
 SAVED_PROBLEMS = ("exp", "mul", "view_sin", "composed_ce")
 
 
-def probe_new_saved_bytes(new_saved_bytes: Any, problems: Sequence[str] = SAVED_PROBLEMS, seed: int = 0) -> ProbeData:
+def probe_new_saved_bytes(
+    new_saved_bytes: Any, problems: Sequence[str] = SAVED_PROBLEMS, seed: int = 0, points: float | None = None
+) -> ProbeData:
     """new_saved_bytes(fn, *inputs) for each problem: the bytes the learner's measurement reports."""
     data = []
     for name in problems:
@@ -331,7 +351,7 @@ def bf16_case(seed: int, rows: int, V: int) -> tuple[torch.Tensor, torch.Tensor]
     return x, torch.randint(0, V, (rows,), generator=gen)
 
 
-def probe_bf16(obj: Any, rows: int = 8, V: int = 4096, seed: int = 0) -> ProbeData:
+def probe_bf16(obj: Any, rows: int = 8, V: int = 4096, seed: int = 0, points: float | None = None) -> ProbeData:
     """FusedCrossEntropy.apply on bf16 logits: the loss and the logits' gradient, as the learner returns them."""
     name = getattr(obj, "__name__", "your Function")
     apply = function_apply(obj, name)
@@ -376,7 +396,7 @@ def linear_case(seed: int, N: int, D: int, V: int) -> tuple[torch.Tensor, torch.
     return hidden, weight, torch.randint(0, V, (N,), generator=gen)
 
 
-def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0) -> ProbeData:
+def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None) -> ProbeData:
     """LinearCrossEntropy.apply(hidden, weight, target, chunk) for each (N, D, V, chunk, grad_output), float64: the
     loss, backward's raw return, and the largest new memory any operation made in forward and in backward."""
     name = getattr(obj, "__name__", "your Function")

@@ -606,3 +606,68 @@ def test_linear_cross_entropy_chunk_by_chunk():
 def test_linear_cross_entropy_mistakes(options, failed_parts, hint):
     points, failed, report = verdict_of_call(nb06.check_linear_ce, make_linear(**options), cases=linear_ce_cases())
     assert failed == failed_parts and points == 3.75 and hint in report, report
+
+
+# ------------------------------------------------------------------------------------------ the notebook's shape
+def contract_cases():
+    """(check, correct, wrong, blank, params) for tests/test_probe_contract.py."""
+
+    @triton.jit
+    def blank_kernel(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+        raise NotImplementedError()
+
+    return [
+        ("check_row_lse", right, no_rescale, blank_kernel, {"cases": CASES, "points": 5}),
+        ("check_online_lse", online, online_no_rescale, None, {"cases": online_cases(), "points": 3}),
+        (
+            "check_fused_ce",
+            make_function(),
+            make_function(mean_over_all=True),
+            None,
+            {"cases": fused_ce_cases(), "points": 5},
+        ),
+        ("check_linear_ce", make_linear(), make_linear(whole=True), None, {"cases": linear_ce_cases(), "points": 5}),
+    ]
+
+
+def test_the_notebook_has_nine_graded_exercises_worth_thirty_points_or_more():
+    import nbformat
+
+    from autograder.coursedir import SOLUTIONS
+
+    (path,) = (SOLUTIONS / "06-fused-cross-entropy").glob("*.ipynb")
+    tests = [
+        c.metadata["nbgrader"]
+        for c in nbformat.read(path, as_version=4).cells
+        if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")
+    ]
+    assert len(tests) >= 9 and sum(t["points"] for t in tests) >= 30
+    assert all(
+        "HIDDEN" in c.source
+        for c in nbformat.read(path, as_version=4).cells
+        if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")
+    )
+
+
+# The wrong-answer catalogue the issue asks for, each a mistake of the kind learners make, each costing its part.
+CATALOGUE = {
+    "no max subtraction": (nb06.check_row_lse, no_max, {"cases": CASES}, {"stability"}),
+    "mask on the wrong axis": (nb06.check_ce_forward, forward_wrong_axis, {"cases": None}, {"loss"}),
+    "ignore_index counted in the mean": (None, "mean_over_all", None, {"mean", "reference"}),
+    "softmax saved instead of recomputed": (None, "save_softmax", None, {"memory"}),
+    "bf16 accumulation": (nb06.check_bf16, "lse_bf16", {}, {"gradient"}),
+    "a chunk loop that drops the tail": (nb06.check_online_lse, online_drops_tail, {"cases": None}, {"tail"}),
+}
+
+
+@pytest.mark.parametrize("mistake", list(CATALOGUE))
+def test_the_catalogued_mistakes_cost_their_part(mistake):
+    check, answer, params, parts = CATALOGUE[mistake]
+    if check is None:
+        check, answer, params = nb06.check_fused_ce, make_function(**{answer: True}), {"cases": fused_ce_cases()}
+    elif isinstance(answer, str):
+        answer = make_function(**{answer: True})
+    if params == {"cases": None}:
+        params = {"cases": ce_forward_cases() if check is nb06.check_ce_forward else online_cases()}
+    points, failed, report = verdict_of_call(check, answer, **params)
+    assert failed == parts, report

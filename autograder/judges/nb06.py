@@ -1,5 +1,5 @@
-"""Judges of notebook 06 (the fused cross-entropy): references in float64 from PyTorch, decided part by part.
-WORK IN PROGRESS on the nb06-wip branch: the row log-sum-exp kernel's judge only."""
+"""Judges of notebook 06 (the fused cross-entropy): references in float64 from PyTorch, decided part by part (one
+idea per part; a mistake that shows in several cases costs its idea once)."""
 
 from __future__ import annotations
 
@@ -383,6 +383,61 @@ def _saved_entries(value: Any, what: str) -> list[dict]:
     return out
 
 
+def _judge_fused_loss(
+    parts: dict,
+    where: str,
+    loss: float,
+    launches: float,
+    x: torch.Tensor,
+    target: torch.Tensor,
+    ignore_index: int,
+    ignored: int,
+    expected: float,
+) -> None:
+    """The loss: launched by a kernel, equal to the mean over the counted rows (a mean over every row is named)."""
+    if not launches:
+        parts["forward"].fail(f"{where}: forward launched no Triton kernel", "forward runs your forward kernel")
+    elif not math.isclose(loss, expected, rel_tol=1e-9, abs_tol=1e-12):
+        rows = x.shape[0]
+        summed = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index, reduction="sum")
+        if ignored and math.isclose(loss, float(summed.detach()) / rows, rel_tol=1e-9):
+            parts["mean"].fail(
+                f"{where}: the loss is averaged over every row",
+                "rows whose target is ignore_index are not in the mean: divide by the number of counted rows",
+            )
+        else:
+            parts["forward" if not ignored else "mean"].fail(f"{where}: the loss is off", None)
+
+
+def _judge_fused_grad(
+    parts: dict,
+    where: str,
+    grad: Any,
+    launches: float,
+    expected: torch.Tensor,
+    target: torch.Tensor,
+    ignore_index: int,
+    ignored: int,
+) -> None:
+    """The logits' gradient: launched by a kernel, of the logits' shape, equal to the reference (a gradient scaled by
+    the mean over every row is the mean's mistake again, counted once)."""
+    rows = expected.shape[0]
+    if not launches:
+        parts["reference"].fail(f"{where}: backward launched no Triton kernel", "backward runs your backward kernel")
+    elif not isinstance(grad, torch.Tensor) or tuple(grad.shape) != tuple(expected.shape):
+        parts["interface"].fail(f"{where}: the logits' gradient is not a tensor of their shape", None)
+    elif not torch.allclose(grad, expected, rtol=1e-7, atol=1e-10):
+        counted = int((target != ignore_index).sum())
+        over_all_rows = torch.allclose(grad, expected * counted / rows, rtol=1e-7, atol=1e-10)
+        parts["reference"].fail(
+            f"{where}: the logits' gradient is off",
+            None
+            if over_all_rows
+            else "backward's result is grad_output * (softmax - one_hot) / counted rows, zero in ignored rows",
+            same_mistake_as="mean" if over_all_rows and ignored else None,
+        )
+
+
 @decides("check_fused_ce", draw=draw_fused_ce)
 def judge_fused_ce(
     data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, eps: float = 1e-6, points: float = 5
@@ -406,19 +461,7 @@ def judge_fused_ce(
         target = ce_targets(seed, rows, V, ignored, ignore_index)
         expected = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index)
         (expected_grad,) = torch.autograd.grad(expected * grad_output, x)
-        if not launches[0]:
-            parts["forward"].fail(f"{where}: forward launched no Triton kernel", "forward runs your forward kernel")
-        elif not math.isclose(loss, float(expected.detach()), rel_tol=1e-9, abs_tol=1e-12):
-            counted_in_mean = float(
-                torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index, reduction="sum") / rows
-            )
-            if ignored and math.isclose(loss, counted_in_mean, rel_tol=1e-9):
-                parts["mean"].fail(
-                    f"{where}: the loss is averaged over every row",
-                    "rows whose target is ignore_index are not in the mean: divide by the number of counted rows",
-                )
-            else:
-                parts["forward" if not ignored else "mean"].fail(f"{where}: the loss is off", None)
+        _judge_fused_loss(parts, where, loss, launches[0], x, target, ignore_index, ignored, float(expected.detach()))
         if len(returned) != 3 or returned[1] is not None or returned[2] is not None:
             parts["interface"].fail(
                 f"{where}: backward returned {len(returned)} value(s)"
@@ -427,22 +470,7 @@ def judge_fused_ce(
                 "and for ignore_index",
             )
         grad = returned[0] if returned else None
-        if not launches[1]:
-            parts["reference"].fail(
-                f"{where}: backward launched no Triton kernel", "backward runs your backward kernel"
-            )
-        elif not isinstance(grad, torch.Tensor) or tuple(grad.shape) != (rows, V):
-            parts["interface"].fail(f"{where}: the logits' gradient is not a tensor of their shape", None)
-        elif not torch.allclose(grad, expected_grad, rtol=1e-7, atol=1e-10):
-            counted = int((target != ignore_index).sum())
-            over_all_rows = torch.allclose(grad, expected_grad * counted / rows, rtol=1e-7, atol=1e-10)
-            parts["reference"].fail(  # the mean's mistake carried into backward's scale: one mistake, counted once
-                f"{where}: the logits' gradient is off",
-                None
-                if over_all_rows
-                else "backward's result is grad_output * (softmax - one_hot) / counted rows, zero in ignored rows",
-                same_mistake_as="mean" if over_all_rows and ignored else None,
-            )
+        _judge_fused_grad(parts, where, grad, launches[1], expected_grad, target, ignore_index, ignored)
         if numeric and isinstance(grad, torch.Tensor) and tuple(grad.shape) == (rows, V):
             central = torch.tensor(moved[0::2], dtype=torch.float64) - torch.tensor(moved[1::2], dtype=torch.float64)
             numerical = (central / (2 * eps)).reshape(rows, V) * grad_output
