@@ -649,10 +649,31 @@ def test_the_notebook_has_nine_graded_exercises_worth_thirty_points_or_more():
     )
 
 
+@triton.jit
+def mask_on_the_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    acc = lse_ptr.dtype.element_ty
+    m = tl.full([], float("-inf"), acc)
+    s = tl.zeros([], acc)
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=row < V, other=float("-inf")).to(acc)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    tl.store(lse_ptr + row, m + tl.log(s))
+
+
 # The wrong-answer catalogue the issue asks for, each a mistake of the kind learners make, each costing its part.
 CATALOGUE = {
     "no max subtraction": (nb06.check_row_lse, no_max, {"cases": CASES}, {"stability"}),
-    "mask on the wrong axis": (nb06.check_ce_forward, forward_wrong_axis, {"cases": None}, {"loss"}),
+    "mask on the wrong axis (the row instead of the columns)": (
+        nb06.check_row_lse,
+        mask_on_the_row,
+        {"cases": CASES},
+        {"tail"},
+    ),
+    "target picked along the wrong axis": (nb06.check_ce_forward, forward_wrong_axis, {"cases": None}, {"loss"}),
     "ignore_index counted in the mean": (None, "mean_over_all", None, {"mean", "reference"}),
     "softmax saved instead of recomputed": (None, "save_softmax", None, {"memory"}),
     "bf16 accumulation": (nb06.check_bf16, "lse_bf16", {}, {"gradient"}),
