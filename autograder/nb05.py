@@ -253,7 +253,7 @@ def _returns(raw: Any) -> list[dict]:
     return [_describe(r) for r in (raw if isinstance(raw, (tuple, list)) else (raw,))]
 
 
-def _call(fn: Callable, *args, name: str) -> Any:
+def _call(fn: Callable, *args: Any, name: str) -> Any:
     """call_learner, with the Triton interpreter's wrapping taken off a blank stub's NotImplementedError."""
     try:
         # call= given: building the default description repr()s every tensor argument (~20 ms each).
@@ -726,3 +726,6 @@ check_autocast_linear = checks.add("check_autocast_linear", probe_autocast_linea
 check_bandwidth = checks.add("check_bandwidth", probe_bandwidth, by_hand=False, show=False)
 
 __all__ = [*checks.names, "triton_mode", "CRASH_HINT"]
+
+call_kernel = _call  # for notebook 06's kernel probes
+function_apply, backward_of = _function_apply, _backward  # for notebook 06's Function probe

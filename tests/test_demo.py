@@ -23,6 +23,8 @@ EXPECTED_PARTIAL = {
     "03-custom-functions": 20.67,  # 25 - numerical_jacobian (3) - linear_function (4 / 3 ideas: the interface)
     "04-ctx-toolbox": 32.67,  # 35 - inplace_relu (3 / 3: mark_dirty) - functional_linear (4 / 3: parameter shapes)
     "05-gpu-functions": 28.7,  # 30 - fused_silu (3 / 6: saves sigma(x)) - triton_silu (4 / 5: grad_output layout)
+    # 35 - online_logsumexp (3 / 3: no rescaling) - fused_cross_entropy (5 / 5: the mean over every row)
+    "06-fused-cross-entropy": 33.0,
 }
 
 
@@ -122,6 +124,10 @@ MOST_COMMON_MISTAKES = {
     "03-custom-functions": {"test_linear_function": "batch dimension", "test_numerical_jacobian": "one-sided"},
     "04-ctx-toolbox": {"test_inplace_relu": "changed in place", "test_functional_linear": "one gradient per sample"},
     "05-gpu-functions": {"test_fused_silu": "save only x", "test_triton_silu": "ignores strides"},
+    "06-fused-cross-entropy": {
+        "test_online_logsumexp": "raises the maximum",
+        "test_fused_cross_entropy": "not in the mean",
+    },
 }
 
 

@@ -13,6 +13,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # nb05's kernels, defined in its
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from autograder.coursedir import assignments  # noqa: E402
 from autograder.feedback import CheckFailed  # noqa: E402
 from autograder.registry import CHECKS, FAILED  # noqa: E402
 
@@ -68,7 +69,21 @@ def nb05_cases():
     return cases + [(check.name, t.silu_forward_kernel, t.unmasked_store_kernel, t.blank_kernel, params)]
 
 
+def from_test_module(notebook: str):
+    """A later notebook's cases come from its own test module: `contract_cases()` in tests/test_nbNN_checks.py."""
+
+    def cases():
+        import importlib
+
+        module = importlib.import_module(f"tests.test_{notebook}_checks")
+        assert hasattr(module, "contract_cases"), f"tests/test_{notebook}_checks.py: write contract_cases()"
+        return module.contract_cases()
+
+    return cases
+
+
 NOTEBOOKS = {"nb01": nb01_cases, "nb02": nb02_cases, "nb03": nb03_cases, "nb04": nb04_cases, "nb05": nb05_cases}
+NOTEBOOKS.update({f"nb{a[:2]}": from_test_module(f"nb{a[:2]}") for a in assignments() if f"nb{a[:2]}" not in NOTEBOOKS})
 
 
 @pytest.mark.parametrize("notebook", [pytest.param(n, marks=getattr(pytest.mark, n)) for n in NOTEBOOKS])

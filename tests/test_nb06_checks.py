@@ -1,0 +1,694 @@
+"""Notebook 06's checks (WORK IN PROGRESS, nb06-wip branch): the row log-sum-exp kernel's check gives a right
+kernel full marks and each classic mistake exactly its own part's share, with the hint meant for it."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: these kernels run in the interpreter
+
+import random  # noqa: E402
+
+import pytest  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from autograder import nb06  # noqa: E402
+from autograder.feedback import CheckFailed  # noqa: E402
+from autograder.judges.nb06 import draw_row_lse, row_lse_cases  # noqa: E402
+
+pytestmark = pytest.mark.nb06
+CASES = row_lse_cases()
+
+
+@triton.jit
+def right(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    tl.store(lse_ptr + row, m + tl.log(s))
+
+
+@triton.jit
+def no_mask(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    tl.store(lse_ptr + row, m + tl.log(s))
+
+
+@triton.jit
+def no_max(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        s = s + tl.sum(tl.exp(x), axis=0)
+    tl.store(lse_ptr + row, tl.log(s))
+
+
+@triton.jit
+def no_rescale(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m = tl.maximum(m, tl.max(x, axis=0))
+        s = s + tl.sum(tl.exp(x - m), axis=0)
+    tl.store(lse_ptr + row, m + tl.log(s))
+
+
+@triton.jit
+def first_chunk_only(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_V)
+    x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+    m = tl.max(x, axis=0)
+    tl.store(lse_ptr + row, m + tl.log(tl.sum(tl.exp(x - m), axis=0)))
+
+
+@triton.jit
+def stores_everywhere(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    tl.store(lse_ptr + row + tl.arange(0, 2), m + tl.log(s) + tl.zeros((2,), dtype=lse_ptr.dtype.element_ty))
+
+
+def score(kernel, cases=CASES, seed=0):
+    try:
+        verdict = nb06.check_row_lse(kernel, cases=cases, seed=seed)
+    except CheckFailed as failure:
+        verdict = failure.verdict
+        assert verdict is not None, str(failure)
+    failed = {p.name for p in verdict.parts if p.passed is False}
+    return float(verdict), failed, verdict.report()
+
+
+def test_a_right_kernel_gets_full_marks_on_visible_and_drawn_cases():
+    assert score(right)[:2] == (5.0, set())
+    drawn = draw_row_lse(random.Random(3), 1)
+    assert score(right, **drawn)[:2] == (5.0, set())
+
+
+@pytest.mark.parametrize(
+    ("kernel", "part", "hint"),
+    [
+        (no_mask, "tail", "mask the columns at or beyond V"),
+        (no_max, "stability", "subtract the running maximum"),
+        (no_rescale, "rescale", "rescale it by exp(m_old - m_new)"),
+        (stores_everywhere, "bounds", "stores one value"),
+    ],
+)
+def test_each_classic_mistake_costs_its_own_part_with_its_hint(kernel, part, hint):
+    points, failed, report = score(kernel)
+    assert failed == {part}, report
+    assert points == 4.0, "one idea of five lost"
+    assert hint in report
+
+
+def test_a_kernel_that_reads_only_the_first_chunk_fails_where_rows_are_longer():
+    points, failed, report = score(first_chunk_only)
+    assert "values" in failed and points <= 3.0, report
+
+
+def test_forged_data_is_refused():
+    with pytest.raises(CheckFailed, match="answers for"):
+        nb06.check_row_lse.decide([], cases=CASES)
+
+
+# ------------------------------------------------------------------------------------------ the forward kernel
+from autograder.judges.nb06 import ce_forward_cases, draw_ce_forward  # noqa: E402
+
+
+@triton.jit
+def forward_right(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    lse = m + tl.log(s)
+    target = tl.load(target_ptr + row)
+    counted = target != ignore_index
+    picked = tl.load(logits_ptr + row * stride + tl.where(counted, target, 0)).to(lse_ptr.dtype.element_ty)
+    tl.store(lse_ptr + row, lse)
+    tl.store(loss_ptr + row, tl.where(counted, lse - picked, 0.0))
+
+
+@triton.jit
+def forward_ignores_nothing(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    lse = m + tl.log(s)
+    target = tl.load(target_ptr + row)
+    picked = tl.load(logits_ptr + row * stride + tl.maximum(target, 0)).to(lse_ptr.dtype.element_ty)
+    tl.store(lse_ptr + row, lse)
+    tl.store(loss_ptr + row, lse - picked)
+
+
+@triton.jit
+def forward_wrong_axis(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    lse = m + tl.log(s)
+    target = tl.load(target_ptr + row)
+    counted = target != ignore_index
+    picked = tl.load(logits_ptr + tl.where(counted, target, 0) * stride + row).to(lse_ptr.dtype.element_ty)
+    tl.store(lse_ptr + row, lse)
+    tl.store(loss_ptr + row, tl.where(counted, lse - picked, 0.0))
+
+
+def forward_score(kernel, **params):
+    params = params or {"cases": ce_forward_cases()}
+    try:
+        verdict = nb06.check_ce_forward(kernel, **params)
+    except CheckFailed as failure:
+        verdict = failure.verdict
+        assert verdict is not None, str(failure)
+    return float(verdict), {p.name for p in verdict.parts if p.passed is False}, verdict.report()
+
+
+def test_a_right_forward_kernel_gets_full_marks_on_visible_and_drawn_cases():
+    assert forward_score(forward_right)[:2] == (4.0, set())
+    for seed in range(3):
+        assert forward_score(forward_right, **draw_ce_forward(random.Random(seed), 2))[:2] == (4.0, set())
+
+
+@pytest.mark.parametrize(
+    ("kernel", "part", "hint"),
+    [
+        (forward_ignores_nothing, "ignored", "contributes nothing"),
+        (forward_wrong_axis, "loss", "logit of its own target"),
+    ],
+)
+def test_each_forward_mistake_costs_its_own_part(kernel, part, hint):
+    points, failed, report = forward_score(kernel)
+    assert failed == {part}, report
+    assert points == 3.0 and hint in report
+
+
+# ------------------------------------------------------------------------------------------ the backward kernel
+from autograder.judges.nb06 import ce_backward_cases, draw_ce_backward  # noqa: E402
+
+
+@triton.jit
+def backward_right(logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    target = tl.load(target_ptr + row)
+    lse = tl.load(lse_ptr + row)
+    counted = target != ignore_index
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=0.0).to(lse_ptr.dtype.element_ty)
+        g = (tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)) * scale
+        tl.store(grad_ptr + row * stride + cols, tl.where(counted, g, 0.0), mask=cols < V)
+
+
+@triton.jit
+def backward_store_unmasked(
+    logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr
+):
+    row = tl.program_id(0)
+    target = tl.load(target_ptr + row)
+    lse = tl.load(lse_ptr + row)
+    counted = target != ignore_index
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=0.0).to(lse_ptr.dtype.element_ty)
+        g = (tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)) * scale
+        tl.store(grad_ptr + row * stride + cols, tl.where(counted, g, 0.0))
+
+
+@triton.jit
+def backward_ignores_nothing(
+    logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr
+):
+    row = tl.program_id(0)
+    target = tl.load(target_ptr + row)
+    lse = tl.load(lse_ptr + row)
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=0.0).to(lse_ptr.dtype.element_ty)
+        g = (tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)) * scale
+        tl.store(grad_ptr + row * stride + cols, g, mask=cols < V)
+
+
+@triton.jit
+def backward_own_sum(logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    target = tl.load(target_ptr + row)
+    counted = target != ignore_index
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    lse = m + tl.log(s)
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=0.0).to(lse_ptr.dtype.element_ty)
+        g = (tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)) * scale
+        tl.store(grad_ptr + row * stride + cols, tl.where(counted, g, 0.0), mask=cols < V)
+
+
+@triton.jit
+def backward_no_scale(logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    target = tl.load(target_ptr + row)
+    lse = tl.load(lse_ptr + row)
+    counted = target != ignore_index
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=0.0).to(lse_ptr.dtype.element_ty)
+        g = tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)
+        tl.store(grad_ptr + row * stride + cols, tl.where(counted, g, 0.0), mask=cols < V)
+
+
+def backward_score(kernel, **params):
+    params = params or {"cases": ce_backward_cases()}
+    try:
+        verdict = nb06.check_ce_backward(kernel, **params)
+    except CheckFailed as failure:
+        verdict = failure.verdict
+        assert verdict is not None, str(failure)
+    return float(verdict), {p.name for p in verdict.parts if p.passed is False}, verdict.report()
+
+
+def test_a_right_backward_kernel_gets_full_marks_on_visible_and_drawn_cases():
+    assert backward_score(backward_right)[:2] == (5.0, set())
+    for seed in range(2):
+        assert backward_score(backward_right, **draw_ce_backward(random.Random(seed), 1))[:2] == (5.0, set())
+
+
+@pytest.mark.parametrize(
+    ("kernel", "failed_parts", "hint"),
+    [
+        (backward_store_unmasked, {"tail"}, "the same mask as its load"),
+        (backward_ignores_nothing, {"ignored"}, "gradient of 0 in every column"),
+        (backward_own_sum, {"uses_lse"}, "not from a sum of your own"),
+        (backward_no_scale, {"values", "tail", "ignored", "uses_lse"}, "(softmax - one_hot) * scale"),
+    ],
+)
+def test_each_backward_mistake_costs_one_share(kernel, failed_parts, hint):
+    points, failed, report = backward_score(kernel)
+    assert failed == failed_parts, report
+    assert points == 4.0, "one idea of five lost, however many cases show it"
+    assert hint in report
+
+
+# ------------------------------------------------------------------------------------------ log-sum-exp in PyTorch
+import torch  # noqa: E402
+
+from autograder.judges.nb06 import draw_logsumexp, draw_online_lse, logsumexp_cases, online_cases  # noqa: E402
+
+
+def stable(x):
+    m = x.max(dim=-1, keepdim=True).values
+    return (m + torch.log(torch.exp(x - m).sum(dim=-1, keepdim=True))).squeeze(-1)
+
+
+def naive(x):
+    return torch.log(torch.exp(x).sum(dim=-1))
+
+
+def online(x, chunk):
+    m = torch.full(x.shape[:-1], -float("inf"), dtype=x.dtype)
+    s = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for start in range(0, x.shape[-1], chunk):
+        part = x[:, start : start + chunk]
+        m_new = torch.maximum(m, part.max(dim=-1).values)
+        s = s * torch.exp(m - m_new) + torch.exp(part - m_new[:, None]).sum(dim=-1)
+        m = m_new
+    return m + torch.log(s)
+
+
+def online_no_rescale(x, chunk):
+    m = torch.full(x.shape[:-1], -float("inf"), dtype=x.dtype)
+    s = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for start in range(0, x.shape[-1], chunk):
+        part = x[:, start : start + chunk]
+        m = torch.maximum(m, part.max(dim=-1).values)
+        s = s + torch.exp(part - m[:, None]).sum(dim=-1)
+    return m + torch.log(s)
+
+
+def online_drops_tail(x, chunk):
+    m = torch.full(x.shape[:-1], -float("inf"), dtype=x.dtype)
+    s = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for start in range(0, x.shape[-1] - chunk + 1, chunk):
+        part = x[:, start : start + chunk]
+        m_new = torch.maximum(m, part.max(dim=-1).values)
+        s = s * torch.exp(m - m_new) + torch.exp(part - m_new[:, None]).sum(dim=-1)
+        m = m_new
+    return m + torch.log(s)
+
+
+def verdict_of_call(check, obj, **params):
+    try:
+        verdict = check(obj, **params)
+    except CheckFailed as failure:
+        verdict = failure.verdict
+        assert verdict is not None, str(failure)
+    return float(verdict), {p.name for p in verdict.parts if p.passed is False}, verdict.report()
+
+
+def test_logsumexp_by_hand():
+    assert verdict_of_call(nb06.check_logsumexp, stable, cases=logsumexp_cases())[:2] == (2.0, set())
+    assert verdict_of_call(nb06.check_logsumexp, stable, **draw_logsumexp(random.Random(1), 3))[:2] == (2.0, set())
+    points, failed, report = verdict_of_call(nb06.check_logsumexp, naive, cases=logsumexp_cases())
+    assert (points, failed) == (1.0, {"overflow"}) and "subtract each row's maximum" in report
+
+
+@pytest.mark.parametrize(
+    ("fn", "failed_parts", "hint"),
+    [(online_no_rescale, {"rescale"}, "multiply it by exp(m - m')"), (online_drops_tail, {"tail"}, "shorter")],
+)
+def test_online_logsumexp_mistakes_cost_their_part(fn, failed_parts, hint):
+    assert verdict_of_call(nb06.check_online_lse, online, cases=online_cases())[:2] == (3.0, set())
+    assert verdict_of_call(nb06.check_online_lse, online, **draw_online_lse(random.Random(2), 2))[:2] == (3.0, set())
+    points, failed, report = verdict_of_call(nb06.check_online_lse, fn, cases=online_cases())
+    assert (points, failed) == (2.0, failed_parts) and hint in report, report
+
+
+def test_a_blank_exercise_says_it_is_not_written():
+    def blank(x):
+        raise NotImplementedError()
+
+    with pytest.raises(CheckFailed, match="not written yet"):
+        nb06.check_logsumexp(blank, cases=logsumexp_cases())
+
+
+# ------------------------------------------------------------------------------------------ the Function
+from torch.autograd import Function  # noqa: E402
+
+from autograder.judges.nb06 import draw_fused_ce, fused_ce_cases  # noqa: E402
+
+
+def accumulation_dtype(dtype):
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def make_function(*, mean_over_all=False, save_softmax=False, torch_only=False, extra_grads=False, lse_bf16=False):
+    class Fused(Function):
+        @staticmethod
+        def forward(ctx, logits, target, ignore_index=-100):
+            rows, V = logits.shape
+            acc = accumulation_dtype(logits.dtype)
+            if torch_only:
+                lse = torch.logsumexp(logits.to(acc), dim=1)
+                counted = target != ignore_index
+                picked = logits.gather(1, target.clamp(min=0)[:, None]).squeeze(1).to(acc)
+                loss = torch.where(counted, lse - picked, torch.zeros_like(lse))
+            else:
+                lse = torch.empty(rows, dtype=acc)
+                loss = torch.empty(rows, dtype=acc)
+                forward_right[(rows,)](logits, target, loss, lse, logits.stride(0), V, ignore_index, BLOCK_V=16)
+            n = rows if mean_over_all else max(int((target != ignore_index).sum()), 1)
+            if lse_bf16:
+                lse = lse.to(logits.dtype).to(acc)  # kept in the logits' precision: the bf16 mistake
+            kept = torch.exp(logits.to(acc) - lse[:, None]) if save_softmax else lse
+            ctx.save_for_backward(logits, target, kept)
+            ctx.ignore_index, ctx.n = ignore_index, n
+            return (loss.sum() / n).to(logits.dtype)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            logits, target, kept = ctx.saved_tensors
+            rows, V = logits.shape
+            lse = torch.log(kept.sum(dim=1)) + 0 if False else kept
+            scale = float(grad_output) / ctx.n
+            if save_softmax:
+                lse = torch.logsumexp(logits.to(kept.dtype), dim=1)
+            if torch_only:
+                p = torch.exp(logits - lse[:, None])
+                p[torch.arange(rows), target.clamp(min=0)] -= 1.0
+                grad = p * scale * (target != ctx.ignore_index)[:, None]
+            else:
+                grad = torch.empty_like(logits)
+                backward_right[(rows,)](
+                    logits, target, lse, grad, logits.stride(0), V, ctx.ignore_index, scale, BLOCK_V=16
+                )
+            return (grad, None, None, None) if extra_grads else (grad, None, None)
+
+    return Fused
+
+
+def fused_score(cls, **params):
+    return verdict_of_call(nb06.check_fused_ce, cls, **(params or {"cases": fused_ce_cases()}))
+
+
+def test_a_right_function_gets_full_marks_on_visible_and_drawn_cases():
+    assert fused_score(make_function())[:2] == (5.0, set())
+    assert fused_score(make_function(), **draw_fused_ce(random.Random(4), 1))[:2] == (5.0, set())
+
+
+@pytest.mark.parametrize(
+    ("options", "failed_parts", "hint"),
+    [
+        ({"mean_over_all": True}, {"mean", "reference"}, "divide by the number of counted rows"),
+        ({"save_softmax": True}, {"memory"}, "recomputes the softmax"),
+        ({"extra_grads": True}, {"interface"}, "one value per input of forward"),
+    ],
+)
+def test_each_function_mistake_costs_its_part(options, failed_parts, hint):
+    points, failed, report = fused_score(make_function(**options))
+    assert failed == failed_parts, report
+    assert points == 4.0 and hint in report
+
+
+def test_a_function_of_torch_operations_earns_no_kernel_part():
+    points, failed, report = fused_score(make_function(torch_only=True))
+    assert {"forward", "reference"} <= failed and "launched no Triton kernel" in report, report
+
+
+# ------------------------------------------------------------------------------------------ memory and bf16
+from autograder.judges.nb06 import draw_saved_problems  # noqa: E402
+
+
+def new_saved_bytes(fn, *inputs):
+    own = {t.untyped_storage().data_ptr() for t in inputs}
+    kept = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in own:
+            kept[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(*inputs)
+    return sum(kept.values())
+
+
+def saved_counting_inputs(fn, *inputs):
+    total = []
+    with torch.autograd.graph.saved_tensors_hooks(
+        lambda t: total.append(t.untyped_storage().nbytes()) or t, lambda t: t
+    ):
+        fn(*inputs)
+    return sum(total)
+
+
+def test_new_saved_bytes():
+    assert verdict_of_call(nb06.check_new_saved_bytes, new_saved_bytes)[:2] == (3.0, set())
+    assert verdict_of_call(nb06.check_new_saved_bytes, new_saved_bytes, **draw_saved_problems(random.Random(5), 1))[
+        :2
+    ] == (3.0, set())
+    points, failed, report = verdict_of_call(nb06.check_new_saved_bytes, saved_counting_inputs)
+    assert failed == {"inputs", "distinct"} and points == 1.0, report
+
+
+def test_bf16_in_ulps():
+    assert verdict_of_call(nb06.check_bf16, make_function())[:2] == (3.0, set())
+    points, failed, report = verdict_of_call(nb06.check_bf16, make_function(lse_bf16=True))
+    assert failed == {"gradient"} and "keep the log-sum-exp in float32" in report, report
+
+
+# ------------------------------------------------------------------------------------------ linear cross-entropy
+from autograder.judges.nb06 import draw_linear_ce, linear_ce_cases  # noqa: E402
+
+
+def make_linear(*, whole=False, no_recompute=False, weight_grad_last_chunk=False):
+    class LinearCE(Function):
+        @staticmethod
+        def forward(ctx, hidden, weight, target, chunk):
+            N = hidden.shape[0]
+            step = N if whole else chunk
+            total = hidden.new_zeros(())
+            lses = []
+            for start in range(0, N, step):
+                logits = hidden[start : start + step] @ weight.T
+                lse = torch.logsumexp(logits, dim=1)
+                total = total + (lse - logits.gather(1, target[start : start + step, None]).squeeze(1)).sum()
+                lses.append(lse)
+            ctx.save_for_backward(hidden, weight, target, torch.cat(lses))
+            ctx.chunk = N if (whole or no_recompute) else chunk
+            return total / N
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            hidden, weight, target, lse = ctx.saved_tensors
+            N, step = hidden.shape[0], ctx.chunk
+            grad_h, grad_w = torch.empty_like(hidden), torch.zeros_like(weight)
+            for start in range(0, N, step):
+                rows = slice(start, start + step)
+                g = torch.exp(hidden[rows] @ weight.T - lse[rows, None])
+                g[torch.arange(g.shape[0]), target[rows]] -= 1.0
+                g = g * (grad_output / N)
+                grad_h[rows] = g @ weight
+                if weight_grad_last_chunk:
+                    grad_w = g.T @ hidden[rows]
+                else:
+                    grad_w += g.T @ hidden[rows]
+            return grad_h, grad_w, None, None
+
+    return LinearCE
+
+
+def test_linear_cross_entropy_chunk_by_chunk():
+    assert verdict_of_call(nb06.check_linear_ce, make_linear(), cases=linear_ce_cases())[:2] == (5.0, set())
+    assert verdict_of_call(nb06.check_linear_ce, make_linear(), **draw_linear_ce(random.Random(6), 2))[:2] == (
+        5.0,
+        set(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "failed_parts", "hint"),
+    [
+        ({"whole": True}, {"chunked"}, "never exist"),
+        ({"no_recompute": True}, {"chunked"}, "in backward too"),
+        ({"weight_grad_last_chunk": True}, {"reference"}, "adds G.T @ hidden[chunk]"),
+    ],
+)
+def test_linear_cross_entropy_mistakes(options, failed_parts, hint):
+    points, failed, report = verdict_of_call(nb06.check_linear_ce, make_linear(**options), cases=linear_ce_cases())
+    assert failed == failed_parts and points == 3.75 and hint in report, report
+
+
+# ------------------------------------------------------------------------------------------ the notebook's shape
+def contract_cases():
+    """(check, correct, wrong, blank, params) for tests/test_probe_contract.py."""
+
+    @triton.jit
+    def blank_kernel(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+        raise NotImplementedError()
+
+    return [
+        ("check_row_lse", right, no_rescale, blank_kernel, {"cases": CASES, "points": 5}),
+        ("check_online_lse", online, online_no_rescale, None, {"cases": online_cases(), "points": 3}),
+        (
+            "check_fused_ce",
+            make_function(),
+            make_function(mean_over_all=True),
+            None,
+            {"cases": fused_ce_cases(), "points": 5},
+        ),
+        ("check_linear_ce", make_linear(), make_linear(whole=True), None, {"cases": linear_ce_cases(), "points": 5}),
+    ]
+
+
+def test_the_notebook_has_nine_graded_exercises_worth_thirty_points_or_more():
+    import nbformat
+
+    from autograder.coursedir import SOLUTIONS
+
+    (path,) = (SOLUTIONS / "06-fused-cross-entropy").glob("*.ipynb")
+    tests = [
+        c.metadata["nbgrader"]
+        for c in nbformat.read(path, as_version=4).cells
+        if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")
+    ]
+    assert len(tests) >= 9 and sum(t["points"] for t in tests) >= 30
+    assert all(
+        "HIDDEN" in c.source
+        for c in nbformat.read(path, as_version=4).cells
+        if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")
+    )
+
+
+@triton.jit
+def mask_on_the_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    acc = lse_ptr.dtype.element_ty
+    m = tl.full([], float("-inf"), acc)
+    s = tl.zeros([], acc)
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=row < V, other=float("-inf")).to(acc)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    tl.store(lse_ptr + row, m + tl.log(s))
+
+
+# The wrong-answer catalogue the issue asks for, each a mistake of the kind learners make, each costing its part.
+CATALOGUE = {
+    "no max subtraction": (nb06.check_row_lse, no_max, {"cases": CASES}, {"stability"}),
+    "mask on the wrong axis (the row instead of the columns)": (
+        nb06.check_row_lse,
+        mask_on_the_row,
+        {"cases": CASES},
+        {"tail"},
+    ),
+    "target picked along the wrong axis": (nb06.check_ce_forward, forward_wrong_axis, {"cases": None}, {"loss"}),
+    "ignore_index counted in the mean": (None, "mean_over_all", None, {"mean", "reference"}),
+    "softmax saved instead of recomputed": (None, "save_softmax", None, {"memory"}),
+    "bf16 accumulation": (nb06.check_bf16, "lse_bf16", {}, {"gradient"}),
+    "a chunk loop that drops the tail": (nb06.check_online_lse, online_drops_tail, {"cases": None}, {"tail"}),
+}
+
+
+@pytest.mark.parametrize("mistake", list(CATALOGUE))
+def test_the_catalogued_mistakes_cost_their_part(mistake):
+    check, answer, params, parts = CATALOGUE[mistake]
+    if check is None:
+        check, answer, params = nb06.check_fused_ce, make_function(**{answer: True}), {"cases": fused_ce_cases()}
+    elif isinstance(answer, str):
+        answer = make_function(**{answer: True})
+    if params == {"cases": None}:
+        params = {"cases": ce_forward_cases() if check is nb06.check_ce_forward else online_cases()}
+    points, failed, report = verdict_of_call(check, answer, **params)
+    assert failed == parts, report
