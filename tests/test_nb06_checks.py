@@ -657,7 +657,7 @@ def mask_on_the_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
     s = tl.zeros([], acc)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
-        x = tl.load(logits_ptr + row * stride + cols, mask=row < V, other=float("-inf")).to(acc)
+        x = tl.load(logits_ptr + row * stride + cols, mask=tl.arange(0, BLOCK_V) < V, other=float("-inf")).to(acc)
         m_new = tl.maximum(m, tl.max(x, axis=0))
         s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
         m = m_new
@@ -667,7 +667,7 @@ def mask_on_the_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
 # The wrong-answer catalogue the issue asks for, each a mistake of the kind learners make, each costing its part.
 CATALOGUE = {
     "no max subtraction": (nb06.check_row_lse, no_max, {"cases": CASES}, {"stability"}),
-    "mask on the wrong axis (the row instead of the columns)": (
+    "mask on the wrong index (the chunk's lanes instead of the row's columns)": (
         nb06.check_row_lse,
         mask_on_the_row,
         {"cases": CASES},
