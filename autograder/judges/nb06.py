@@ -149,8 +149,8 @@ def judge_ce_forward(
                 f"{where}: the loss of row {row} is off",
                 None
                 if lse_wrong
-                else "a row's loss is its log-sum-exp minus the logit of its own target, "
-                "logits_ptr + row * stride + target",
+                else "a row's loss is its log-sum-exp minus the logit of its own target: the target names a column of "
+                "this row, counted from the row's start",
                 same_mistake_as="lse" if lse_wrong else None,
             )
         if not (loss[~counted] == 0).all():
