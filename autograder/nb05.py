@@ -223,7 +223,7 @@ def attribute_tensors(node: Any, saved: list[dict]) -> list[dict]:
     return list(out.values())
 
 
-def _function_apply(obj: Any, name: str) -> Callable:
+def function_apply(obj: Any, name: str) -> Callable:
     if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
         return obj.apply
     if isinstance(obj, torch.autograd.Function):
@@ -253,7 +253,7 @@ def _returns(raw: Any) -> list[dict]:
     return [_describe(r) for r in (raw if isinstance(raw, (tuple, list)) else (raw,))]
 
 
-def _call(fn: Callable, *args: Any, name: str) -> Any:
+def call_kernel(fn: Callable, *args: Any, name: str) -> Any:
     """call_learner, with the Triton interpreter's wrapping taken off a blank stub's NotImplementedError."""
     try:
         # call= given: building the default description repr()s every tensor argument (~20 ms each).
@@ -269,10 +269,10 @@ def _call(fn: Callable, *args: Any, name: str) -> Any:
         raise
 
 
-def _backward(node, grad_output: torch.Tensor, name: str) -> Any:
+def backward_of(node: Any, grad_output: torch.Tensor, name: str) -> Any:
     """The learner's backward, called through its node as autograd's engine calls it: with recording off."""
     with torch.no_grad():
-        return _call(node.apply, grad_output, name=name)
+        return call_kernel(node.apply, grad_output, name=name)
 
 
 def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name: str, triton: bool = False) -> dict:
@@ -281,7 +281,7 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
     x = x.detach().clone().requires_grad_(True)
     forward_launches, backward_launches = {"n": 0}, {"n": 0}
     with counting_launches(forward_launches) if triton else _nothing():
-        out, saved = count_saved(lambda t: _call(apply, t, name=f"{name}.forward"), x)
+        out, saved = count_saved(lambda t: call_kernel(apply, t, name=f"{name}.forward"), x)
     result = {"output": _describe(out), "saved_storages": _plain(saved)}
     if triton:
         result["launches"] = {"forward": forward_launches["n"], "backward": 0}
@@ -306,7 +306,7 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
     kept = u.clone()
     try:
         with counting_launches(backward_launches) if triton else _nothing():
-            raw = _backward(node, u, name=f"{name}.backward")
+            raw = backward_of(node, u, name=f"{name}.backward")
     except CheckFailed as failure:
         result["backward_error"] = str(failure)
         return result
@@ -449,7 +449,7 @@ def probe_kernel(
             grid = (math.ceil(n / block),)
             args = (x, out, n) if kind == "forward" else (x, g, out, n)
             with context():
-                _call(lambda *a: launcher[grid](*a, BLOCK_SIZE=block), *args, name=name)
+                call_kernel(lambda *a: launcher[grid](*a, BLOCK_SIZE=block), *args, name=name)
             data.append(
                 {
                     "n": n,
@@ -483,7 +483,7 @@ def probe_elementwise(
     grad_output, forward at x +/- EPS (the numerical derivative, entry by entry), a strided input, a
     transposed grad_output, float32, and (PyTorch Functions) the meta device: does it stay on x's device?"""
     name = name or str(getattr(obj, "__name__", "your Function"))
-    apply = _function_apply(obj, name)
+    apply = function_apply(obj, name)
     device = kernel_device() if triton else "cpu"
     data: dict[str, Any] = {"name": name, "device": device, "cases": []}
     with course_kernels(obj) if triton else _nothing() as replaced:
@@ -522,13 +522,13 @@ def _probe_elementwise_cases(data: dict, apply: Callable, seed: int, cases: int,
         x, u = inputs["x"], inputs["u"]
         record = _apply_and_backward(apply, x, u, name, triton)
         with torch.no_grad():
-            record["plus"] = _describe(_call(apply, x + EPS, name=f"{name}.forward"))
-            record["minus"] = _describe(_call(apply, x - EPS, name=f"{name}.forward"))
+            record["plus"] = _describe(call_kernel(apply, x + EPS, name=f"{name}.forward"))
+            record["minus"] = _describe(call_kernel(apply, x - EPS, name=f"{name}.forward"))
         data["cases"].append(record)
     # Layouts: a strided input (every other column of a wider tensor) and a transposed grad_output.
     inputs = {k: v.to(device) for k, v in elementwise_case(seed, 0).items()}
     strided = inputs["wide"][:, ::2]
-    data["strided_forward"] = _describe(_call(apply, strided, name=f"{name}.forward"))
+    data["strided_forward"] = _describe(call_kernel(apply, strided, name=f"{name}.forward"))
     data["transposed_grad"] = _apply_and_backward(apply, inputs["x2"], inputs["u_transposed"].t(), name, triton)
     data["strided_both"] = _apply_and_backward(apply, strided, inputs["u_transposed"].t(), name, triton)
     # float32 in, float32 out.
@@ -567,7 +567,7 @@ def probe_gather_rows(
 
 def probe_gather_devices(obj: Any, name: str = "GatherRows") -> ProbeData:
     """GatherRows on the meta device and in bfloat16: where and in which dtype do output and gradient come back."""
-    apply = _function_apply(obj, name)
+    apply = function_apply(obj, name)
     out: dict[str, Any] = {}
     for label, device, dtype in (("meta", "meta", torch.float32), ("bfloat16", "cpu", torch.bfloat16)):
         weight = (
@@ -578,11 +578,11 @@ def probe_gather_devices(obj: Any, name: str = "GatherRows") -> ProbeData:
         index = torch.tensor([0, 2, 2, 4], device=device)
         try:
             weight.requires_grad_(True)
-            result = _call(apply, weight, index, name=f"{name}.forward")
+            result = call_kernel(apply, weight, index, name=f"{name}.forward")
             entry = {"output": _describe(result)}
             if isinstance(result, torch.Tensor) and result.grad_fn is not None:
                 grad_output = torch.ones(result.shape, dtype=result.dtype, device=result.device)
-                entry["returns"] = _returns(_backward(result.grad_fn, grad_output, name=f"{name}.backward"))
+                entry["returns"] = _returns(backward_of(result.grad_fn, grad_output, name=f"{name}.backward"))
             out[label] = entry
         except CheckFailed as failure:
             out[label] = {"error": str(failure)}
@@ -596,7 +596,7 @@ def probe_recompute(
     obj: Any, problems: Sequence[str] = RECOMPUTE_PROBLEMS, seed: int = 0, points: float = 1, name: str = "Checkpoint"
 ) -> ProbeData:
     """Checkpoint.apply(fn, x) on each problem: how many calls of fn forward and backward make, what forward saves."""
-    apply = _function_apply(obj, name)
+    apply = function_apply(obj, name)
     data = []
     for problem in problems:
         fn = recompute_problem(problem)
@@ -607,7 +607,7 @@ def probe_recompute(
             return fn(t)
 
         x = recompute_input(problem, seed).requires_grad_(True)
-        out, saved = count_saved(lambda t: _call(apply, counted, t, name=f"{name}.forward"), x)
+        out, saved = count_saved(lambda t: call_kernel(apply, counted, t, name=f"{name}.forward"), x)
         forward_calls = calls["n"]
         entry = {
             "problem": problem,
@@ -620,7 +620,7 @@ def probe_recompute(
         if isinstance(out, torch.Tensor) and out.grad_fn is not None:
             u = torch.randn(out.shape, generator=generator(seed, len(problem), salt=17), dtype=out.dtype)
             try:
-                entry["returns"] = _returns(_backward(out.grad_fn, u, name=f"{name}.backward"))
+                entry["returns"] = _returns(backward_of(out.grad_fn, u, name=f"{name}.backward"))
             except CheckFailed as failure:
                 entry["backward_error"] = str(failure)
             entry["backward_calls"] = calls["n"] - forward_calls
@@ -640,18 +640,18 @@ def probe_autocast_linear(
 ) -> ProbeData:
     """Linear32.apply(x, W, b): in float64 without autocast (values and gradients), then with bfloat16 x under
     autocast, backward called inside the autocast region: the dtypes and values that come back."""
-    apply = _function_apply(obj, name)
+    apply = function_apply(obj, name)
     device = autocast_device()
     data = []
     for case in range(cases):
         c = {k: v.to(device) for k, v in linear_case(seed, case).items()}
         entry: dict[str, Any] = {}
         x, W, b = (c[k].clone().requires_grad_(True) for k in ("x", "W", "b"))
-        out = _call(apply, x, W, b, name=f"{name}.forward")
+        out = call_kernel(apply, x, W, b, name=f"{name}.forward")
         entry["float64"] = {"output": _describe(out)}
         if isinstance(out, torch.Tensor) and out.grad_fn is not None:
             try:  # an error here is data: forward's dtypes are often the cause (the judge says which)
-                entry["float64"]["returns"] = _returns(_backward(out.grad_fn, c["u"], name=f"{name}.backward"))
+                entry["float64"]["returns"] = _returns(backward_of(out.grad_fn, c["u"], name=f"{name}.backward"))
             except CheckFailed as failure:
                 if "not written yet" in str(failure):
                     raise
@@ -660,11 +660,11 @@ def probe_autocast_linear(
         W = c["W"].to(torch.float32).requires_grad_(True)
         b = c["b"].to(torch.float32).requires_grad_(True)
         with torch.autocast(device_type=device, dtype=torch.bfloat16):
-            out = _call(apply, x, W, b, name=f"{name}.forward")
+            out = call_kernel(apply, x, W, b, name=f"{name}.forward")
             auto = {"output": _describe(out)}
             if isinstance(out, torch.Tensor) and out.grad_fn is not None:
                 u = c["u"].to(out.dtype)
-                auto["returns"] = _returns(_backward(out.grad_fn, u, name=f"{name}.backward"))
+                auto["returns"] = _returns(backward_of(out.grad_fn, u, name=f"{name}.backward"))
         entry["autocast"] = auto
         data.append(entry)
     return {"device": device, "cases": data}
@@ -677,7 +677,7 @@ def probe_saved_bytes(saved_bytes: Any, problems: Sequence[str] = SAVED_BYTES_PR
     data = []
     for problem in problems:
         fn, inputs = saved_bytes_problem(problem)
-        result = _call(saved_bytes, fn, *inputs, name="saved_bytes")
+        result = call_kernel(saved_bytes, fn, *inputs, name="saved_bytes")
         if isinstance(result, torch.Tensor) and result.numel() == 1:
             result = result.item()
         if isinstance(result, bool) or not isinstance(result, (int, float)):
@@ -692,7 +692,7 @@ def probe_saved_bytes(saved_bytes: Any, problems: Sequence[str] = SAVED_BYTES_PR
 def probe_bandwidth(effective_bandwidth: Any, cases: Sequence[Any] = ((1 << 24, 4, 1e-3, "forward"),)) -> ProbeData:
     data = []
     for n, size, seconds, direction in cases:
-        result = _call(effective_bandwidth, n, size, seconds, direction, name="effective_bandwidth")
+        result = call_kernel(effective_bandwidth, n, size, seconds, direction, name="effective_bandwidth")
         if isinstance(result, torch.Tensor) and result.numel() == 1:
             result = result.item()
         if isinstance(result, bool) or not isinstance(result, (int, float)):
@@ -726,6 +726,3 @@ check_autocast_linear = checks.add("check_autocast_linear", probe_autocast_linea
 check_bandwidth = checks.add("check_bandwidth", probe_bandwidth, by_hand=False, show=False)
 
 __all__ = [*checks.names, "triton_mode", "CRASH_HINT"]
-
-call_kernel = _call  # for notebook 06's kernel probes
-function_apply, backward_of = _function_apply, _backward  # for notebook 06's Function probe

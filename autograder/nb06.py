@@ -193,11 +193,6 @@ def probe_ce_backward(
 # --------------------------------------------------------------- log-sum-exp by hand, then chunk by chunk
 
 
-def lse_case(seed: int, rows: int, V: int, dtype: str, peak_at: int) -> torch.Tensor:
-    """The kernels' cases, as plain tensors (row_case): the same rows of logits the learner's Python sees."""
-    return row_case(seed, rows, V, dtype, peak_at)
-
-
 def _learner_tensor(value: Any, name: str, shape: tuple) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
         raise CheckFailed(
@@ -216,7 +211,7 @@ def probe_logsumexp(
     """logsumexp_stable(x) for each (rows, V, dtype, peak_at): one value per row."""
     data = []
     for rows, V, dtype, peak_at in cases:
-        x = lse_case(seed, rows, V, dtype, peak_at)
+        x = row_case(seed, rows, V, dtype, peak_at)
         got = call_learner(
             logsumexp_stable, x.clone(), name="logsumexp_stable", call=f"logsumexp_stable(<{rows}×{V} {dtype}>)"
         )
@@ -230,7 +225,7 @@ def probe_online_lse(
     """online_logsumexp(x, chunk) for each (rows, V, chunk, peak_at), float64: one value per row."""
     data = []
     for rows, V, chunk, peak_at in cases:
-        x = lse_case(seed, rows, V, "float64", peak_at)
+        x = row_case(seed, rows, V, "float64", peak_at)
         got = call_learner(
             online_logsumexp, x.clone(), chunk, name="online_logsumexp", call=f"online_logsumexp(<{rows}×{V}>, {chunk})"
         )

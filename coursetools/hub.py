@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .lab import COURSE_ID, INSTRUCTOR_NBGRADER_CONFIG, write_config
+from .lab import COURSE_ID, INSTRUCTOR_NBGRADER_CONFIG, allow_root, ensure_exchange, write_config
 from .workspace import REPO
 
 SERVICE = COURSE_ID  # the formgrader service's name: /services/revad/
@@ -104,8 +104,7 @@ def prepare(hub: HubClass) -> None:
     """The hub's folders, the instructor's course directory (made from solutions/ and released to the exchange when
     missing) and the two generated Jupyter config directories (learners', instructors')."""
     (hub.state / "home").mkdir(parents=True, exist_ok=True)
-    for sub in ("inbound", "outbound", "feedback"):
-        (hub.exchange / COURSE_ID / sub).mkdir(parents=True, exist_ok=True)
+    ensure_exchange(hub.exchange)
     os.chmod(hub.exchange, 0o777)  # nbgrader's exchange: writable by every learner
     if not (hub.course / "nbgrader_config.py").is_file():
         make_course(hub)
@@ -145,10 +144,6 @@ def make_course(hub: HubClass) -> None:
         for assignment in assignments():
             require_success(api.generate_assignment(assignment, force=True, create=True), f"generate {assignment}")
             require_success(api.release_assignment(assignment), f"release_assignment {assignment}")
-
-
-def _as_root() -> list[str]:
-    return ["--allow-root"] if os.geteuid() == 0 else []  # containers and CI run as root; Jupyter refuses unless told
 
 
 def _config_path(config: Path) -> str:
@@ -192,7 +187,7 @@ def configure(c: Any, hub: HubClass) -> None:
     c.JupyterHub.spawner_class = "simple"
     c.SimpleLocalProcessSpawner.home_dir_template = hub.home_template
     c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
-    c.Spawner.args = _as_root()
+    c.Spawner.args = allow_root()
     c.Spawner.default_url = "/lab"
     c.Spawner.http_timeout = 120
     c.Spawner.environment = {
@@ -208,7 +203,7 @@ def configure(c: Any, hub: HubClass) -> None:
                 "-m",
                 "jupyterhub.singleuser",
                 f"--ServerApp.root_dir={hub.course}",
-                *_as_root(),
+                *allow_root(),
             ],
             "cwd": str(hub.course),
             "oauth_no_confirm": True,

@@ -111,9 +111,12 @@ def jupyterlab_command(root: Path, extra: list[str], default_url: str | None = N
     command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}", "--ServerApp.ip=127.0.0.1"]
     if default_url:
         command.append(f"--LabApp.default_url={default_url}")
-    if os.geteuid() == 0:  # containers and CI often run as root; JupyterLab refuses that unless told
-        command.append("--allow-root")
-    return command + extra
+    return command + allow_root() + extra
+
+
+def allow_root() -> list[str]:
+    """Containers and CI often run as root; a Jupyter server refuses that unless told."""
+    return ["--allow-root"] if os.geteuid() == 0 else []
 
 
 def lab_command(extra: list[str]) -> list[str]:

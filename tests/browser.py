@@ -44,35 +44,40 @@ def free_port() -> int:
 @contextmanager
 def jupyter_server(command: list[str], tmp: Path, port: int, timeout: float = 120):
     """Run a JupyterLab server command (make lab / make formgrader) until the block ends."""
-    log = (tmp / f"server-{port}.log").open("wb")
     # nbgrader's record of submissions lives in the data dir: each test has its own
-    env = {
-        **os.environ,
-        "BROWSER": "false",
-        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
-        "JUPYTER_DATA_DIR": str(tmp / "data"),
-    }
-    proc = subprocess.Popen(command, cwd=REPO, start_new_session=True, stdout=log, stderr=subprocess.STDOUT, env=env)
+    env = {"BROWSER": "false", "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"), "JUPYTER_DATA_DIR": str(tmp / "data")}
     base = f"http://127.0.0.1:{port}"
+    with running_server(command, tmp / f"server-{port}.log", f"{base}/api/status?token={TOKEN}", env, REPO, timeout):
+        yield base
+
+
+@contextmanager
+def running_server(command: list[str], log_path: Path, ready_url: str, env: dict, cwd: Path, timeout: float):
+    """Run a server command in a session of its own until the block ends, once `ready_url` answers 200; stop its
+    whole process group after (a hub takes its proxy and the servers it spawned with it)."""
+    log = log_path.open("wb")
+    proc = subprocess.Popen(
+        command, cwd=cwd, start_new_session=True, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env}
+    )
     deadline = time.monotonic() + timeout
     try:
         while True:
             if proc.poll() is not None:
-                pytest.fail("the server exited early:\n" + (tmp / f"server-{port}.log").read_text()[-3000:])
+                pytest.fail("the server exited early:\n" + log_path.read_text()[-3000:])
             try:
-                with urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=5) as r:
+                with urllib.request.urlopen(ready_url, timeout=5) as r:
                     if r.status == 200:
                         break
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"the server did not come up within {timeout:.0f} s")
+                pytest.fail(f"the server did not come up within {timeout:.0f} s:\n" + log_path.read_text()[-3000:])
             time.sleep(0.5)
-        yield base
+        yield proc
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()

@@ -14,18 +14,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
 import pytest
-from browser import CHROMIUM, REPO, Shots, require_browser
+from browser import CHROMIUM, REPO, Shots, require_browser, running_server
 
 from autograder.coursedir import SOLUTIONS
 from autograder.submissions import fill_answers, solution_sources
@@ -63,7 +60,6 @@ def _free(port: int) -> bool:
 def running_hub(tmp: Path):
     port, service = free_ports(3), free_ports(1)
     env = {
-        **os.environ,
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "REVAD_HUB_DIR": str(tmp / "hub"),
         "REVAD_HUB_PORT": str(port),
@@ -72,39 +68,10 @@ def running_hub(tmp: Path):
         "REVAD_HUB_INSTRUCTORS": "grace",
         "REVAD_HUB_PASSWORD": PASSWORD,
     }
-    log = (tmp / "hub.log").open("wb")
-    proc = subprocess.Popen(
-        [str(BIN / "jupyterhub"), "-f", str(REPO / "deploy" / "jupyterhub_config.py")],
-        cwd=tmp,
-        env=env,
-        start_new_session=True,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                pytest.fail("the hub exited early:\n" + (tmp / "hub.log").read_text()[-4000:])
-            try:
-                with urllib.request.urlopen(f"{base}/hub/health", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("the hub did not come up:\n" + (tmp / "hub.log").read_text()[-4000:])
-            time.sleep(0.5)
+    command = [str(BIN / "jupyterhub"), "-f", str(REPO / "deploy" / "jupyterhub_config.py")]
+    with running_server(command, tmp / "hub.log", f"{base}/hub/health", env, tmp, timeout=180):
         yield base, tmp / "hub"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # the hub stops the learners' servers, the service and the proxy
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
 
 
 def log_in(browser, base: str, name: str):

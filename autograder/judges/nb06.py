@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..nb06 import SAVED_PROBLEMS, bf16_case, ce_targets, linear_case, lse_case, row_case, saved_problem
+from ..nb06 import SAVED_PROBLEMS, bf16_case, ce_targets, linear_case, row_case, saved_problem
 from ..registry import ProbeData, decides
 from . import answers
 from .verdict import Part, Verdict, verdict_of
@@ -59,6 +59,14 @@ def draw_row_lse(rng: random.Random, count: int) -> dict[str, Any]:
     return {"cases": cases, "seed": rng.randrange(1, 10**6)}
 
 
+def _judge_bounds(part: Part, entry: Any, case: Sequence[Any], where: str, hint: str) -> None:
+    """A kernel writes its outputs only and leaves its inputs as they were."""
+    outside = answers.integer(entry["written_outside"], f"the guard count of case {case}")
+    changed = answers.flag(entry["inputs_changed"], f"the input check of case {case}")
+    if outside or changed:
+        part.fail(f"{where}: {'values written outside the output' if outside else 'an input changed'}", hint)
+
+
 @decides("check_row_lse", draw=draw_row_lse)
 def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 5) -> Verdict:
     parts = {name: Part(name) for name in ROW_LSE_PARTS}
@@ -66,22 +74,19 @@ def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: 
         rows, V, block, dtype, peak_at = case
         entry = answers.entry(got, f"case {case}", ("values", "written_outside", "inputs_changed"))
         values = answers.tensor(entry["values"], f"the values of case {case}", shape=(rows,))
-        outside = answers.integer(entry["written_outside"], f"the guard count of case {case}")
-        changed = answers.flag(entry["inputs_changed"], f"the input check of case {case}")
         where = f"{rows} rows of V = {V}, BLOCK_V = {block}, {dtype}"
-        if outside or changed:
-            parts["bounds"].fail(
-                f"{where}: {'values written outside the output' if outside else 'the logits changed'}",
-                "one program per row stores one value, at lse_ptr + row; the logits are only read",
-            )
+        _judge_bounds(
+            parts["bounds"],
+            entry,
+            case,
+            where,
+            "one program per row stores one value, at lse_ptr + row; the logits are only read",
+        )
         expected = torch.logsumexp(row_case(seed, rows, V, dtype, peak_at).to(torch.float64), dim=1)
-        tol = 1e-9 if dtype == "float64" else 1e-5
-        bad = ~torch.isclose(values, expected, rtol=tol, atol=tol)
-        if not bad.any():
+        off = _off_rows(values, expected, 1e-9 if dtype == "float64" else 1e-5)
+        if off is None:
             continue
-        row = int(bad.nonzero()[0])
-        value = float(values[row])
-        state = "NaN" if math.isnan(value) else "infinite" if math.isinf(value) else "off"
+        row, state = off
         part = part_of(case)
         hint = {
             "tail": "the last chunk reaches past the row's end: mask the columns at or beyond V (and load them as "
@@ -123,14 +128,14 @@ def judge_ce_forward(
         entry = answers.entry(got, f"case {case}", ("loss", "lse", "written_outside", "inputs_changed"))
         loss = answers.tensor(entry["loss"], f"the losses of case {case}", shape=(rows,))
         lse = answers.tensor(entry["lse"], f"the log-sum-exps of case {case}", shape=(rows,))
-        outside = answers.integer(entry["written_outside"], f"the guard count of case {case}")
-        changed = answers.flag(entry["inputs_changed"], f"the input check of case {case}")
         where = f"{rows} rows of V = {V}, BLOCK_V = {block}, {dtype}, ignore_index = {ignore_index}"
-        if outside or changed:
-            parts["bounds"].fail(
-                f"{where}: {'values written outside the outputs' if outside else 'the logits or targets changed'}",
-                "one program per row stores one loss and one log-sum-exp, at row; the inputs are only read",
-            )
+        _judge_bounds(
+            parts["bounds"],
+            entry,
+            case,
+            where,
+            "one program per row stores one loss and one log-sum-exp, at row; the inputs are only read",
+        )
         x = row_case(seed, rows, V, dtype, 0).to(torch.float64)
         target = ce_targets(seed, rows, V, ignored, ignore_index)
         counted = target != ignore_index
@@ -280,7 +285,7 @@ def judge_logsumexp(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
     for case, got in zip(cases, answers.per_case(data, cases)):
         rows, V, dtype, peak_at = case
         values = answers.tensor(got, f"the answer to case {case}", shape=(rows,))
-        expected = torch.logsumexp(lse_case(seed, rows, V, dtype, peak_at).to(torch.float64), dim=1)
+        expected = torch.logsumexp(row_case(seed, rows, V, dtype, peak_at).to(torch.float64), dim=1)
         off = _off_rows(values, expected, 1e-9 if dtype == "float64" else 1e-5)
         if off is None:
             continue
@@ -327,7 +332,7 @@ def judge_online_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, point
     for case, got in answered:
         rows, V, chunk, peak_at = case
         values = answers.tensor(got, f"the answer to case {case}", shape=(rows,))
-        expected = torch.logsumexp(lse_case(seed, rows, V, "float64", peak_at), dim=1)
+        expected = torch.logsumexp(row_case(seed, rows, V, "float64", peak_at), dim=1)
         off = _off_rows(values, expected, 1e-9)
         if off is None:
             continue
