@@ -118,7 +118,7 @@ def test_a_class_on_the_hub_from_login_to_feedback_and_formgrader(tmp_path):
     mine = {"ada": answers, "ben": {**answers, **BEN_WRONG}}
     with running_hub(tmp_path) as (base, state), sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
-        course, pages = state / "course", {}
+        course, pages, kept = state / "course", {}, {}
         for learner in ("ada", "ben"):
             context, page = log_in(browser, base, learner)
             page.wait_for_url(f"**/user/{learner}/lab**")
@@ -135,6 +135,7 @@ def test_a_class_on_the_hub_from_login_to_feedback_and_formgrader(tmp_path):
                 (test,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_primal_trace"]
                 test.source = TAMPERED
             nbformat.write(nb, path)
+            kept[learner] = (path, path.read_bytes())
             fetched.get_by_role("button", name="Submit").click()
             panel.locator("#submitted_assignments_list .list_item").filter(has_text=ASSIGNMENT).first.wait_for()
             shot("submitted")
@@ -175,6 +176,8 @@ def test_a_class_on_the_hub_from_login_to_feedback_and_formgrader(tmp_path):
             shot("own feedback")
             scores[learner] = score_line(page.content())
         assert scores == {"ada": "15 / 15", "ben": "13 / 15"}, scores
+        for learner, (path, before) in kept.items():  # submit, grading and feedback leave the learner's copy alone
+            assert path.read_bytes() == before, f"{learner}'s notebook changed"
         ben_page = pages["ben"][1].content()
         assert "one-sided difference" in ben_page and "BEGIN HIDDEN TESTS" not in ben_page
 
