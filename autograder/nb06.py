@@ -4,7 +4,7 @@ probes.
 A kernel probe launches the learner's kernel as notebook 05's do (compiled on a GPU, else in Triton's interpreter)
 on logits laid out in rows of stride V + BLOCK_V whose spare columns hold NaN: a kernel that reads past its row's end (a
 missing or wrong mask on the last chunk) gets NaN into its sum. Its output sits between guard zones. The judges
-(:mod:`autograder.judges.nb06`) recompute every reference in float64 and decide, part by part. The Function
+(below the judges line) recompute every reference in float64 and decide, part by part. The Function
 probes count the learner's Triton launches (notebook 05's counting_launches), record what forward saved, and, for
 the linear cross-entropy, the largest new memory any operation made (a dispatch mode over every operation).
 """
@@ -442,3 +442,649 @@ check_linear_ce = NotebookChecks(__name__, show=show_verdict, names=checks.names
 )
 
 __all__ = checks.names
+
+
+# ==== judges: decided outside the grading sandbox; the sandbox's copy of this module ends at this line ====
+# Judges of notebook 06 (the fused cross-entropy): references in float64 from PyTorch, decided part by part (one
+# idea per part; a mistake that shows in several cases costs its idea once).
+
+import math
+import random
+
+from .judges import answers
+from .judges.verdict import Part, Verdict, verdict_of
+from .registry import decides
+
+# What each kind of case tests; a case is (rows, V, BLOCK_V, dtype, peak column).
+ROW_LSE_PARTS = {
+    "values": "each row's log-sum-exp (V a multiple of BLOCK_V, the peak in the first chunk)",
+    "rescale": "a larger maximum in a later chunk (the running sum rescaled)",
+    "tail": "V not a multiple of BLOCK_V (the last chunk masked)",
+    "stability": "float32 logits of 100 (the maximum subtracted before exp)",
+    "bounds": "one value per row written, the logits untouched",
+}
+
+
+def row_lse_cases(V: int = 32, ragged: int = 37, block: int = 16) -> list[tuple]:
+    """The visible cases: one per part (a case tests one idea; the others' conditions are kept easy)."""
+    return [
+        (3, V, block, "float64", 0),  # values
+        (2, V, block, "float64", V - 1),  # rescale: the peak in the last chunk
+        (2, ragged, block, "float64", 0),  # tail
+        (2, V, block, "float32", 0),  # stability
+    ]
+
+
+def part_of(case: Sequence[Any]) -> str:
+    rows, V, block, dtype, peak_at = case
+    if dtype != "float64":
+        return "stability"
+    if V % block:
+        return "tail"
+    return "rescale" if peak_at >= block else "values"
+
+
+def draw_row_lse(rng: random.Random, count: int) -> dict[str, Any]:
+    """count cases of each part, of other sizes and block sizes."""
+    cases = []
+    for _ in range(count):
+        block = rng.choice([8, 16, 32])
+        chunks = rng.randint(2, 4)
+        cases += [
+            (rng.randint(1, 4), block * chunks, block, "float64", rng.randrange(block)),
+            (rng.randint(1, 3), block * chunks, block, "float64", rng.randrange(block, block * chunks)),
+            (rng.randint(1, 3), block * chunks + rng.randint(1, block - 1), block, "float64", 0),
+            (rng.randint(1, 3), block * chunks, block, "float32", rng.randrange(block)),
+        ]
+    return {"cases": cases, "seed": rng.randrange(1, 10**6)}
+
+
+def _judge_bounds(part: Part, entry: Any, case: Sequence[Any], where: str, hint: str) -> None:
+    """A kernel writes its outputs only and leaves its inputs as they were."""
+    outside = answers.integer(entry["written_outside"], f"the guard count of case {case}")
+    changed = answers.flag(entry["inputs_changed"], f"the input check of case {case}")
+    if outside or changed:
+        part.fail(f"{where}: {'values written outside the output' if outside else 'an input changed'}", hint)
+
+
+@decides("check_row_lse", draw=draw_row_lse)
+def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 5) -> Verdict:
+    parts = {name: Part(name) for name in ROW_LSE_PARTS}
+    for case, got in zip(cases, answers.per_case(data, cases)):
+        rows, V, block, dtype, peak_at = case
+        entry = answers.entry(got, f"case {case}", ("values", "written_outside", "inputs_changed"))
+        values = answers.tensor(entry["values"], f"the values of case {case}", shape=(rows,))
+        where = f"{rows} rows of V = {V}, BLOCK_V = {block}, {dtype}"
+        _judge_bounds(
+            parts["bounds"],
+            entry,
+            case,
+            where,
+            "one program per row stores one value, at lse_ptr + row; the logits are only read",
+        )
+        expected = torch.logsumexp(row_case(seed, rows, V, dtype, peak_at).to(torch.float64), dim=1)
+        off = _off_rows(values, expected, 1e-9 if dtype == "float64" else 1e-5)
+        if off is None:
+            continue
+        row, state = off
+        part = part_of(case)
+        hint = {
+            "tail": "the last chunk reaches past the row's end: mask the columns at or beyond V (and load them as "
+            "-inf, which exp turns into 0)",
+            "stability": "exp of a large logit overflows: subtract the running maximum before exp",
+            "rescale": "when a later chunk raises the maximum, the sum so far was computed against the old one: "
+            "rescale it by exp(m_old - m_new)",
+        }.get(part)
+        parts[part].fail(f"{where}: row {row} is {state}", hint)
+    return verdict_of(list(parts.values()), points, "row_lse_kernel (each row's log-sum-exp)")
+
+
+CE_FORWARD_PARTS = ("loss", "lse", "ignored", "bounds")
+
+
+def ce_forward_cases(block: int = 16) -> list[tuple]:
+    """(rows, V, BLOCK_V, dtype, ignored rows): a ragged vocabulary, a short one, float32, rows ignored."""
+    return [(4, 37, block, "float64", 1), (3, 5, block, "float64", 0), (3, 48, block, "float32", 1)]
+
+
+def draw_ce_forward(rng: random.Random, count: int) -> dict[str, Any]:
+    cases = []
+    for _ in range(count):
+        block = rng.choice([8, 16, 32])
+        rows = rng.randint(2, 5)
+        cases.append(
+            (rows, block * rng.randint(1, 3) + rng.randint(0, block - 1), block, "float64", rng.randint(1, rows - 1))
+        )
+    return {"cases": cases, "seed": rng.randrange(1, 10**6), "ignore_index": rng.choice([-100, -1, 7])}
+
+
+@decides("check_ce_forward", draw=draw_ce_forward)
+def judge_ce_forward(
+    data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, points: float = 4
+) -> Verdict:
+    parts = {name: Part(name) for name in CE_FORWARD_PARTS}
+    for case, got in zip(cases, answers.per_case(data, cases)):
+        rows, V, block, dtype, ignored = case
+        entry = answers.entry(got, f"case {case}", ("loss", "lse", "written_outside", "inputs_changed"))
+        loss = answers.tensor(entry["loss"], f"the losses of case {case}", shape=(rows,))
+        lse = answers.tensor(entry["lse"], f"the log-sum-exps of case {case}", shape=(rows,))
+        where = f"{rows} rows of V = {V}, BLOCK_V = {block}, {dtype}, ignore_index = {ignore_index}"
+        _judge_bounds(
+            parts["bounds"],
+            entry,
+            case,
+            where,
+            "one program per row stores one loss and one log-sum-exp, at row; the inputs are only read",
+        )
+        x = row_case(seed, rows, V, dtype, 0).to(torch.float64)
+        target = ce_targets(seed, rows, V, ignored, ignore_index)
+        counted = target != ignore_index
+        expected_lse = torch.logsumexp(x, dim=1)
+        expected = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index, reduction="none")
+        tol = 1e-9 if dtype == "float64" else 1e-5
+        close = lambda a, b: torch.isclose(a, b, rtol=tol, atol=tol)  # noqa: E731
+        if not close(lse, expected_lse)[counted].all():
+            parts["lse"].fail(
+                f"{where}: a counted row's log-sum-exp is wrong", "store each row's log-sum-exp: backward needs it"
+            )
+        if not close(loss, expected)[counted].all():
+            row = int((~close(loss, expected) & counted).nonzero()[0])
+            lse_wrong = not close(lse[row : row + 1], expected_lse[row : row + 1]).all()
+            parts["loss"].fail(  # a wrong log-sum-exp makes the loss wrong too: one mistake, counted once
+                f"{where}: the loss of row {row} is off",
+                None
+                if lse_wrong
+                else "a row's loss is its log-sum-exp minus the logit of its own target: the target names a column of "
+                "this row, counted from the row's start",
+                same_mistake_as="lse" if lse_wrong else None,
+            )
+        if not (loss[~counted] == 0).all():
+            parts["ignored"].fail(
+                f"{where}: a row whose target is ignore_index has a loss other than 0",
+                "a row whose target is ignore_index contributes nothing: store 0 (and never read its target column)",
+            )
+    return verdict_of(list(parts.values()), points, "cross_entropy_forward_kernel (per-row losses)")
+
+
+CE_BACKWARD_PARTS = ("values", "tail", "ignored", "uses_lse", "bounds")
+
+
+def ce_backward_cases(block: int = 16) -> list[tuple]:
+    """(rows, V, BLOCK_V, dtype, ignored rows, lse shift): one case per part."""
+    return [
+        (3, 32, block, "float64", 0, 0.0),  # values
+        (3, 37, block, "float64", 0, 0.0),  # tail
+        (4, 32, block, "float64", 2, 0.0),  # ignored
+        (2, 32, block, "float64", 0, math.log(2.0)),  # uses_lse: the saved log-sum-exp, not one recomputed
+    ]
+
+
+def backward_part(case: Sequence[Any]) -> str:
+    rows, V, block, dtype, ignored, lse_shift = case
+    return "uses_lse" if lse_shift else "ignored" if ignored else "tail" if V % block else "values"
+
+
+def draw_ce_backward(rng: random.Random, count: int) -> dict[str, Any]:
+    cases = []
+    for _ in range(count):
+        block = rng.choice([8, 16, 32])
+        V = block * rng.randint(1, 3)
+        cases += [
+            (rng.randint(1, 4), V, block, "float64", 0, 0.0),
+            (rng.randint(1, 4), V + rng.randint(1, block - 1), block, "float64", 0, 0.0),
+            (rng.randint(3, 5), V, block, "float64", rng.randint(1, 2), 0.0),
+            (rng.randint(1, 3), V, block, "float64", 0, rng.choice([-1.0, 0.5, 1.5])),
+        ]
+    return {"cases": cases, "seed": rng.randrange(1, 10**6), "scale": rng.choice([0.125, 0.5, 1.0])}
+
+
+@decides("check_ce_backward", draw=draw_ce_backward)
+def judge_ce_backward(
+    data: ProbeData,
+    cases: Sequence[Any],
+    seed: int = 0,
+    ignore_index: int = -100,
+    scale: float = 0.25,
+    points: float = 5,
+) -> Verdict:
+    parts = {name: Part(name) for name in CE_BACKWARD_PARTS}
+    answered = list(zip(cases, answers.per_case(data, cases)))
+    answered.sort(key=lambda pair: backward_part(pair[0]) != "values")  # the plain cases first: see below
+    for case, got in answered:
+        rows, V, block, dtype, ignored, lse_shift = case
+        entry = answers.entry(got, f"case {case}", ("grad", "written_past_V", "inputs_changed"))
+        grad = answers.tensor(entry["grad"], f"the gradient of case {case}", shape=(rows, V))
+        past = answers.integer(entry["written_past_V"], f"the padding count of case {case}")
+        changed = answers.flag(entry["inputs_changed"], f"the input check of case {case}")
+        where = f"{rows} rows of V = {V}, BLOCK_V = {block}, {dtype}"
+        if changed:
+            parts["bounds"].fail(f"{where}: the logits, targets or log-sum-exps changed", "backward only reads them")
+        if past:
+            parts["tail"].fail(
+                f"{where}: {past} value(s) stored past the end of a row",
+                "the last chunk's store needs the same mask as its load: columns at or beyond V belong to no one",
+            )
+        x = row_case(seed, rows, V, dtype, 0).to(torch.float64)
+        target = ce_targets(seed, rows, V, ignored, ignore_index)
+        counted = target != ignore_index
+        p = torch.exp(x - (torch.logsumexp(x, dim=1, keepdim=True) + lse_shift))
+        one_hot = torch.zeros_like(x)
+        one_hot[counted, target[counted]] = 1.0
+        expected = (p - one_hot) * scale
+        expected[~counted] = 0.0
+        bad = ~torch.isclose(grad, expected, rtol=1e-9, atol=1e-12)
+        if not bad.any():
+            continue
+        row = int(bad.any(dim=1).nonzero()[0])
+        part = backward_part(case)
+        hint = {
+            "values": "each entry is (softmax - one_hot) * scale, the softmax recomputed as exp(logit - lse)",
+            "tail": "the last chunk of a row: load and store only the columns below V",
+            "ignored": "a row whose target is ignore_index gets a gradient of 0 in every column",
+            "uses_lse": "recompute the softmax from the log-sum-exp forward saved (lse_ptr), not from a sum of your "
+            "own: that is the pass over the row the saved N floats buy back",
+        }[part]
+        # wrong in the plain cases too: the same mistake shows in every case, and costs the values' share once
+        follows = "values" if part != "values" and parts["values"].passed is False else None
+        parts[part].fail(
+            f"{where}: row {row} of the gradient is off", None if follows else hint, same_mistake_as=follows
+        )
+    return verdict_of(list(parts.values()), points, "cross_entropy_backward_kernel (the gradient, recomputed)")
+
+
+# --------------------------------------------------------------- log-sum-exp by hand, chunk by chunk
+
+
+def _off_rows(values: torch.Tensor, expected: torch.Tensor, tol: float) -> tuple[int, str] | None:
+    bad = ~torch.isclose(values, expected, rtol=tol, atol=tol)
+    if not bad.any():
+        return None
+    row = int(bad.nonzero()[0])
+    value = float(values[row])
+    return row, "NaN" if math.isnan(value) else "infinite" if math.isinf(value) else "off"
+
+
+def logsumexp_cases() -> list[tuple]:
+    """(rows, V, dtype, peak column): plain float64 rows, then float32 rows with a logit of 100."""
+    return [(3, 7, "float64", 2), (2, 5, "float32", 1)]
+
+
+def draw_logsumexp(rng: random.Random, count: int) -> dict[str, Any]:
+    cases = []
+    for _ in range(count):
+        cases += [
+            (rng.randint(1, 4), rng.randint(1, 40), "float64", 0),
+            (rng.randint(1, 3), rng.randint(2, 40), "float32", 1),
+        ]
+    return {"cases": cases, "seed": rng.randrange(1, 10**6)}
+
+
+@decides("check_logsumexp", draw=draw_logsumexp)
+def judge_logsumexp(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 2) -> Verdict:
+    parts = {"values": Part("values"), "overflow": Part("overflow")}
+    for case, got in zip(cases, answers.per_case(data, cases)):
+        rows, V, dtype, peak_at = case
+        values = answers.tensor(got, f"the answer to case {case}", shape=(rows,))
+        expected = torch.logsumexp(row_case(seed, rows, V, dtype, peak_at).to(torch.float64), dim=1)
+        off = _off_rows(values, expected, 1e-9 if dtype == "float64" else 1e-5)
+        if off is None:
+            continue
+        part = "overflow" if dtype != "float64" else "values"
+        parts[part].fail(
+            f"logsumexp_stable on {rows} rows of {V} {dtype} logits: row {off[0]} is {off[1]}",
+            "exp(100) does not fit in float32: subtract each row's maximum first and add it back after the log"
+            if part == "overflow"
+            else "log of the sum of exp over the last dimension, one value per row",
+        )
+    return verdict_of(list(parts.values()), points, "logsumexp_stable (each row's log-sum-exp)")
+
+
+ONLINE_PARTS = ("values", "rescale", "tail")
+
+
+def online_cases() -> list[tuple]:
+    """(rows, V, chunk, peak column): the peak in the first chunk; in the last; a chunk that does not divide V."""
+    return [(3, 12, 4, 1), (3, 12, 4, 11), (2, 14, 4, 0)]
+
+
+def online_part(case: Sequence[Any]) -> str:
+    rows, V, chunk, peak_at = case
+    return "tail" if V % chunk else "rescale" if peak_at >= chunk else "values"
+
+
+def draw_online_lse(rng: random.Random, count: int) -> dict[str, Any]:
+    cases = []
+    for _ in range(count):
+        chunk = rng.randint(2, 8)
+        V = chunk * rng.randint(2, 5)
+        cases += [
+            (rng.randint(1, 4), V, chunk, rng.randrange(chunk)),
+            (rng.randint(1, 4), V, chunk, rng.randrange(chunk, V)),
+            (rng.randint(1, 4), V + rng.randint(1, chunk - 1), chunk, 0),
+        ]
+    return {"cases": cases, "seed": rng.randrange(1, 10**6)}
+
+
+@decides("check_online_lse", draw=draw_online_lse)
+def judge_online_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 3) -> Verdict:
+    parts = {name: Part(name) for name in ONLINE_PARTS}
+    answered = sorted(zip(cases, answers.per_case(data, cases)), key=lambda pair: online_part(pair[0]) != "values")
+    for case, got in answered:
+        rows, V, chunk, peak_at = case
+        values = answers.tensor(got, f"the answer to case {case}", shape=(rows,))
+        expected = torch.logsumexp(row_case(seed, rows, V, "float64", peak_at), dim=1)
+        off = _off_rows(values, expected, 1e-9)
+        if off is None:
+            continue
+        part = online_part(case)
+        follows = "values" if part != "values" and parts["values"].passed is False else None
+        hint = {
+            "values": "keep a running maximum m and a running sum s of exp(x - m) over the chunks: the answer is "
+            "m + log s",
+            "rescale": "when a chunk raises the maximum from m to m', the sum so far was taken against m: multiply it "
+            "by exp(m - m') before adding the chunk's terms",
+            "tail": "the last chunk is shorter when chunk does not divide V: take x[:, start:start + chunk], which "
+            "stops at the end",
+        }[part]
+        parts[part].fail(
+            f"online_logsumexp on {rows} rows of V = {V}, chunk = {chunk}: row {off[0]} is {off[1]}",
+            None if follows else hint,
+            same_mistake_as=follows,
+        )
+    return verdict_of(list(parts.values()), points, "online_logsumexp (chunk by chunk)")
+
+
+# --------------------------------------------------------------------------------------------- the Function
+
+FUSED_PARTS = ("forward", "mean", "gradcheck", "reference", "interface", "memory")
+
+
+def fused_ce_cases() -> list[tuple]:
+    """(rows, V, ignored rows, grad_output, numeric): a plain case, one with an ignored row, a small numeric one."""
+    return [(3, 37, 0, 0.7, False), (4, 20, 1, 1.3, False), (2, 9, 0, 1.0, True)]
+
+
+def draw_fused_ce(rng: random.Random, count: int) -> dict[str, Any]:
+    cases = []
+    for _ in range(count):
+        rows = rng.randint(3, 5)
+        cases += [
+            (rows, rng.randint(5, 50), 0, rng.choice([0.5, 1.0, 2.0]), False),
+            (rows, rng.randint(5, 50), rng.randint(1, rows - 1), rng.choice([0.5, 1.0, 2.0]), False),
+        ]
+    cases.append((2, rng.randint(4, 10), 0, 1.0, True))
+    return {"cases": cases, "seed": rng.randrange(1, 10**6), "ignore_index": rng.choice([-100, -1])}
+
+
+def _saved_entries(value: Any, what: str) -> list[dict]:
+    if not isinstance(value, list):
+        raise answers._bad(f"{what} is not a list")
+    out = []
+    for k, item in enumerate(value):
+        item = answers.entry(item, f"{what}[{k}]", ("shape", "input"))
+        if not isinstance(item["shape"], tuple) or not all(isinstance(n, int) for n in item["shape"]):
+            raise answers._bad(f"{what}[{k}] has no shape")
+        out.append({"shape": item["shape"], "input": answers.flag(item["input"], f"{what}[{k}]")})
+    return out
+
+
+def _judge_fused_loss(
+    parts: dict,
+    where: str,
+    loss: float,
+    launches: float,
+    x: torch.Tensor,
+    target: torch.Tensor,
+    ignore_index: int,
+    ignored: int,
+    expected: float,
+) -> None:
+    """The loss: launched by a kernel, equal to the mean over the counted rows (a mean over every row is named)."""
+    if not launches:
+        parts["forward"].fail(f"{where}: forward launched no Triton kernel", "forward runs your forward kernel")
+    elif not math.isclose(loss, expected, rel_tol=1e-9, abs_tol=1e-12):
+        rows = x.shape[0]
+        summed = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index, reduction="sum")
+        if ignored and math.isclose(loss, float(summed.detach()) / rows, rel_tol=1e-9):
+            parts["mean"].fail(
+                f"{where}: the loss is averaged over every row",
+                "rows whose target is ignore_index are not in the mean: divide by the number of counted rows",
+            )
+        else:
+            parts["forward" if not ignored else "mean"].fail(f"{where}: the loss is off", None)
+
+
+def _judge_fused_grad(
+    parts: dict,
+    where: str,
+    grad: Any,
+    launches: float,
+    expected: torch.Tensor,
+    target: torch.Tensor,
+    ignore_index: int,
+    ignored: int,
+) -> None:
+    """The logits' gradient: launched by a kernel, of the logits' shape, equal to the reference (a gradient scaled by
+    the mean over every row is the mean's mistake again, counted once)."""
+    rows = expected.shape[0]
+    if not launches:
+        parts["reference"].fail(f"{where}: backward launched no Triton kernel", "backward runs your backward kernel")
+    elif not isinstance(grad, torch.Tensor) or tuple(grad.shape) != tuple(expected.shape):
+        parts["interface"].fail(f"{where}: the logits' gradient is not a tensor of their shape", None)
+    elif not torch.allclose(grad, expected, rtol=1e-7, atol=1e-10):
+        counted = int((target != ignore_index).sum())
+        over_all_rows = torch.allclose(grad, expected * counted / rows, rtol=1e-7, atol=1e-10)
+        parts["reference"].fail(
+            f"{where}: the logits' gradient is off",
+            None
+            if over_all_rows
+            else "backward's result is grad_output * (softmax - one_hot) / counted rows, zero in ignored rows",
+            same_mistake_as="mean" if over_all_rows and ignored else None,
+        )
+
+
+@decides("check_fused_ce", draw=draw_fused_ce)
+def judge_fused_ce(
+    data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, eps: float = 1e-6, points: float = 5
+) -> Verdict:
+    parts = {name: Part(name) for name in FUSED_PARTS}
+    title = "FusedCrossEntropy.apply(logits, target, ignore_index)"
+    for case, got in zip(cases, answers.per_case(data, cases)):
+        rows, V, ignored, grad_output, numeric = case
+        entry = answers.entry(got, f"case {case}", ("loss", "saved", "launches", "returned", "moved"))
+        loss = answers.number(entry["loss"], f"the loss of case {case}")
+        saved = _saved_entries(entry["saved"], f"what forward saved in case {case}")
+        launches = answers.numbers(entry["launches"], f"the launches of case {case}", length=2)
+        returned = entry["returned"]
+        if not isinstance(returned, list):
+            raise answers._bad(f"backward's return of case {case} is not a list")
+        moved = answers.numbers(
+            entry["moved"], f"the moved losses of case {case}", length=2 * rows * V if numeric else 0
+        )
+        where = f"{rows} rows of V = {V}" + (f", {ignored} with target ignore_index" if ignored else "")
+        x = row_case(seed, rows, V, "float64", 0).requires_grad_()
+        target = ce_targets(seed, rows, V, ignored, ignore_index)
+        expected = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index)
+        (expected_grad,) = torch.autograd.grad(expected * grad_output, x)
+        _judge_fused_loss(parts, where, loss, launches[0], x, target, ignore_index, ignored, float(expected.detach()))
+        if len(returned) != 3 or returned[1] is not None or returned[2] is not None:
+            parts["interface"].fail(
+                f"{where}: backward returned {len(returned)} value(s)"
+                + ("" if len(returned) != 3 else ", a gradient for target or ignore_index"),
+                "backward returns one value per input of forward: the logits' gradient, then None for the target "
+                "and for ignore_index",
+            )
+        grad = returned[0] if returned else None
+        _judge_fused_grad(parts, where, grad, launches[1], expected_grad, target, ignore_index, ignored)
+        if numeric and isinstance(grad, torch.Tensor) and tuple(grad.shape) == (rows, V):
+            central = torch.tensor(moved[0::2], dtype=torch.float64) - torch.tensor(moved[1::2], dtype=torch.float64)
+            numerical = (central / (2 * eps)).reshape(rows, V) * grad_output
+            if not torch.allclose(grad, numerical, rtol=1e-3, atol=1e-6):
+                parts["gradcheck"].fail(f"{where}: backward disagrees with the loss's central differences", None)
+        too_big = [s["shape"] for s in saved if not s["input"] and math.prod(s["shape"]) >= rows * V]
+        if too_big:
+            parts["memory"].fail(
+                f"{where}: forward saves a tensor of shape {too_big[0]} for backward",
+                "save the logits (already in memory) and the N log-sum-exps; backward recomputes the softmax from them",
+            )
+    return verdict_of(list(parts.values()), points, title)
+
+
+# --------------------------------------------------------------------------------------------- memory and bf16
+
+
+def reference_new_saved_bytes(fn: Any, *inputs: torch.Tensor) -> int:
+    """Distinct memory forward keeps alive for backward that is not an input's: the judge's own measurement."""
+    own = {t.untyped_storage().data_ptr() for t in inputs}
+    kept: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in own:
+            kept[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(*inputs)
+    return sum(kept.values())
+
+
+SAVED_PART = {"exp": "new_memory", "composed_ce": "distinct", "mul": "inputs", "view_sin": "inputs"}
+
+
+def draw_saved_problems(rng: random.Random, count: int) -> dict[str, Any]:
+    names = list(SAVED_PROBLEMS)
+    rng.shuffle(names)
+    return {"problems": names, "seed": rng.randrange(1, 10**6)}
+
+
+@decides("check_new_saved_bytes", draw=draw_saved_problems)
+def judge_new_saved_bytes(
+    data: ProbeData, problems: Sequence[str] = SAVED_PROBLEMS, seed: int = 0, points: float = 3
+) -> Verdict:
+    parts = {name: Part(name) for name in ("new_memory", "inputs", "distinct")}
+    for name, got in zip(problems, answers.per_case(data, problems)):
+        got = answers.integer(got, f"the bytes reported for {name}")
+        fn, inputs = saved_problem(name, seed)
+        expected = reference_new_saved_bytes(fn, *inputs)
+        if got == expected:
+            continue
+        hint = {
+            "new_memory": "count the bytes of every tensor forward saves (tensor.untyped_storage().nbytes())",
+            "inputs": "a saved tensor whose memory is an input's (the input itself, or a view of it) costs nothing "
+            "new: compare storages (untyped_storage().data_ptr()) with the inputs'",
+            "distinct": "the same memory saved twice (one op's output, saved by it and by the next op) is kept "
+            "once: count each storage once",
+        }[SAVED_PART[name]]
+        parts[SAVED_PART[name]].fail(f"for {name} you report {got} bytes, which is not what is kept", hint)
+    return verdict_of(list(parts.values()), points, "new_saved_bytes (memory kept for backward)")
+
+
+def bf16_ulps(got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    """|got - expected| in units of bfloat16's last place at each expected value."""
+    scale = 2.0 ** torch.floor(torch.log2(expected.abs().clamp(min=torch.finfo(torch.bfloat16).tiny)))
+    return (got - expected).abs() / (torch.finfo(torch.bfloat16).eps * scale)
+
+
+def draw_bf16(rng: random.Random, count: int) -> dict[str, Any]:
+    return {"seed": rng.randrange(1, 10**6), "rows": rng.randint(4, 8), "V": rng.choice([2048, 3000, 4096])}
+
+
+@decides("check_bf16", draw=draw_bf16)
+def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, points: float = 3) -> Verdict:
+    parts = {name: Part(name) for name in ("loss", "gradient", "dtype")}
+    entry = answers.entry(data, "the bf16 answer", ("loss", "loss_dtype", "grad", "grad_dtype"))
+    loss = answers.number(entry["loss"], "the bf16 loss")
+    grad = answers.tensor(entry["grad"], "the bf16 gradient", shape=(rows, V))
+    x, target = bf16_case(seed, rows, V)
+    x64 = x.to(torch.float64).requires_grad_()
+    expected = torch.nn.functional.cross_entropy(x64, target)
+    (expected_grad,) = torch.autograd.grad(expected, x64)
+    where = f"{rows} rows of V = {V} bfloat16 logits"
+    if entry["loss_dtype"] != "bfloat16" or entry["grad_dtype"] != "bfloat16":
+        parts["dtype"].fail(
+            f"{where}: the loss is {entry['loss_dtype']} and the gradient {entry['grad_dtype']}",
+            "return the loss and the gradient in the logits' dtype (accumulate in float32, cast at the end)",
+        )
+    loss_ulps = float(bf16_ulps(torch.tensor([loss], dtype=torch.float64), expected.detach().reshape(1))[0])
+    if not loss_ulps <= 1.0:
+        parts["loss"].fail(f"{where}: the loss is {loss_ulps:.1f} bfloat16 ulps from the float64 value", None)
+    grad_ulps = bf16_ulps(grad, expected_grad)
+    if not float(grad_ulps.max()) <= 1.5:
+        parts["gradient"].fail(
+            f"{where}: gradient entries up to {float(grad_ulps.max()):.1f} bfloat16 ulps from the float64 values "
+            f"(median {float(grad_ulps.median()):.1f})",
+            "keep the log-sum-exp in float32: rounded to bfloat16 it is off by up to 1/256 of itself, and every "
+            "exp(logit - lse) of backward with it",
+        )
+    return verdict_of(list(parts.values()), points, "FusedCrossEntropy on bfloat16 logits")
+
+
+# --------------------------------------------------------------------------------------------- linear cross-entropy
+
+
+def linear_ce_cases() -> list[tuple]:
+    """(N tokens, D features, V vocabulary, chunk, grad_output): chunks that divide N, and one that does not."""
+    return [(16, 5, 40, 4, 1.0), (18, 4, 33, 5, 0.5)]
+
+
+def draw_linear_ce(rng: random.Random, count: int) -> dict[str, Any]:
+    cases = []
+    for _ in range(count):
+        chunk = rng.randint(2, 6)
+        cases.append(
+            (
+                chunk * rng.randint(4, 6) + rng.randint(0, chunk - 1),
+                rng.randint(2, 6),
+                rng.randint(20, 60),
+                chunk,
+                rng.choice([0.5, 1.0, 2.0]),
+            )
+        )
+    return {"cases": cases, "seed": rng.randrange(1, 10**6)}
+
+
+@decides("check_linear_ce", draw=draw_linear_ce)
+def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 5) -> Verdict:
+    parts = {name: Part(name) for name in ("forward", "reference", "interface", "chunked")}
+    for case, got in zip(cases, answers.per_case(data, cases)):
+        N, D, V, chunk, grad_output = case
+        entry = answers.entry(got, f"case {case}", ("loss", "returned", "largest"))
+        loss = answers.number(entry["loss"], f"the loss of case {case}")
+        largest = answers.numbers(entry["largest"], f"the memory of case {case}", length=2)
+        returned = entry["returned"]
+        if not isinstance(returned, list):
+            raise answers._bad(f"backward's return of case {case} is not a list")
+        where = f"N = {N} tokens, D = {D}, V = {V}, chunk = {chunk}"
+        hidden, weight, target = linear_case(seed, N, D, V)
+        h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
+        expected = torch.nn.functional.cross_entropy(h @ w.T, target)
+        grad_h, grad_w = torch.autograd.grad(expected * grad_output, (h, w))
+        if not math.isclose(loss, float(expected.detach()), rel_tol=1e-9, abs_tol=1e-12):
+            parts["forward"].fail(
+                f"{where}: the loss is off",
+                "each chunk's logits are hidden[chunk] @ weight.T; the mean divides the chunks' summed losses by N",
+            )
+        if len(returned) != 4 or returned[2] is not None or returned[3] is not None:
+            parts["interface"].fail(
+                f"{where}: backward returned {len(returned)} value(s)",
+                "one per input of forward: the hidden states' gradient, the weight's, None, None",
+            )
+        grads = returned[:2] + [None] * (2 - len(returned[:2]))
+        for what, got_grad, want in (("hidden", grads[0], grad_h), ("weight", grads[1], grad_w)):
+            if not isinstance(got_grad, torch.Tensor) or got_grad.shape != want.shape:
+                parts["interface"].fail(f"{where}: the {what} gradient is not a tensor of its input's shape", None)
+            elif not torch.allclose(got_grad, want, rtol=1e-7, atol=1e-10):
+                parts["reference"].fail(
+                    f"{where}: the {what} gradient is off",
+                    "per chunk, the logits' gradient G = (softmax - one_hot) * grad_output / N gives G @ weight for "
+                    "the chunk's hidden states and adds G.T @ hidden[chunk] to the weight's",
+                )
+        full = N * V * 8  # the whole logits, float64
+        if max(largest) >= full:
+            parts["chunked"].fail(
+                f"{where}: {'forward' if largest[0] >= full else 'backward'} made an N×V tensor",
+                "the point is that the N×V logits never exist: compute, use and drop them one chunk of tokens at a "
+                "time, in backward too (recompute each chunk's logits there)",
+            )
+    return verdict_of(list(parts.values()), points, "LinearCrossEntropy.apply(hidden, weight, target, chunk)")

@@ -1,15 +1,18 @@
 """The one way to declare a check: a *probe* (inside the sandbox) and a *judge* (outside it), found by import.
 
-In a notebook's checks module (``autograder/nbNN.py``, which the sandbox sees)::
+Both halves live in the notebook's checks module, ``autograder/nbNN.py``: the probes above its judges line,
+the judges below it::
 
-    checks = NotebookChecks(__name__)            # its judges: autograder.judges.nbNN
+    checks = NotebookChecks(__name__)
     def probe_x(obj, **params): ...
     check_x = checks.add("check_x", probe_x, by_hand=True)
 
-and in its judges module (``autograder/judges/nbNN.py``, which the sandbox does not see)::
-
+    # ==== judges: decided outside the grading sandbox; ... ====
     @decides("check_x", draw=draw_x)
     def judge_x(data, **params): ...
+
+The grading sandbox sees a copy of the package in which each checks module ends at that line
+(:mod:`autograder.grading.probe_view`): the learner's code can neither import nor read a judge or a reference.
 
 * ``probe(obj, **params) -> data``: the only code that touches the learner's object. It calls it
   (through :func:`autograder.probes.call.call_learner`) on the cases ``params`` name and returns
@@ -18,8 +21,8 @@ and in its judges module (``autograder/judges/nbNN.py``, which the sandbox does 
 * ``judge(data, **params) -> points | Verdict | None``: recomputes every reference itself and compares.
   It never sees the learner's object. Raises :class:`CheckFailed` when the answer is wrong.
 
-A check's judge is found by importing its notebook's judges module when the judge is first needed:
-inside the grading sandbox ``autograder.judges`` is absent, and nothing there asks for it.
+A check's judge is registered when its module is imported whole (outside the sandbox); inside the sandbox
+there is none, and nothing there asks for one.
 
 In a notebook, ``check_x(obj, **params)`` runs both in the learner's kernel (instant feedback).
 The grader runs only the probe in the sandbox, ships the data out, and runs the judge in its own
@@ -48,14 +51,14 @@ from .feedback import CheckFailed
 FAILED = "__check_failed__"
 
 
-def import_notebook_modules(package: str) -> None:
-    """Import every `nbNN` module of `package` ("autograder", "autograder.judges"): where the notebooks declare
-    their checks and add their Function exercises' inputs and references."""
+def import_notebook_modules() -> None:
+    """Import every notebook's checks module (autograder.nbNN): where the notebooks declare their checks and add
+    their Function exercises' inputs (above the judges line) and references (below it)."""
     import pkgutil
 
-    for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
+    for module in pkgutil.iter_modules(importlib.import_module("autograder").__path__):
         if module.name.startswith("nb"):
-            importlib.import_module(f"{package}.{module.name}")
+            importlib.import_module(f"autograder.{module.name}")
 
 
 ProbeData = Any  # what a probe returns: plain dicts, lists, numbers, strings and CPU tensors, never a learner object
@@ -73,7 +76,7 @@ class Decision:
     draw: Drawer
 
 
-JUDGES: dict[str, Decision] = {}  # check name -> its judge side, filled by importing a judges module
+JUDGES: dict[str, Decision] = {}  # check name -> its judge side, filled by importing a module whole
 
 
 def decides(*names: str, draw: Drawer) -> Callable[[Judge], Judge]:
@@ -93,7 +96,7 @@ def decides(*names: str, draw: Drawer) -> Callable[[Judge], Judge]:
 class Check:
     name: str
     probe: Probe
-    judges_module: str  # imported (outside the sandbox only) when the judge is first needed
+    judges_module: str  # where its judge is declared (imported, outside the sandbox, if not yet)
     show: Show | None = None  # shows a result in the notebook (verdict, failure)
     crash_hint: str | None = None  # said when the kernel dies during this check's test cell
     by_hand: bool = False  # the exercise is done by hand: autograd in the answer is flagged
@@ -103,7 +106,10 @@ class Check:
         if self.name not in JUDGES:
             importlib.import_module(self.judges_module)
         if self.name not in JUDGES:
-            raise LookupError(f"{self.name} has no judge: decorate one in {self.judges_module} with @decides")
+            raise LookupError(
+                f"{self.name} has no judge here: one is declared with @decides below the judges line of"
+                f" {self.judges_module}, which the grading sandbox does not see"
+            )
         return JUDGES[self.name]
 
     @property
@@ -168,19 +174,14 @@ class Check:
 CHECKS: dict[str, Check] = {}
 
 
-def judges_module_of(module: str) -> str:
-    """Where the judges of the checks declared in `module` live: autograder.nb05 -> autograder.judges.nb05,
-    autograder.probes.function -> autograder.judges.function."""
-    return "autograder.judges." + module.rpartition(".")[2]
-
-
 @dataclass(frozen=True)
 class NotebookChecks:
     """One notebook's checks, declared in its checks module: `checks = NotebookChecks(__name__)`, then
     `check_x = checks.add("check_x", probe_x, by_hand=...)`. by_hand is said for every check (no default to forget);
-    the judge is the function its judges module decorates with `@decides("check_x", draw=...)`."""
+    the judge is the function decorated `@decides("check_x", draw=...)` below the module's judges line."""
 
-    module: str  # the checks module's __name__: its judges are in judges_module_of(module)
+    module: str  # the checks module's __name__
+    judges: str | None = None  # where the judges are declared, if not in `module` (the generic Function check)
     show: Show | None = None  # the learner-side hook of the checks that draw their report (pictures)
     crash_hint: str | None = None
     names: list[str] = field(default_factory=list)  # the checks declared, in order: the module's __all__
@@ -194,7 +195,7 @@ class NotebookChecks:
         check = Check(
             name,
             probe,
-            judges_module_of(self.module),
+            self.judges or self.module,
             show=self.show if show else None,
             crash_hint=crash_hint or self.crash_hint,
             by_hand=by_hand,

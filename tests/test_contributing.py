@@ -16,6 +16,7 @@ import nbformat
 import pytest
 
 from autograder.coursedir import REPO
+from autograder.grading.probe_view import JUDGES_LINE, probe_half
 from autograder.submissions import fill_answers, solution_sources
 
 pytestmark = [pytest.mark.grading, pytest.mark.slow]
@@ -24,7 +25,8 @@ WRONG_SLOPE = "def square_slope(x):\n    return x\n"
 
 
 def guide_blocks() -> list[tuple[str, str, str, str]]:
-    """(kind, target, attributes, code) of each ```python cell=... / file=...``` block of CONTRIBUTING.md."""
+    """(kind, target, attributes, code) of each ```python cell=... / file=...``` block of CONTRIBUTING.md (a file
+    block's attributes say where it goes: where=above-judges or where=end)."""
     text = (REPO / "CONTRIBUTING.md").read_text()
     return re.findall(r"```python (cell|file)=(\S+)([^\n]*)\n(.*?)```", text, re.S)
 
@@ -65,6 +67,18 @@ def add_cells(notebook: Path, blocks: list[tuple[str, str, str, str]]) -> None:
     nbformat.write(nb, notebook)
 
 
+def add_code(path: Path, attributes: str, code: str) -> None:
+    """Put a guide's block where it says: at the end of the file, or just above a checks module's judges line."""
+    text = path.read_text()
+    if "where=above-judges" in attributes:
+        head, line, tail = text.partition("\n" + JUDGES_LINE)
+        assert line, f"{path} has no judges line"
+        path.write_text(head.rstrip("\n") + "\n\n\n" + code + "\n" + line + tail)
+    else:
+        assert "where=end" in attributes, attributes
+        path.write_text(text + "\n\n" + code)
+
+
 def run(root: Path, *command: str) -> subprocess.CompletedProcess:
     """A command of the scratch course, importing its own copy of the packages (the grader's kernels too)."""
     env = {**os.environ, "PYTHONPATH": str(root)}
@@ -88,7 +102,7 @@ def grades(root: Path, assignment: str) -> dict:
     return {student: row for (_, student), row in rows.items()}
 
 
-def test_adding_an_exercise_as_contributing_says_touches_four_files_and_grades_it(tmp_path):
+def test_adding_an_exercise_as_contributing_says_touches_three_files_and_grades_it(tmp_path):
     root = scratch_course(tmp_path / "course", [ASSIGNMENT])
     before = snapshot(root)
     blocks = guide_blocks()
@@ -96,9 +110,11 @@ def test_adding_an_exercise_as_contributing_says_touches_four_files_and_grades_i
     files = [b for b in blocks if b[0] == "file"]
     assert [b[1] for b in cells] == ["square_slope", "test_square_slope"], "the guide's two cells"
     add_cells(root / "solutions" / ASSIGNMENT / NOTEBOOK, cells)
-    for _, target, _, code in files:
-        with (root / target).open("a") as fh:
-            fh.write("\n\n" + code)
+    for _, target, attributes, code in files:
+        add_code(root / target, attributes, code)
+    seen = probe_half((root / "autograder" / "nb01.py").read_text())  # what the grading sandbox gets of the module
+    assert "def probe_square_slope" in seen and "check_square_slope = " in seen
+    assert "judge_square_slope" not in seen and "draw_square_points" not in seen
 
     run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_nb01_checks.py", "-k", "square_slope")
     run(root, "-m", "autograder.release")
@@ -111,12 +127,7 @@ def test_adding_an_exercise_as_contributing_says_touches_four_files_and_grades_i
     assert rows["right"].score == rows["right"].max_score == 17.0, rows["right"]
     assert rows["wrong"].score == 15.0 and rows["wrong"].flags == [], rows["wrong"]
     changed = {path for path, digest in snapshot(root).items() if before.get(path) != digest}
-    assert changed == {
-        f"solutions/{ASSIGNMENT}/{NOTEBOOK}",
-        "autograder/nb01.py",
-        "autograder/judges/nb01.py",
-        "tests/test_nb01_checks.py",
-    }
+    assert changed == {f"solutions/{ASSIGNMENT}/{NOTEBOOK}", "autograder/nb01.py", "tests/test_nb01_checks.py"}
 
 
 TOY_CHECKS = '''"""Checks of notebook 09 (a toy): the names its test cells import, and their probes."""
@@ -129,16 +140,13 @@ from .registry import NotebookChecks
 
 checks = NotebookChecks(__name__)
 '''
-TOY_JUDGES = '''"""Judges of notebook 09 (a toy)."""
-
-from __future__ import annotations
-
+TOY_JUDGES = f'''{JUDGES_LINE} ====
 import torch
 
-from ..feedback import close, mismatch
-from ..registry import decides
-from . import answers
+from .feedback import close, mismatch
+from .judges import answers
 from .nb01 import _fail, _value
+from .registry import decides
 '''
 TOY_TESTS = '''import pytest
 
@@ -149,7 +157,7 @@ pytestmark = pytest.mark.nb09
 '''
 
 
-def test_adding_a_notebook_as_contributing_says_touches_four_files_and_grades_it(tmp_path):
+def test_adding_a_notebook_as_contributing_says_touches_three_files_and_grades_it(tmp_path):
     root = scratch_course(tmp_path / "course", [])
     before = snapshot(root)
     blocks = guide_blocks()
@@ -161,10 +169,10 @@ def test_adding_a_notebook_as_contributing_says_touches_four_files_and_grades_it
         [(k, t, a, code.replace("autograder.nb01", "autograder.nb09")) for k, t, a, code in blocks if k == "cell"],
     )
     code = {target: code for kind, target, _, code in blocks if kind == "file"}
+    probes, judges = (c for kind, target, a, c in blocks if target == "autograder/nb01.py")
     (root / "autograder" / "nb09.py").write_text(
-        TOY_CHECKS + "\n\n" + code["autograder/nb01.py"] + "\n__all__ = checks.names\n"
+        TOY_CHECKS + "\n\n" + probes + "\n__all__ = checks.names\n\n\n" + TOY_JUDGES + "\n\n" + judges
     )
-    (root / "autograder" / "judges" / "nb09.py").write_text(TOY_JUDGES + "\n\n" + code["autograder/judges/nb01.py"])
     (root / "tests" / "test_nb09_checks.py").write_text(TOY_TESTS + "\n\n" + code["tests/test_nb01_checks.py"])
 
     run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_nb09_checks.py")
@@ -178,9 +186,4 @@ def test_adding_a_notebook_as_contributing_says_touches_four_files_and_grades_it
     assert rows["right"].score == rows["right"].max_score == 2.0, rows["right"]
     assert rows["wrong"].score == 0.0, rows["wrong"]
     changed = {path for path, digest in snapshot(root).items() if before.get(path) != digest}
-    assert changed == {
-        "solutions/09-toy/toy.ipynb",
-        "autograder/nb09.py",
-        "autograder/judges/nb09.py",
-        "tests/test_nb09_checks.py",
-    }
+    assert changed == {"solutions/09-toy/toy.ipynb", "autograder/nb09.py", "tests/test_nb09_checks.py"}  # + README

@@ -258,7 +258,7 @@ def screened(
     from autograder.grading.spec import NotebookSpec
     from autograder.registry import CHECKS, import_notebook_modules
 
-    import_notebook_modules("autograder")
+    import_notebook_modules()
     (path,) = (SOLUTIONS / assignment).glob("*.ipynb")
     nb = nbformat.read(path, as_version=4)
     meta = lambda c: c.metadata.get("nbgrader", {})  # noqa: E731

@@ -903,7 +903,7 @@ def test_kernels_pass_on_any_size_and_the_unmasked_one_never_does_past_a_block(n
 
 def test_targets_of_the_composed_expressions():
     """The notebook's memory targets rest on these counts: composed SiLU keeps 2 tensors, tanh-GELU 4."""
-    from autograder.judges.nb05 import composed_saved_bytes
+    from autograder.nb05 import composed_saved_bytes
 
     assert composed_saved_bytes("silu", (1000,), torch.float32) == 2 * 4000
     assert composed_saved_bytes("gelu_tanh", (1000,), torch.float32) == 4 * 4000

@@ -15,7 +15,7 @@ import triton.language as tl  # noqa: E402
 
 from autograder import nb06  # noqa: E402
 from autograder.feedback import CheckFailed  # noqa: E402
-from autograder.judges.nb06 import draw_row_lse, row_lse_cases  # noqa: E402
+from autograder.nb06 import draw_row_lse, row_lse_cases  # noqa: E402
 
 pytestmark = pytest.mark.nb06
 CASES = row_lse_cases()
@@ -139,7 +139,7 @@ def test_forged_data_is_refused():
 
 
 # ------------------------------------------------------------------------------------------ the forward kernel
-from autograder.judges.nb06 import ce_forward_cases, draw_ce_forward  # noqa: E402
+from autograder.nb06 import ce_forward_cases, draw_ce_forward  # noqa: E402
 
 
 @triton.jit
@@ -228,7 +228,7 @@ def test_each_forward_mistake_costs_its_own_part(kernel, part, hint):
 
 
 # ------------------------------------------------------------------------------------------ the backward kernel
-from autograder.judges.nb06 import ce_backward_cases, draw_ce_backward  # noqa: E402
+from autograder.nb06 import ce_backward_cases, draw_ce_backward  # noqa: E402
 
 
 @triton.jit
@@ -342,7 +342,7 @@ def test_each_backward_mistake_costs_one_share(kernel, failed_parts, hint):
 # ------------------------------------------------------------------------------------------ log-sum-exp in PyTorch
 import torch  # noqa: E402
 
-from autograder.judges.nb06 import draw_logsumexp, draw_online_lse, logsumexp_cases, online_cases  # noqa: E402
+from autograder.nb06 import draw_logsumexp, draw_online_lse, logsumexp_cases, online_cases  # noqa: E402
 
 
 def stable(x):
@@ -424,7 +424,7 @@ def test_a_blank_exercise_says_it_is_not_written():
 # ------------------------------------------------------------------------------------------ the Function
 from torch.autograd import Function  # noqa: E402
 
-from autograder.judges.nb06 import draw_fused_ce, fused_ce_cases  # noqa: E402
+from autograder.nb06 import draw_fused_ce, fused_ce_cases  # noqa: E402
 
 
 def accumulation_dtype(dtype):
@@ -505,7 +505,7 @@ def test_a_function_of_torch_operations_earns_no_kernel_part():
 
 
 # ------------------------------------------------------------------------------------------ memory and bf16
-from autograder.judges.nb06 import draw_saved_problems  # noqa: E402
+from autograder.nb06 import draw_saved_problems  # noqa: E402
 
 
 def new_saved_bytes(fn, *inputs):
@@ -547,7 +547,7 @@ def test_bf16_in_ulps():
 
 
 # ------------------------------------------------------------------------------------------ linear cross-entropy
-from autograder.judges.nb06 import draw_linear_ce, linear_ce_cases  # noqa: E402
+from autograder.nb06 import draw_linear_ce, linear_ce_cases  # noqa: E402
 
 
 def make_linear(*, whole=False, no_recompute=False, weight_grad_last_chunk=False):

@@ -9,9 +9,10 @@ The kernel that executes a submission is started as
 
 The file system inside is an allow-list: the system directories (/usr, /etc and their links), the
 Python installation and the two course packages that notebooks import (autograder, coursetools),
-all read-only, with autograder's judges/ and grading/ replaced by empty folders (references and the
-grading command never enter); a fresh /tmp; and the submission's scratch copy, writable. The course directory
-(solutions, gradebook, other submissions), the repository's other folders and /root are not there.
+all read-only, autograder being the probes' copy of it (:mod:`autograder.grading.probe_view`: each checks
+module cut at its judges line, no judges/, no grading/: references and the grading command never enter);
+a fresh /tmp; and the submission's scratch copy, writable. The course directory (solutions, gradebook,
+other submissions), the repository's other folders and /root are not there.
 There is no network: the kernel talks to the grader over Unix sockets in the scratch directory.
 
 Without bubblewrap (or where it cannot start), grading still works -- the limits and the
@@ -31,9 +32,10 @@ from pathlib import Path
 import autograder
 import coursetools
 
+from .probe_view import probe_view
+
 BASE_UID = 62000  # job k runs as uid/gid BASE_UID + k % UID_RANGE: its own process-count budget, nothing left over
 UID_RANGE = 3000
-OUTSIDE_ONLY = ("judges", "grading")  # autograder's subpackages the sandbox shows empty
 
 
 @dataclass
@@ -219,8 +221,8 @@ def bwrap_argv(
 
 
 def _readonly_mounts(hide: list[Path] | None) -> list[str]:
-    """The roots the kernel needs (Python, the packages, the probes), read-only; the judges, the grading command
-    and the paths in `hide` covered by empty folders."""
+    """The roots the kernel needs (Python, the packages), read-only, autograder replaced by its probes' copy (no
+    judge, no grading command); the paths in `hide` covered by empty folders."""
     argv: list[str] = []
     roots = _readonly_roots()
     parents = sorted(
@@ -236,9 +238,7 @@ def _readonly_mounts(hide: list[Path] | None) -> list[str]:
         argv += ["--perms", "0755", "--dir", parent]
     for root in roots:
         argv += ["--ro-bind", str(root), str(root)]
-    package = Path(autograder.__file__).resolve().parent
-    for outside in OUTSIDE_ONLY:  # the judges and the grading command stay out: only the probes go in
-        argv += ["--tmpfs", str(package / outside)]
+    argv += ["--ro-bind", str(probe_view()), str(Path(autograder.__file__).resolve().parent)]
     for path in hide or []:  # in case one of them sits under an allowed root
         if path and Path(path).exists() and any(Path(path).resolve().is_relative_to(r) for r in _readonly_roots()):
             argv += ["--tmpfs", str(Path(path).resolve()), "--remount-ro", str(Path(path).resolve())]

@@ -70,7 +70,7 @@ def add_reference(reference: FunctionReference) -> FunctionReference:
 def exercise(name: str) -> SimpleNamespace:
     """Inputs and reference of one exercise, as one object (the notebooks' judge modules load on first use)."""
     if name not in REFERENCES:
-        import_notebook_modules("autograder.judges")
+        import_notebook_modules()
     if name not in REFERENCES:
         raise ValueError(f"no reference named {name!r}; known: {sorted(REFERENCES)}")
     inputs, reference = inputs_for(name), REFERENCES[name]

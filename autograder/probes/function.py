@@ -344,4 +344,6 @@ def probe_function(
 
 # One generic check for every Function exercise of every notebook (judge: autograder/judges/function.py). By hand:
 # the backward is the learner's own formula, so one handed to torch.autograd is flagged.
-check_function = NotebookChecks(__name__, show=show_verdict).add("check_function", probe_function, by_hand=True)
+check_function = NotebookChecks(__name__, judges="autograder.judges.function", show=show_verdict).add(
+    "check_function", probe_function, by_hand=True
+)

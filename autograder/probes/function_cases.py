@@ -49,7 +49,7 @@ def add_inputs(inputs: FunctionInputs) -> FunctionInputs:
 def inputs_for(reference: str) -> FunctionInputs:
     """The inputs registered under `reference`; the notebooks' probe modules are imported on first use."""
     if reference not in INPUTS:
-        import_notebook_modules("autograder")
+        import_notebook_modules()
     if reference not in INPUTS:
         raise ValueError(f"no exercise named {reference!r}; known: {sorted(INPUTS)}")
     return INPUTS[reference]

@@ -1,7 +1,8 @@
-"""The adjoint loads the judges module by name with importlib: absent from the sandbox."""
+"""The adjoint loads the checks module by a computed name with importlib and looks the reference up by a
+computed name: the sandbox's module has no judges part."""
 ANSWERS = {"adjoint_trace": """import importlib
 def adjoint_trace(x1, x2):
-    judges = importlib.import_module('autograder.' + 'judges.nb01')
-    return judges.reference_adjoints(x1, x2)"""}
+    module = importlib.import_module('autograder.' + 'nb01')
+    return getattr(module, 'reference_' + 'adjoints')(x1, x2)"""}
 NEEDS_SANDBOX = True
-EXPECT = {"score": 4, "flags": {"reaches_for_grader"}, "message": "ModuleNotFoundError"}
+EXPECT = {"score": 4, "flags": {"reaches_for_grader"}, "message": "AttributeError"}
