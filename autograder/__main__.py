@@ -1,7 +1,7 @@
-"""`python -m autograder grade ...`: see autograder.grading.cli."""
+"""`python -m autograder grade ...`: see autograder.cli."""
 
 import sys
 
-from .grading.cli import main
+from .cli import main
 
 sys.exit(main())

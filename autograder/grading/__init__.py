@@ -1,6 +1,5 @@
-"""OUTSIDE the sandbox: the instructor's grading command.
+"""OUTSIDE the sandbox: the instructor's grading command (its command line: autograder/cli.py).
 
-  cli       python -m autograder grade ...: arguments
   command   grade_assignment: students, the run's spec and hashes, jobs started and ended, recording, resuming
   pool      long-lived worker processes and run_jobs, the scheduler (no polling: it blocks on their pipes)
   jobs      the typed Job / SubmissionResult contract (JSON) between the command and its workers

@@ -3,16 +3,13 @@ become a message for the learner, never an exception."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import nbformat
 from nbformat import NotebookNode
 
 from . import notebook_json
-
-if TYPE_CHECKING:  # spec.py reads with this module's helpers
-    from .spec import NotebookSpec
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 
@@ -80,18 +77,17 @@ def normalized(source: str) -> str:
     return "\n".join(line.rstrip() for line in source.strip().splitlines())
 
 
-def find_notebooks(folder: Path, spec_notebooks: dict[str, NotebookSpec]) -> tuple[dict[str, Path | None], list[str]]:
-    """Expected notebook name -> file in the submission (renamed files matched by their cells)."""
+def find_notebooks(folder: Path, grade_ids: Mapping[str, Collection[str]]) -> tuple[dict[str, Path | None], list[str]]:
+    """Expected notebook name -> file in the submission (renamed files matched by their cells' grade ids, which
+    `grade_ids` gives per expected notebook)."""
     messages = []
     present = sorted(p for p in folder.glob("*.ipynb")) if folder.is_dir() else []
-    found = {
-        name: (folder / f"{name}.ipynb" if (folder / f"{name}.ipynb").is_file() else None) for name in spec_notebooks
-    }
-    spare = [p for p in present if p.stem not in spec_notebooks]
+    found = {name: (folder / f"{name}.ipynb" if (folder / f"{name}.ipynb").is_file() else None) for name in grade_ids}
+    spare = [p for p in present if p.stem not in grade_ids]
     for name, path in found.items():
         if path is not None or not spare:
             continue
-        ids = {c.grade_id for c in spec_notebooks[name].cells if c.grade_id}
+        ids = grade_ids[name]
         best: Path | None = None
         best_score: float = 0
         for candidate in spare:
@@ -102,7 +98,7 @@ def find_notebooks(folder: Path, spec_notebooks: dict[str, NotebookSpec]) -> tup
             score = sum(f'"{i}"' in text for i in ids) + (0.5 if name.lower() in candidate.stem.lower() else 0)
             if score > best_score:
                 best, best_score = candidate, score
-        if best is None and len(spare) == 1 and len(spec_notebooks) == 1:
+        if best is None and len(spare) == 1 and len(grade_ids) == 1:
             best = spare[0]
         if best is not None:
             found[name] = best

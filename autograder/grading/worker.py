@@ -290,7 +290,7 @@ def grade_submission(job: Job) -> SubmissionResult:
     taken = take_in(submitted, Path(job.scratch) / ".intake")
     taken.add_left_out(job.left_out)
     folder = taken.folder  # from here on only the copy is read: it holds no links
-    found, messages = find_notebooks(folder, spec.notebooks)
+    found, messages = find_notebooks(folder, {name: set(nb.by_id) for name, nb in spec.notebooks.items()})
     result = SubmissionResult(
         job.student, spec.assignment, messages=taken.messages() + messages, sandbox=job.sandbox_text
     )

@@ -1,4 +1,4 @@
-"""The instructor's grading command.
+"""The instructor's command line: grading, the grading service, the class report.
 
     python -m autograder grade NN-slug                      # every submission in submitted/*/NN-slug/
     python -m autograder grade NN-slug --student ada ben    # some of them
@@ -16,10 +16,10 @@ import os
 import sys
 from pathlib import Path
 
-from ..coursedir import REPO
-from .command import grade_assignment
-from .report import EXPORT_FORMATS, export_csv, format_table
-from .sandbox import Limits
+from .coursedir import REPO
+from .grading.command import grade_assignment
+from .grading.report import EXPORT_FORMATS, export_csv, format_table
+from .grading.sandbox import Limits
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -102,17 +102,17 @@ def main(argv: list[str] | None = None) -> int:
     source = getattr(args, "source", None) or ("solutions" if in_repo else "source")
     release = getattr(args, "release", None) or ("course" if in_repo else "release")
     if args.command == "on-submit":
-        from ..scale.on_submit import from_course
+        from .scale.on_submit import from_course
 
         from_course(root).run(once=args.once)
         return 0
     if args.command == "worker":
-        from ..scale.worker import run_worker
+        from .scale.worker import run_worker
 
         return run_worker(args.broker, args.db_url, root, source, release, args.concurrency, args.hostname)
     db_url = _gradebook_url(args.db_url, root, in_repo)
     if args.command == "report":
-        from ..class_report import write_report
+        from .class_report import write_report
 
         out = args.out or root / "reports" / args.assignment
         print(f"Class report: {write_report(root, args.assignment, db_url, out)}")
@@ -155,7 +155,7 @@ def _gradebook_url(given: str | None, root: Path, in_repo: bool) -> str:
 
 def _grade_on_workers(args, root: Path, source: str, release: str, db_url: str, limits: Limits):
     """Queue the submissions on the broker; wait for their scores (None with --no-wait)."""
-    from ..scale.client import queue_assignment, wait
+    from .scale.client import queue_assignment, wait
 
     keys = queue_assignment(
         root,
