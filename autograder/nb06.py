@@ -455,7 +455,13 @@ from .judges import answers
 from .judges.verdict import Part, Verdict, verdict_of
 from .registry import decides
 
+
 # What each kind of case tests; a case is (rows, V, BLOCK_V, dtype, peak column).
+def titled_parts(titles: dict[str, str]) -> dict[str, Part]:
+    """A check's parts, each with the title its report shows."""
+    return {name: Part(name, title=title) for name, title in titles.items()}
+
+
 ROW_LSE_PARTS = {
     "values": "each row's log-sum-exp (V a multiple of BLOCK_V, the peak in the first chunk)",
     "rescale": "a larger maximum in a later chunk (the running sum rescaled)",
@@ -509,7 +515,7 @@ def _judge_bounds(part: Part, entry: Any, case: Sequence[Any], where: str, hint:
 
 @decides("check_row_lse", draw=draw_row_lse)
 def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 5) -> Verdict:
-    parts = {name: Part(name) for name in ROW_LSE_PARTS}
+    parts = titled_parts(ROW_LSE_PARTS)
     for case, got in zip(cases, answers.per_case(data, cases)):
         rows, V, block, dtype, peak_at = case
         entry = answers.entry(got, f"case {case}", ("values", "written_outside", "inputs_changed"))
@@ -539,7 +545,12 @@ def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: 
     return verdict_of(list(parts.values()), points, "row_lse_kernel (each row's log-sum-exp)")
 
 
-CE_FORWARD_PARTS = ("loss", "lse", "ignored", "bounds")
+CE_FORWARD_PARTS = {
+    "loss": "each counted row's loss (its log-sum-exp less its target's logit)",
+    "lse": "each row's log-sum-exp, stored for backward",
+    "ignored": "a row whose target is ignore_index: loss 0",
+    "bounds": "one loss and one log-sum-exp per row written, the inputs untouched",
+}
 
 
 def ce_forward_cases(block: int = 16) -> list[tuple]:
@@ -562,7 +573,7 @@ def draw_ce_forward(rng: random.Random, count: int) -> dict[str, Any]:
 def judge_ce_forward(
     data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, points: float = 4
 ) -> Verdict:
-    parts = {name: Part(name) for name in CE_FORWARD_PARTS}
+    parts = titled_parts(CE_FORWARD_PARTS)
     for case, got in zip(cases, answers.per_case(data, cases)):
         rows, V, block, dtype, ignored = case
         entry = answers.entry(got, f"case {case}", ("loss", "lse", "written_outside", "inputs_changed"))
@@ -606,7 +617,13 @@ def judge_ce_forward(
     return verdict_of(list(parts.values()), points, "cross_entropy_forward_kernel (per-row losses)")
 
 
-CE_BACKWARD_PARTS = ("values", "tail", "ignored", "uses_lse", "bounds")
+CE_BACKWARD_PARTS = {
+    "values": "the gradient, (softmax - one_hot) * scale (V a multiple of BLOCK_V)",
+    "tail": "V not a multiple of BLOCK_V (the last chunk's load and store masked)",
+    "ignored": "a row whose target is ignore_index: gradient 0",
+    "uses_lse": "the softmax recomputed from the saved log-sum-exp",
+    "bounds": "the logits, targets and log-sum-exps only read",
+}
 
 
 def ce_backward_cases(block: int = 16) -> list[tuple]:
@@ -647,7 +664,7 @@ def judge_ce_backward(
     scale: float = 0.25,
     points: float = 5,
 ) -> Verdict:
-    parts = {name: Part(name) for name in CE_BACKWARD_PARTS}
+    parts = titled_parts(CE_BACKWARD_PARTS)
     answered = list(zip(cases, answers.per_case(data, cases)))
     answered.sort(key=lambda pair: backward_part(pair[0]) != "values")  # the plain cases first: see below
     for case, got in answered:
@@ -721,7 +738,9 @@ def draw_logsumexp(rng: random.Random, count: int) -> dict[str, Any]:
 
 @decides("check_logsumexp", draw=draw_logsumexp)
 def judge_logsumexp(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 2) -> Verdict:
-    parts = {"values": Part("values"), "overflow": Part("overflow")}
+    parts = titled_parts(
+        {"values": "each row's log-sum-exp", "overflow": "float32 logits of 100 (the maximum subtracted first)"}
+    )
     for case, got in zip(cases, answers.per_case(data, cases)):
         rows, V, dtype, peak_at = case
         values = answers.tensor(got, f"the answer to case {case}", shape=(rows,))
@@ -739,7 +758,11 @@ def judge_logsumexp(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
     return verdict_of(list(parts.values()), points, "logsumexp_stable (each row's log-sum-exp)")
 
 
-ONLINE_PARTS = ("values", "rescale", "tail")
+ONLINE_PARTS = {
+    "values": "the log-sum-exp, chunk by chunk (the peak in the first chunk)",
+    "rescale": "a larger maximum in a later chunk (the running sum rescaled)",
+    "tail": "a chunk that does not divide V (the last chunk shorter)",
+}
 
 
 def online_cases() -> list[tuple]:
@@ -767,7 +790,7 @@ def draw_online_lse(rng: random.Random, count: int) -> dict[str, Any]:
 
 @decides("check_online_lse", draw=draw_online_lse)
 def judge_online_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 3) -> Verdict:
-    parts = {name: Part(name) for name in ONLINE_PARTS}
+    parts = titled_parts(ONLINE_PARTS)
     answered = sorted(zip(cases, answers.per_case(data, cases)), key=lambda pair: online_part(pair[0]) != "values")
     for case, got in answered:
         rows, V, chunk, peak_at = case
@@ -796,7 +819,14 @@ def judge_online_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, point
 
 # --------------------------------------------------------------------------------------------- the Function
 
-FUSED_PARTS = ("forward", "mean", "gradcheck", "reference", "interface", "memory")
+FUSED_PARTS = {
+    "forward": "forward: the loss, from your forward kernel",
+    "mean": "the mean over the counted rows (ignore_index left out)",
+    "gradcheck": "backward agrees with the loss's central differences",
+    "reference": "backward: the logits' gradient, from your backward kernel",
+    "interface": "backward's interface (the logits' gradient, None for target and ignore_index)",
+    "memory": "memory: forward saves no tensor of the logits' size it made",
+}
 
 
 def fused_ce_cases() -> list[tuple]:
@@ -817,14 +847,11 @@ def draw_fused_ce(rng: random.Random, count: int) -> dict[str, Any]:
 
 
 def _saved_entries(value: Any, what: str) -> list[dict]:
-    if not isinstance(value, list):
-        raise answers._bad(f"{what} is not a list")
     out = []
-    for k, item in enumerate(value):
+    for k, item in enumerate(answers.listed(value, what)):
         item = answers.entry(item, f"{what}[{k}]", ("shape", "input"))
-        if not isinstance(item["shape"], tuple) or not all(isinstance(n, int) for n in item["shape"]):
-            raise answers._bad(f"{what}[{k}] has no shape")
-        out.append({"shape": item["shape"], "input": answers.flag(item["input"], f"{what}[{k}]")})
+        shape = answers.shape(item["shape"], f"{what}[{k}]'s shape")
+        out.append({"shape": shape, "input": answers.flag(item["input"], f"{what}[{k}]")})
     return out
 
 
@@ -887,7 +914,7 @@ def _judge_fused_grad(
 def judge_fused_ce(
     data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, eps: float = 1e-6, points: float = 5
 ) -> Verdict:
-    parts = {name: Part(name) for name in FUSED_PARTS}
+    parts = titled_parts(FUSED_PARTS)
     title = "FusedCrossEntropy.apply(logits, target, ignore_index)"
     for case, got in zip(cases, answers.per_case(data, cases)):
         rows, V, ignored, grad_output, numeric = case
@@ -895,9 +922,7 @@ def judge_fused_ce(
         loss = answers.number(entry["loss"], f"the loss of case {case}")
         saved = _saved_entries(entry["saved"], f"what forward saved in case {case}")
         launches = answers.numbers(entry["launches"], f"the launches of case {case}", length=2)
-        returned = entry["returned"]
-        if not isinstance(returned, list):
-            raise answers._bad(f"backward's return of case {case} is not a list")
+        returned = answers.listed(entry["returned"], f"backward's return of case {case}")
         moved = answers.numbers(
             entry["moved"], f"the moved losses of case {case}", length=2 * rows * V if numeric else 0
         )
@@ -962,7 +987,13 @@ def draw_saved_problems(rng: random.Random, count: int) -> dict[str, Any]:
 def judge_new_saved_bytes(
     data: ProbeData, problems: Sequence[str] = SAVED_PROBLEMS, seed: int = 0, points: float = 3
 ) -> Verdict:
-    parts = {name: Part(name) for name in ("new_memory", "inputs", "distinct")}
+    parts = titled_parts(
+        {
+            "new_memory": "the bytes of the tensors forward saves",
+            "inputs": "an input's memory (or a view of it) counts nothing new",
+            "distinct": "memory saved twice is counted once",
+        }
+    )
     for name, got in zip(problems, answers.per_case(data, problems)):
         got = answers.integer(got, f"the bytes reported for {name}")
         fn, inputs = saved_problem(name, seed)
@@ -992,7 +1023,13 @@ def draw_bf16(rng: random.Random, count: int) -> dict[str, Any]:
 
 @decides("check_bf16", draw=draw_bf16)
 def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, points: float = 3) -> Verdict:
-    parts = {name: Part(name) for name in ("loss", "gradient", "dtype")}
+    parts = titled_parts(
+        {
+            "loss": "the loss within one bfloat16 ulp of float64's",
+            "gradient": "the gradient within 1.5 bfloat16 ulps of float64's",
+            "dtype": "the loss and the gradient in bfloat16, the logits' dtype",
+        }
+    )
     entry = answers.entry(data, "the bf16 answer", ("loss", "loss_dtype", "grad", "grad_dtype"))
     loss = answers.number(entry["loss"], "the bf16 loss")
     grad = answers.tensor(entry["grad"], "the bf16 gradient", shape=(rows, V))
@@ -1046,15 +1083,20 @@ def draw_linear_ce(rng: random.Random, count: int) -> dict[str, Any]:
 
 @decides("check_linear_ce", draw=draw_linear_ce)
 def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 5) -> Verdict:
-    parts = {name: Part(name) for name in ("forward", "reference", "interface", "chunked")}
+    parts = titled_parts(
+        {
+            "forward": "the loss (the mean over N tokens)",
+            "reference": "the hidden states' and the weight's gradients",
+            "interface": "backward's interface (two gradients of their inputs' shapes, then None, None)",
+            "chunked": "memory: no tensor of N x V made, forward or backward",
+        }
+    )
     for case, got in zip(cases, answers.per_case(data, cases)):
         N, D, V, chunk, grad_output = case
         entry = answers.entry(got, f"case {case}", ("loss", "returned", "largest"))
         loss = answers.number(entry["loss"], f"the loss of case {case}")
         largest = answers.numbers(entry["largest"], f"the memory of case {case}", length=2)
-        returned = entry["returned"]
-        if not isinstance(returned, list):
-            raise answers._bad(f"backward's return of case {case} is not a list")
+        returned = answers.listed(entry["returned"], f"backward's return of case {case}")
         where = f"N = {N} tokens, D = {D}, V = {V}, chunk = {chunk}"
         hidden, weight, target = linear_case(seed, N, D, V)
         h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()

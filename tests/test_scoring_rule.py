@@ -67,3 +67,23 @@ def test_nothing_earned_fails_the_check_with_its_verdict():
     with pytest.raises(CheckFailed) as caught:
         verdict_of(p, 2, "t")
     assert float(caught.value.verdict) == 0 and "[FAIL]" in str(caught.value)
+
+
+def test_a_report_names_each_part_by_its_own_title_without_changing_anyone_elses():
+    from autograder import nb05, nb06
+    from autograder.judges.verdict import PART_TITLES
+
+    before = dict(PART_TITLES)
+    p = parts("forward", "gradcheck")
+    p[1].fail("off")
+    report = nb05._verdict({q.name: q for q in p}, 2, "FusedSiLU").report()
+    assert "numerical derivative (central differences of your forward)" in report  # notebook 05's own title
+    assert PART_TITLES == before, "a notebook's titles stay its own"
+    generic = parts("forward", "gradcheck")
+    generic[1].fail("off")
+    assert "[FAIL] backward agrees with the numerical Jacobian (gradcheck)" in verdict_of(generic, 2, "t").report()
+    for titles in (nb06.ROW_LSE_PARTS, nb06.CE_FORWARD_PARTS, nb06.CE_BACKWARD_PARTS, nb06.ONLINE_PARTS):
+        titled = list(nb06.titled_parts(titles).values())
+        titled[-1].fail("off")
+        shown = verdict_of(titled, 4, "t").report()
+        assert all(f"] {title}" in shown for title in titles.values()) and "] values" not in shown

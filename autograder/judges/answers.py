@@ -54,6 +54,19 @@ def flag(value: Any, what: str) -> bool:
     return value
 
 
+def listed(value: Any, what: str) -> list:
+    """A list, of any length and entries (each read with the helpers here)."""
+    if not isinstance(value, list):
+        raise _bad(f"{what} is a {type(value).__name__}, not a list")
+    return value
+
+
+def shape(value: Any, what: str) -> tuple[int, ...]:
+    if not isinstance(value, tuple) or not all(isinstance(n, int) and not isinstance(n, bool) for n in value):
+        raise _bad(f"{what} is not a shape (a tuple of integers)")
+    return value
+
+
 def numbers(value: Any, what: str, length: int | None = None) -> list[float]:
     if not isinstance(value, list):
         raise _bad(f"{what} is a {type(value).__name__}, not a list")

@@ -34,6 +34,7 @@ class Part:
     hints: list[str] = field(default_factory=list)
     consequence_of: str | None = None  # set by fail(same_mistake_as=...)
     independent: bool = False  # failed at least once for a reason of its own
+    title: str | None = None  # what the report calls it; else PART_TITLES', else its name
 
     def fail(self, message: str, *hints: str | None, same_mistake_as: str | None = None) -> None:
         """same_mistake_as: the part whose mistake makes this one fail too (no fake implementation fails opcheck
@@ -98,11 +99,12 @@ class Verdict(float):
 
     def report(self) -> str:
         lines = [f"{self.title}: {float(self):g} of {self.points:g} points"]
+        titles = {p.name: p.title or PART_TITLES.get(p.name, p.name) for p in self.parts}
         for p in self.parts:
             mark = {True: "ok  ", False: "FAIL", None: "skip"}[p.passed]
-            lines.append(f"  [{mark}] {PART_TITLES.get(p.name, p.name)}")
+            lines.append(f"  [{mark}] {titles[p.name]}")
             if p.passed is False and p.costs != idea(p):
-                lines.append(f"         (the same mistake as the part above: {PART_TITLES.get(p.costs, p.costs)})")
+                lines.append(f"         (the same mistake as the part above: {titles.get(p.costs, p.costs)})")
             if p.passed is not True:
                 for m in p.messages:
                     lines += ["         " + line for line in m.splitlines()]
