@@ -12,7 +12,6 @@ in a scratch folder. Screenshots under build/browser/hub-*/.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -23,6 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from browser import CHROMIUM, REPO, Shots, require_browser, running_server
+from feedback_page import score_line
 
 from autograder.coursedir import SOLUTIONS
 from autograder.submissions import fill_answers, solution_sources
@@ -96,12 +96,6 @@ def instructor(course: Path, *command: str) -> str:
     out = subprocess.run(list(command), cwd=course, env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, f"{command}: {out.stdout[-3000:]}{out.stderr[-3000:]}"
     return out.stdout
-
-
-def score_line(text: str) -> str:
-    match = re.search(r"Score:\s*([\d.]+)\s*/\s*([\d.]+)", re.sub(r"<[^>]+>", " ", text))
-    assert match, "the feedback page states a score"
-    return f"{float(match.group(1)):g} / {float(match.group(2)):g}"
 
 
 def require_hub() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from feedback_page import score_line
 
 from autograder.coursedir import SOLUTIONS
 from autograder.submissions import fill_answers, solution_sources
@@ -98,13 +99,6 @@ def cycle(tmp_path_factory):
         pages[learner] = found[0].read_text()
     nbgrader(instructor, "generate_feedback", ASSIGNMENT, "--force")  # nbgrader's own feedback, from autograded/
     return {"before": before, "pages": pages, "graded": graded.stdout, "released": released, "instructor": instructor}
-
-
-def score_line(page: str) -> str:
-    text = re.sub(r"<[^>]+>", " ", page)
-    match = re.search(r"Score:\s*([\d.]+)\s*/\s*([\d.]+)", text)
-    assert match, "the feedback page states a score"
-    return f"{float(match.group(1)):g} / {float(match.group(2)):g}"
 
 
 def test_feedback_asked_for_before_grading_says_there_is_none(cycle):
