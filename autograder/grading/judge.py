@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from ..feedback import CheckFailed
+from ..probes.channel import ProbeRecord
 from ..registry import CHECKS, FAILED
 
 MAX_PROBE_BYTES = 32 * 2**20
@@ -16,8 +17,8 @@ NOT_RECORDED = {
 }
 
 
-def load_payload(path: Path) -> tuple[dict | None, str | None]:
-    """(payload, None) from one probe's channel file, or (None, why not)."""
+def load_record(path: Path) -> tuple[ProbeRecord | None, str | None]:
+    """(record, None) from one probe's channel file, or (None, why not)."""
     import torch
 
     try:
@@ -30,9 +31,10 @@ def load_payload(path: Path) -> tuple[dict | None, str | None]:
         payload = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:  # noqa: BLE001
         return None, f"The values your code returned could not be read back ({type(exc).__name__})."
-    if not isinstance(payload, dict) or not isinstance(payload.get("results"), list) or len(payload["results"]) != 1:
+    try:
+        return ProbeRecord.from_payload(payload), None
+    except ValueError:
         return None, "The values your code returned could not be read back."
-    return payload, None
 
 
 def read_channel(channel: Path, gid: str, count: int) -> tuple[list, list[str]]:
@@ -40,12 +42,12 @@ def read_channel(channel: Path, gid: str, count: int) -> tuple[list, list[str]]:
     the probes found replaced in the kernel."""
     results, patched = [], []
     for k in range(count):
-        payload, problem = load_payload(channel / f"{gid}.{k}.pt")
-        if payload is None or payload.get("cell") != gid or payload.get("call") != k:
+        record, problem = load_record(channel / ProbeRecord.file_name(gid, k))
+        if record is None or not record.is_for(gid, k):
             results.append({FAILED: problem} if problem else NOT_RECORDED)
             continue
-        results.append(payload["results"][0])
-        patched += [p for p in payload.get("patched", []) if isinstance(p, str)]
+        results.append(record.data)
+        patched += record.patched
     return results, patched
 
 

@@ -22,7 +22,10 @@ import os
 import sys
 import types
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
+
+from .channel import ProbeRecord
 
 # What the setup watches for replacement (flags only: this runs in the learner's kernel).
 WATCHED = [
@@ -217,20 +220,20 @@ def _active_torch_modes(torch) -> list[str]:
     return found
 
 
-def _write_payload(save: Callable, channel: str, payload: dict, failed: str) -> None:
-    """The probe's data, torch.save'd to <channel>/<cell>.<call>.pt, atomically; data that cannot be saved
+def _write_record(save: Callable, channel: str, record: ProbeRecord, failed: str) -> None:
+    """The probe's record, torch.save'd to its file in the channel, atomically; data that cannot be saved
     becomes a message that says so."""
     buf = io.BytesIO()
     try:
-        save(payload, buf)
+        save(record.to_payload(), buf)
     except Exception as exc:  # noqa: BLE001
         buf = io.BytesIO()
         failure = {
             failed: "The values your code returned could not be "
             f"recorded ({type(exc).__name__}): return numbers, dicts or tensors."
         }
-        save({**payload, "results": [failure]}, buf)
-    path = os.path.join(channel, f"{payload['cell']}.{payload['call']}.pt")
+        save(replace(record, data=failure).to_payload(), buf)
+    path = str(record.path_in(channel))
     with open(path + ".tmp", "wb") as fh:
         fh.write(buf.getvalue())
     os.replace(path + ".tmp", path)
@@ -279,7 +282,7 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
         except BaseException as exc:  # noqa: BLE001 -- whatever the learner's code raised is data
             data = {FAILED: f"Your code raised {type(exc).__name__} while it was being tested: {exc}"}
         patched = list(dict.fromkeys(replaced + watch.changed() + modes))
-        _write_payload(save, channel, {"cell": cell, "call": k, "results": [data], "patched": patched}, FAILED)
+        _write_record(save, channel, ProbeRecord(cell, k, data, patched), FAILED)
 
     probe.replaying = False
     return probe
