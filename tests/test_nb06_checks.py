@@ -1,5 +1,5 @@
-"""Notebook 06's checks (WORK IN PROGRESS, nb06-wip branch): the row log-sum-exp kernel's check gives a right
-kernel full marks and each classic mistake exactly its own part's share, with the hint meant for it."""
+"""Notebook 06's checks: each gives a right answer (a kernel, a function, a Function) full marks on the visible and
+on drawn cases, and each classic mistake exactly its own idea's share, with the hint meant for it."""
 
 from __future__ import annotations
 
@@ -19,6 +19,16 @@ from autograder.nb06 import draw_row_lse, row_lse_cases  # noqa: E402
 
 pytestmark = pytest.mark.nb06
 CASES = row_lse_cases()
+
+
+def verdict_of_call(check, obj, **params):
+    """(points, the parts failed, the report) of one check call, right or partly wrong."""
+    try:
+        verdict = check(obj, **params)
+    except CheckFailed as failure:
+        verdict = failure.verdict
+        assert verdict is not None, str(failure)
+    return float(verdict), {p.name for p in verdict.parts if p.passed is False}, verdict.report()
 
 
 @triton.jit
@@ -96,14 +106,8 @@ def stores_everywhere(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
     tl.store(lse_ptr + row + tl.arange(0, 2), m + tl.log(s) + tl.zeros((2,), dtype=lse_ptr.dtype.element_ty))
 
 
-def score(kernel, cases=CASES, seed=0):
-    try:
-        verdict = nb06.check_row_lse(kernel, cases=cases, seed=seed)
-    except CheckFailed as failure:
-        verdict = failure.verdict
-        assert verdict is not None, str(failure)
-    failed = {p.name for p in verdict.parts if p.passed is False}
-    return float(verdict), failed, verdict.report()
+def score(kernel, **params):
+    return verdict_of_call(nb06.check_row_lse, kernel, **(params or {"cases": CASES}))
 
 
 def test_a_right_kernel_gets_full_marks_on_visible_and_drawn_cases():
@@ -199,13 +203,7 @@ def forward_wrong_axis(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ign
 
 
 def forward_score(kernel, **params):
-    params = params or {"cases": ce_forward_cases()}
-    try:
-        verdict = nb06.check_ce_forward(kernel, **params)
-    except CheckFailed as failure:
-        verdict = failure.verdict
-        assert verdict is not None, str(failure)
-    return float(verdict), {p.name for p in verdict.parts if p.passed is False}, verdict.report()
+    return verdict_of_call(nb06.check_ce_forward, kernel, **(params or {"cases": ce_forward_cases()}))
 
 
 def test_a_right_forward_kernel_gets_full_marks_on_visible_and_drawn_cases():
@@ -308,13 +306,7 @@ def backward_no_scale(logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, igno
 
 
 def backward_score(kernel, **params):
-    params = params or {"cases": ce_backward_cases()}
-    try:
-        verdict = nb06.check_ce_backward(kernel, **params)
-    except CheckFailed as failure:
-        verdict = failure.verdict
-        assert verdict is not None, str(failure)
-    return float(verdict), {p.name for p in verdict.parts if p.passed is False}, verdict.report()
+    return verdict_of_call(nb06.check_ce_backward, kernel, **(params or {"cases": ce_backward_cases()}))
 
 
 def test_a_right_backward_kernel_gets_full_marks_on_visible_and_drawn_cases():
@@ -384,15 +376,6 @@ def online_drops_tail(x, chunk):
         s = s * torch.exp(m - m_new) + torch.exp(part - m_new[:, None]).sum(dim=-1)
         m = m_new
     return m + torch.log(s)
-
-
-def verdict_of_call(check, obj, **params):
-    try:
-        verdict = check(obj, **params)
-    except CheckFailed as failure:
-        verdict = failure.verdict
-        assert verdict is not None, str(failure)
-    return float(verdict), {p.name for p in verdict.parts if p.passed is False}, verdict.report()
 
 
 def test_logsumexp_by_hand():
