@@ -288,17 +288,16 @@ def test_without_bubblewrap_the_judges_are_reachable_and_the_docs_say_so():
 # ------------------------------------------------------------------------------------------ crash hint
 
 
-def test_a_crash_during_a_test_scores_it_zero_with_the_checks_crash_hint(tmp_path):
+def test_a_crash_during_a_test_scores_it_zero_with_the_checks_crash_hint(tmp_path, monkeypatch):
     from autograder.grading.jobs import NotebookResult
     from autograder.grading.spec import CheckCall
     from autograder.grading.worker import Plan, judge
     from autograder.nb01 import probe_primal_trace
-    from autograder.registry import NotebookChecks
+    from autograder.registry import Check
 
-    name = "check_crash_hint_example"
-    if name not in CHECKS:
-        hinted = NotebookChecks("autograder.nb01", crash_hint="likely an unmasked tl.load/tl.store")
-        hinted.add(name, probe_primal_trace, by_hand=False)
+    name = "check_crash_hint_example"  # registered for this test only
+    hinted = Check(name, probe_primal_trace, "autograder.nb01", crash_hint="likely an unmasked tl.load/tl.store")
+    monkeypatch.setitem(CHECKS, name, hinted)
     call = CheckCall(name, "kernel", {"at": [(1.0, 2.0)]}, 1, 1, False)
     plan = Plan(nbformat.v4.new_notebook(), {"test_k": [call]}, [], {"test_k": 1}, tmp_path)
     result = NotebookResult("nb")
