@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PYTHONWARNINGS := ignore::DeprecationWarning
 
-.PHONY: venv lab formgrader demo release test clean bench-engine grade sandbox system-deps bench-grading bench-checks check collect feedback lint hand-out
+.PHONY: venv lab formgrader demo release test test-fast clean bench-engine grade sandbox system-deps bench-grading bench-checks check collect feedback lint hand-out
 
 venv: $(STAMP)
 
@@ -87,8 +87,17 @@ feedback: $(STAMP)  ## instructors: nbgrader release_feedback $(ASSIGNMENT): lea
 bench-grading: $(STAMP)  ## 40 submissions of notebook 01: the course's command (2 workers) vs stock nbgrader autograde; BENCH_ARGS=--celery adds 1 and 2 Celery workers
 	$(BIN)/python -m benchmarks.grading $(BENCH_ARGS)
 
+# Tests run on every core this machine has (pytest-xdist; TEST_WORKERS=1 for one process). Tests that share a graded
+# class or a server stay on one worker (tests/conftest.py groups them), the longest start first; the report ends
+# with the 15 slowest tests and the total.
+TEST_WORKERS ?= auto
+PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=15 --durations-min=1
+
 test: $(STAMP)  ## the whole test suite (CI runs this)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
+
+test-fast: $(STAMP)  ## the inner loop: every test that grades no class, runs no whole notebook and starts no server
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP)  ## ruff (rules in pyproject.toml) and mypy on autograder/grading: zero findings (CI runs this first)
 	$(BIN)/ruff check .

@@ -8,6 +8,7 @@ gradebook, prints the score table and writes feedback HTML and a grades CSV (wit
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ import nbformat
 
 from .coursedir import REPO, SOLUTIONS, assignments
 from .grading import export_csv, format_table, grade_assignment
+from .grading.pool import Worker
 from .release import generate_in_course
 from .submissions import example_submissions
 
@@ -45,9 +47,15 @@ def run_demo(root: Path = DEFAULT_DIR, only: list[str] | None = None, workers: i
     db_url = f"sqlite:///{root / 'gradebook.db'}"
     build_course(root, only, db_url)
     rows = []
-    for assignment in only:
-        print(f"Grading {assignment} ...", flush=True)
-        rows += grade_assignment(root, assignment, db_url=db_url, workers=workers)
+    # one pool of grading processes for every assignment: each imports torch once, not once per assignment
+    pool = [Worker(slot, root / ".grading") for slot in range(max(1, workers or os.cpu_count() or 1))]
+    try:
+        for assignment in only:
+            print(f"Grading {assignment} ...", flush=True)
+            rows += grade_assignment(root, assignment, db_url=db_url, workers=workers, pool=pool)
+    finally:
+        for worker in pool:
+            worker.stop()
     csv = export_csv(db_url, root / "grades.csv")
     print()
     print(format_table(rows))

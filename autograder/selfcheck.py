@@ -90,6 +90,7 @@ def stage(assignment: str, work: Path, scratch: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from .grading.command import grade_assignment
+    from .grading.pool import Worker
     from .grading.report import format_table
 
     parser = argparse.ArgumentParser(
@@ -108,23 +109,28 @@ def main(argv: list[str] | None = None) -> int:
     db = scratch / "gradebook.db"
     db.unlink(missing_ok=True)  # a fresh gradebook: the instructor's cells as they are now, new hidden draws
     total = max_total = 0.0
-    for number, assignment in enumerate(chosen):
-        stage(assignment, work, scratch)
-        rows = grade_assignment(
-            scratch,
-            assignment,
-            [LEARNER],
-            db_url=f"sqlite:///{db}",
-            force=True,
-            progress=False,
-            log=print if number == 0 else (lambda *_: None),
-        )
-        for row in rows:
-            row.messages += reference_pointers(assignment, work, row.by_cell)
-            total, max_total = total + row.score, max_total + row.max_score
-        print()
-        print(format_table(rows))
-        print()
+    pool = [Worker(0, scratch / ".grading")]  # one grading process for every notebook: torch imported once
+    try:
+        for number, assignment in enumerate(chosen):
+            stage(assignment, work, scratch)
+            rows = grade_assignment(
+                scratch,
+                assignment,
+                [LEARNER],
+                db_url=f"sqlite:///{db}",
+                force=True,
+                progress=False,
+                log=print if number == 0 else (lambda *_: None),
+                pool=pool,
+            )
+            for row in rows:
+                row.messages += reference_pointers(assignment, work, row.by_cell)
+                total, max_total = total + row.score, max_total + row.max_score
+            print()
+            print(format_table(rows))
+            print()
+    finally:
+        pool[0].stop()
     print(f"total: {total:g} / {max_total:g}")
     return 0
 

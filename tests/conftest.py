@@ -1,14 +1,18 @@
-"""Shared fixtures: each solution and each released notebook is executed once per test session."""
+"""Shared fixtures (each solution and each released notebook executed once per session; the demo graded once), and
+the scheduling of the suite over the cores (pytest-xdist): tests that share work stay together, the long ones first."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
+from _pytest.nodeid import coerce_node_id
 from nbgrader.validator import Validator
 from traitlets.config import Config
 
@@ -22,6 +26,11 @@ def pytest_configure(config: pytest.Config) -> None:
     """A marker per notebook of solutions/ (nb01, nb02, ...): a new notebook's tests get theirs without a line here."""
     for assignment in ASSIGNMENTS:
         config.addinivalue_line("markers", f"nb{assignment[:2]}: checks of notebook {assignment[:2]}'s exercises")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # one xdist worker per core: torch's own threads in each would only compete for the same cores
+        import torch
+
+        torch.set_num_threads(1)
 
 
 def notebooks_of(folder: Path) -> list[Path]:
@@ -76,5 +85,132 @@ def validated_releases(tmp_path_factory):
     return get
 
 
+class DemoRun:
+    """`python -m autograder.demo` (release, grade ada, ben and cleo in every notebook, feedback, CSV), started in the
+    background when a test first asks for it; `graded()` waits for it. One per session: test_demo asks it questions,
+    test_browser shows it in formgrader, and the browser's learner test runs while it grades."""
+
+    def __init__(self, root: Path):
+        self.root, self.log = root, (root.parent / "demo.log").open("w+")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "autograder.demo", "--dir", str(root)],
+            cwd=Path(__file__).resolve().parent.parent,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def graded(self) -> tuple[Path, str]:
+        """(the graded course, what the demo printed), once it finished; fails with its output if it did not."""
+        returncode = self.proc.wait(timeout=3000)
+        self.log.seek(0)
+        out = self.log.read()
+        assert returncode == 0, out[-6000:]
+        return self.root, out
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    run = DemoRun(tmp_path_factory.mktemp("demo") / "course")
+    yield run
+    run.stop()
+
+
 SOLUTION_NOTEBOOKS = [nb for a in ASSIGNMENTS for nb in notebooks_of(SOLUTIONS / a)]
 RELEASED_NOTEBOOKS = [nb for a in ASSIGNMENTS for nb in notebooks_of(COURSE / a)]
+
+
+# ------------------------------------------------------------------------------------------- scheduling
+# `make test` runs the suite on every core (pytest-xdist, --dist loadgroup). Tests that share an expensive fixture
+# must run on one worker, one after another, or each worker would build it again: a module-scoped fixture (a
+# graded class, a started server) keeps its module's tests together, and a notebook executed by the session's
+# validated_* fixtures keeps the tests that read it together. Everything else is spread test by test.
+SESSION_CACHES = ("validated_solutions", "validated_releases")  # one notebook executed per parameter
+SESSION_RUNS = ("demo_run",)  # one run for the whole session
+
+
+def shared_work(item: pytest.Item) -> str | None:
+    """The xdist group of a test that shares an expensive fixture, or None."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for name in info.names_closure:
+        if name in SESSION_RUNS:
+            return name
+        if name in SESSION_CACHES:
+            notebook = item.callspec.params.get("notebook") if hasattr(item, "callspec") else None
+            return f"{name}:{_notebook_id(notebook)}"
+    for name in info.names_closure:
+        defs = info.name2fixturedefs.get(name, ())
+        if any(d.scope == "module" for d in defs):
+            return item.module.__name__
+    return None
+
+
+def _notebook_id(notebook) -> str:
+    return f"{notebook.parent.name}/{notebook.name}" if isinstance(notebook, Path) else str(notebook)
+
+
+# The modules that take longest (seconds, `make test` run one test at a time on 2 cores, 2026-11-25): started first,
+# so that no worker is left with a long one at the end. A module missing here starts after them if it is slow.
+LONGEST_FIRST = {
+    "test_grading_corpus": 240,
+    "test_celery": 530,  # its tests spread over the workers; the longest alone takes 220 s
+    "test_lifecycle_work": 224,
+    "test_demo": 175,  # with test_browser: both use the session's demo run
+    "test_browser": 128,
+    "test_hub": 148,
+    "test_solutions": 114,
+    "test_celery_on_submit": 97,
+    "test_lifecycle_exchange": 86,
+    "test_postgres": 80,
+    "test_grading_resume": 79,
+    "test_release": 72,
+    "test_contributing": 71,
+    "test_grading_hostile_123": 70,
+    "test_nb05_checks": 63,  # the longest of `make test-fast`, so that its run ends with short tests too
+    "test_grading_trust": 53,
+    "test_nb06_checks": 50,
+    "test_nb02_checks": 36,
+}
+
+
+def _start_order(items: list[pytest.Item]) -> dict[str, tuple[int, int]]:
+    """Each module's place: the longest first, then the other modules with a slow test, then the rest. A module's
+    tests stay together (a module fixture is built once)."""
+    slow = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
+    return {
+        item.module.__name__: (0, -LONGEST_FIRST[item.module.__name__])
+        if item.module.__name__ in LONGEST_FIRST
+        else (1 if item.module.__name__ in slow else 2, 0)
+        for item in items
+    }
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group the tests that share work, and start the long ones first: the workers then finish together."""
+    for item in items:
+        group = shared_work(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+    place = _start_order(items)
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (place[item.module.__name__], order[id(item)]))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker sends the collection to the scheduler
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On an xdist worker, name each grouped test `<node id>@<group>`, as xdist's loadgroup does: xdist 3.8 writes the
+    name into `item._nodeid`, which pytest 9.2 no longer reads, so without this every group would be split."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    for item in session.items:
+        groups = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group")})
+        if groups and "@" not in item.nodeid:
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser import REPO, TOKEN, Shots, chromium_page, free_port, jupyter_server, require_browser, server_args
+from browser import TOKEN, Shots, chromium_page, free_port, jupyter_server, require_browser, server_args
 
 from autograder.coursedir import COURSE, SOLUTIONS
 from autograder.submissions import fill_answers, solution_sources
@@ -189,33 +189,20 @@ def grade_and_release_feedback(instructor: Path, exchange: Path) -> None:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def demo_grading(tmp_path_factory):
-    """Grading the demo's learners of notebook 01 (the course's grading command, through `make demo`'s
-    code) starts with the module's first test and runs beside it: the learner's test mostly waits on
-    the browser, so the suite takes less time. Nothing is shared: the demo has its own directory."""
-    root = tmp_path_factory.mktemp("demo") / "course"
-    log = (root.parent / "demo.log").open("w+")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "autograder.demo", "--dir", str(root), "--workers", "1", ASSIGNMENT],
-        cwd=REPO,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    yield root, proc, log
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
-    log.close()
+def demo_grading(demo_run):
+    """The demo's grading (the session's one run of `make demo`'s code, conftest.DemoRun) starts with the module's
+    first test and runs beside it: the learner's test mostly waits on the browser, so the suite takes less time."""
+    return demo_run
 
 
 @pytest.fixture(scope="module")
-def graded_demo(demo_grading):
+def graded_demo(demo_grading, tmp_path_factory):
+    """A copy of the graded demo course for the instructor's tests: formgrader may write into its course."""
     require_browser()
-    root, proc, log = demo_grading
-    returncode = proc.wait(timeout=900)
-    log.seek(0)
-    assert returncode == 0, log.read()[-3000:]
-    return root
+    root, _ = demo_grading.graded()
+    copy = tmp_path_factory.mktemp("graded-demo") / "course"
+    shutil.copytree(root, copy, symlinks=True)
+    return copy
 
 
 def test_instructor_sees_graded_submissions_flags_and_reasons_in_formgrader(graded_demo, tmp_path):

@@ -62,9 +62,10 @@ def course(root: Path, n: int) -> tuple[Path, str, list[str]]:
     return root, f"sqlite:///{root / 'gradebook.db'}", students
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def local_scores(tmp_path_factory) -> dict[int, tuple]:
-    """The local command's scores of the three example learners (correct, mistakes, blank), by i % 3."""
+    """The local command's scores of the three example learners (correct, mistakes, blank), by i % 3. Once per test
+    process (a few seconds), so that the tests comparing with it can run on different workers."""
     root, db_url, students = course(tmp_path_factory.mktemp("local") / "course", 3)
     rows = grade_assignment(
         root, ASSIGNMENT, db_url=db_url, workers=2, progress=False, limits=LIMITS, log=lambda *_: None

@@ -29,17 +29,9 @@ EXPECTED_PARTIAL = {
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("demo")
-    out = subprocess.run(
-        [sys.executable, "-m", "autograder.demo", "--dir", str(root)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=3000,
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    return root, out.stdout
+def demo(demo_run):
+    """`make demo`'s run (one per session, conftest.DemoRun): the graded course and what it printed."""
+    return demo_run.graded()
 
 
 @pytest.mark.slow

@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402  (tests/hostile/: the tiny assignment and the corpus)
 from hostile.pages import active_parts  # noqa: E402
 
+pytestmark = pytest.mark.slow  # one grading run of the whole corpus (module fixture)
+
 LIMITS = sandbox.Limits(cell_timeout_s=8, timeout_s=45, memory_mb=3072, output_kb=256)
 SPECS = hostile.specs()
 SECRET_NAME, SECRET_VALUE = "REVAD_GRADER_SECRET", "REVAD_GRADER_SECRET_TOKEN_93"

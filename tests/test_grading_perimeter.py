@@ -61,6 +61,7 @@ def _grade(python: str, root: Path, *extra: str, env: dict | None = None) -> sub
     )
 
 
+@pytest.mark.slow
 def test_hostile_student_ids_are_inert_in_the_csv_and_the_terminal(tmp_path):
     _course(tmp_path, HOSTILE_IDS)
     out = _grade(sys.executable, tmp_path, "--export", str(tmp_path / "grades.csv"))
@@ -98,6 +99,7 @@ def private_python():
     shutil.rmtree(private, ignore_errors=True)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="the kernel's own uid exists only when grading as root")
 def test_without_bubblewrap_a_private_python_is_refused_before_grading(tmp_path, private_python):
     private, python = private_python
@@ -109,6 +111,7 @@ def test_without_bubblewrap_a_private_python_is_refused_before_grading(tmp_path,
     assert not (tmp_path / "feedback").exists(), "nothing may be graded (and scored 0) before the refusal"
 
 
+@pytest.mark.slow
 def test_with_bubblewrap_a_private_course_and_python_grade_full_marks(tmp_path, private_python):
     if detect().protections_off():
         pytest.skip("bubblewrap is not usable here: " + detect().describe())

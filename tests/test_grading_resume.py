@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile  # noqa: E402
 
@@ -68,6 +70,7 @@ def _completed(root: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_without_grading_twice(tmp_path):
     interrupted, reference = tmp_path / "interrupted", tmp_path / "reference"
     _course(interrupted)

@@ -33,6 +33,7 @@ def test_require_sandbox_refuses_without_it(monkeypatch, tmp_path):
         grade_assignment(tmp_path, hostile.ASSIGNMENT, require_sandbox=True, log=lambda *_: None)
 
 
+@pytest.mark.slow
 def test_grading_still_works_without_bubblewrap(monkeypatch, tmp_path):
     monkeypatch.setenv("REVAD_BWRAP", "")
     db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"

@@ -35,13 +35,12 @@ def words(text: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.parent.name)
-def test_first_exercise_left_blank_shows_the_message_and_no_grader_frames(notebook):
-    """Released notebook, run up to its first test cell with the exercise blank: the same kind of traceback in every
-    notebook."""
-    cells = nbformat.read(notebook, as_version=4).cells
-    first_test = next(i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("grade"))
-    ran = run([c.source for c in cells[: first_test + 1] if c.cell_type == "code"], notebook.parent)
-    text = traceback_text(ran[-1])
+def test_first_exercise_left_blank_shows_the_message_and_no_grader_frames(notebook, validated_releases):
+    """Released notebook, run top to bottom as it is (the session's one run of it, conftest.validated_releases), its
+    exercises blank: its first test cell shows the same kind of traceback in every notebook."""
+    _, executed, _ = validated_releases(notebook)
+    first_test = next(c for c in executed.cells if c.metadata.get("nbgrader", {}).get("grade"))
+    text = traceback_text(first_test)
     assert "is not written yet" in words(text)
     assert "autograder" + "/" not in text and "registry.py" not in text and "function_checks" not in text, text
     assert "Cell In[" in text, "the learner's own test cell is the frame shown"

@@ -174,6 +174,7 @@ NOT_RUN = {
     "system-deps": "apt packages",
     "sandbox": "alias of system-deps",
     "test": "the test suite itself",
+    "test-fast": "the test suite's fast tier",
     "lint": "reads the code",
     "demo": "writes build/demo/ only",
     "formgrader": "runs the demo into build/demo/ when it is missing, then a server",

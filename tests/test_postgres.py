@@ -26,6 +26,8 @@ from autograder.grading import (  # noqa: E402
     sandbox,
 )
 
+pytestmark = pytest.mark.slow  # starts a PostgreSQL server and grades into it
+
 STUDENTS = ["h_correct", "h_partly_wrong", "h_blank", "x_patch_gradcheck_allclose_abs"]
 
 
