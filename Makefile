@@ -87,9 +87,9 @@ feedback: $(STAMP)  ## instructors: nbgrader release_feedback $(ASSIGNMENT): lea
 bench-grading: $(STAMP)  ## 40 submissions of notebook 01: the course's command (2 workers) vs stock nbgrader autograde; BENCH_ARGS=--celery adds 1 and 2 Celery workers
 	$(BIN)/python -m benchmarks.grading $(BENCH_ARGS)
 
-# Tests run on every core this machine has (pytest-xdist; TEST_WORKERS=1 for one process). Tests that share a graded
-# class or a server stay on one worker (tests/conftest.py groups them), the longest start first; the report ends
-# with the 15 slowest tests and the total.
+# Tests run on every core this machine has (pytest-xdist; TEST_WORKERS=0: one at a time, in one process). Tests that
+# share a graded class or a server stay on one worker (tests/conftest.py groups them), the longest start first; the
+# report ends with the 15 slowest tests and the total.
 TEST_WORKERS ?= auto
 PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=15 --durations-min=1
 
