@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import random
 import subprocess
 import sys
@@ -17,12 +18,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 
 from autograder.coursedir import SOLUTIONS
 from autograder.feedback import CheckFailed
 from autograder.grading import sandbox
 from autograder.grading.jobs import Job, SandboxSettings
 from autograder.grading.judge import judge_cell
+from autograder.grading.records import RecordCollector
 from autograder.grading.screen import reaches, screen, uses_autograd
 from autograder.grading.spec import CellSpec, NotebookSpec, UntrustedCell, check_modules, parse_check_calls
 from autograder.grading.worker import hidden_rng
@@ -305,13 +308,40 @@ def test_a_crash_during_a_test_scores_it_zero_with_the_checks_crash_hint(tmp_pat
     hinted = Check(name, probe_primal_trace, "autograder.nb01", crash_hint="likely an unmasked tl.load/tl.store")
     monkeypatch.setitem(CHECKS, name, hinted)
     call = CheckCall(name, "kernel", {"at": [(1.0, 2.0)]}, 1, 1, False)
-    plan = Plan(nbformat.v4.new_notebook(), {"test_k": [call]}, [], {"test_k": 1}, tmp_path)
+    records = RecordCollector(tmp_path / "probe", tmp_path / "taken", {1: ("test_k", 1)})
+    plan = Plan(nbformat.v4.new_notebook(), {"test_k": [call]}, [], {"test_k": 1}, records)
     result = NotebookResult("nb")
     cell = CellSpec("test_k", "code", True, False, True, 2.0, "check(kernel)", "check(kernel)")
     judge(plan, {"status": {1: "died"}}, NotebookSpec([cell]), result)
     grade = result.grades["test_k"]
     assert grade.score == 0 and "crashed the Python kernel" in grade.messages[0]
     assert "Hint: likely an unmasked tl.load/tl.store." in grade.messages[0]
+
+
+@pytest.mark.parametrize("status", ["ok", "error", "timeout"])
+def test_a_test_cell_that_ends_in_an_error_or_a_timeout_scores_nothing_from_its_records(tmp_path, status):
+    """No honest test cell ends in an error (each probe turns whatever the learner's code raises into data): one
+    that does had its probes disturbed, so even a complete, right record earns nothing there."""
+    from autograder.grading.jobs import NotebookResult
+    from autograder.grading.spec import CheckCall
+    from autograder.grading.worker import Plan, judge
+    from autograder.probes.channel import ProbeRecord
+
+    call = CheckCall("check_primal_trace", "primal_trace", {"at": [(2.0, 3.0)]}, 1, 1, False)
+    records = RecordCollector(tmp_path / "probe", tmp_path / "taken", {1: ("test_k", 1)})
+    records.collected.mkdir()
+    right = {"w1": 2.0, "w2": 3.0, "w3": 6.0, "w4": math.sin(2.0), "w5": 6.0 + math.sin(2.0)}
+    torch.save(ProbeRecord("test_k", 0, [right]).to_payload(), records.collected / "test_k.0.pt")
+    plan = Plan(nbformat.v4.new_notebook(), {"test_k": [call]}, [], {"test_k": 1}, records)
+    result = NotebookResult("nb")
+    cell = CellSpec("test_k", "code", True, False, True, 2.0, "check(primal_trace)", "check(primal_trace)")
+    judge(plan, {"status": {1: status}}, NotebookSpec([cell]), result)
+    grade = result.grades["test_k"]
+    if status == "ok":
+        assert grade.score == 2.0
+    else:
+        assert grade.score == 0 and result.shown["test_k"].score == 0
+        assert any("scores 0" in m for m in grade.messages)
 
 
 # ------------------------------------------------------------------ one score, hidden reports not repeated

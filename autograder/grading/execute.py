@@ -18,6 +18,7 @@ from nbformat import NotebookNode
 from . import sandbox
 from .jobs import Job
 from .kernel_start import KernelStartFailed, start_with_retries
+from .records import RecordCollector
 
 SETUP_TIMEOUT_S = 120
 MAX_RECOVERIES = (
@@ -58,11 +59,12 @@ def _make_client_class():
     return GradingClient
 
 
-def execute(run_nb: NotebookNode, scratch: Path, job: Job) -> dict:
-    """Run the notebook in a sandboxed kernel. Returns {"status": {index: ok|error|timeout|died|not_run|skipped},
-    "stopped": why it stopped early (None), "truncated": cells whose output was cut, "recovered": cells that
-    crashed the kernel, after which a fresh kernel went on}."""
-    return SandboxedRun(run_nb, scratch, job).execute()
+def execute(run_nb: NotebookNode, scratch: Path, job: Job, records: RecordCollector | None = None) -> dict:
+    """Run the notebook in a sandboxed kernel, cell by cell; `records` takes each test cell's probe records as the
+    cell ends. Returns {"status": {index: ok|error|timeout|died|not_run|skipped}, "stopped": why it stopped early
+    (None), "truncated": cells whose output was cut, "recovered": cells that crashed the kernel, after which a fresh
+    kernel went on}."""
+    return SandboxedRun(run_nb, scratch, job, records).execute()
 
 
 def kernel_environment(home: Path, threads: int, sandboxed: bool) -> dict[str, str]:
@@ -116,8 +118,8 @@ class SandboxedRun:
     """One notebook run: the kernel (started again after a crash, with the earlier cells replayed), the status of
     each cell, and why it stopped early, if it did."""
 
-    def __init__(self, run_nb: NotebookNode, scratch: Path, job: Job):
-        self.run_nb, self.scratch, self.limits = run_nb, scratch, job.limits
+    def __init__(self, run_nb: NotebookNode, scratch: Path, job: Job, records: RecordCollector | None = None):
+        self.run_nb, self.scratch, self.limits, self.records = run_nb, scratch, job.limits, records
         self.info = sandbox.SandboxInfo(job.sandbox.tool, job.sandbox.as_root, job.sandbox.drop_uid)
         self.uid = job.kernel_uid
         env = kernel_environment(scratch / "home", job.threads, self.info.active)
@@ -275,6 +277,8 @@ class SandboxedRun:
         return None
 
     async def run_all(self) -> None:
+        if self.records is not None:
+            self.records.start()
         try:
             self.start_failures.extend(await start_with_retries(self.start, self.clean_up_failed_start))
             if self.start_failures:
@@ -289,11 +293,23 @@ class SandboxedRun:
                 elif cell.metadata.get("revad", {}).get("skip") == "measurement":
                     self.status[index] = "skipped"  # an unchanged measurement cell (grading/measurements.py)
                 else:
-                    self.stopped = await self.run_cell(index, cell)
+                    self.stopped = await self.run_watched(index, cell)
                     if self.stopped:
                         break
         finally:
             await self.cleanup_kernel()
+            if self.records is not None:
+                self.records.finish()
+
+    async def run_watched(self, index: int, cell: NotebookNode) -> str | None:
+        """Run one code cell between two looks at the probe channel (grading/records.py)."""
+        if self.records is None:
+            return await self.run_cell(index, cell)
+        self.records.before(index)
+        try:
+            return await self.run_cell(index, cell)
+        finally:
+            self.records.after(index)
 
     def execute(self) -> dict:
         try:

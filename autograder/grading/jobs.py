@@ -103,6 +103,13 @@ FLAG_KINDS = {
         "code that inspects or changes the grader's machinery (the detail names the exercise and what it "
         "reached for): read it before trusting the score",
     ),
+    "record_forged": FlagKind(
+        "a record of the grader's checks was written, changed or removed outside the check that makes it; those "
+        "checks were not scored",
+        "the probe channel changed outside a probe's own write (a record before or after its test cell, a second "
+        "record for one call, a record rewritten or removed): those records were not judged; read the cell the "
+        "detail names",
+    ),
     "by_hand_with_autograd": FlagKind(
         "an exercise meant to be worked out by hand calls PyTorch's autograd",
         "a by-hand exercise's answer calls PyTorch's autograd; the score stands, the exercise's point may not",

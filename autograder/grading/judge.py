@@ -16,6 +16,18 @@ NOT_RECORDED = {
     "finished, or something in your notebook removed the grader's record."
 }
 
+NOT_JUDGED = {
+    FAILED: "The grader did not judge this test's record: the probe channel was written outside the check's own "
+    "call (a record before or after its test cell, a second one, or one changed or removed). Your instructor has "
+    "been told."
+}
+STOPPED_CELL = {
+    "timeout": "Your code was stopped while this test ran: it took longer than the grader allows, so the test "
+    "scores 0.",
+    "error": "This test cell stopped with an error before its checks finished, so it scores 0. (The checks turn "
+    "whatever your code raises into a message: an error here means something disturbed them.)",
+}
+
 
 def load_record(path: Path) -> tuple[ProbeRecord | None, str | None]:
     """(record, None) from one probe's channel file, or (None, why not)."""

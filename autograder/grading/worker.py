@@ -29,8 +29,9 @@ from .assemble import build_execution
 from .execute import execute
 from .flags import static_patches, structural_flags
 from .jobs import CellGrade, Flag, Job, NotebookResult, SubmissionResult
-from .judge import judge_cell, read_channel
+from .judge import NOT_JUDGED, STOPPED_CELL, judge_cell, read_channel
 from .read import Unreadable, find_notebooks, nbgrader_meta, normalized, read_notebook
+from .records import RecordCollector
 from .screen import screen
 from .spec import (
     AssignmentSpec,
@@ -61,7 +62,7 @@ class Plan:
     calls: dict[str, list[CheckCall] | None]
     untrusted: list[str]
     test_index: dict[str, int]
-    channel: Path  # where the probes write their data
+    records: RecordCollector  # takes each test cell's records out of the kernel's reach as the cell ends
 
 
 # ------------------------------------------------------------------------------------ the pipeline
@@ -79,7 +80,7 @@ def grade_notebook(
     assert path is not None  # read() found the notebook
     state = flag(nb, spec_nb, result, own_modules(path.parent))
     plan = assemble(nb, spec_nb, state, result, job, scratch)
-    report = execute(plan.notebook, scratch, job)
+    report = execute(plan.notebook, scratch, job, plan.records)
     explain_stops(report, job, result)
     judge(plan, report, spec_nb, result)
     return result, write(plan, report, nb, spec_nb, result, job, out_dir)
@@ -180,7 +181,10 @@ def assemble(
     channel = scratch / "probe"
     channel.mkdir(parents=True, exist_ok=True)
     run_nb, test_index = build_execution(nb, spec_nb, state, calls, modules, str(channel))
-    return Plan(run_nb, calls, untrusted, test_index, channel)
+    tests = {index: (gid, len(calls[gid] or [])) for gid, index in test_index.items() if calls.get(gid)}
+    # the records' folder is beside the scratch folder the sandbox holds, not in it
+    records = RecordCollector(channel, scratch.parent / f"{scratch.name}.records", tests)
+    return Plan(run_nb, calls, untrusted, test_index, records)
 
 
 def hidden_rng(job: Job, notebook: str, gid: str, k: int) -> random.Random:
@@ -253,16 +257,27 @@ def judge(plan: Plan, report: dict, spec_nb: NotebookSpec, result: NotebookResul
                 ],
             )
         else:
-            results, found = read_channel(plan.channel, gid, len(calls))
+            results, found = read_channel(plan.records.collected, gid, len(calls))
+            refused = plan.records.refused.get(gid, set())
+            results = [NOT_JUDGED if k in refused else r for k, r in enumerate(results)]
             patched.update(found)
             shown = by_id[gid].shown_calls
             score, msgs, _ = judge_cell(calls, results, points, visible=shown)
-            if status[tindex] == "timeout" and score < points:
-                msgs.append("Your code was stopped while this test ran: it took longer than the grader allows.")
             shown_grade = _shown_grade(calls, results, points, shown)
+            if status[tindex] in ("timeout", "error"):  # no honest test cell ends so: its probes' work was disturbed
+                score, shown_grade = 0.0, CellGrade(0.0, shown_grade.max, shown_grade.messages)
+                msgs.append(STOPPED_CELL[status[tindex]])
         result.grades[gid] = CellGrade(score, points, msgs)
         result.shown[gid] = shown_grade or result.grades[gid]
     result.flags += [Flag("patched", f"replaced in the kernel: {p}") for p in sorted(patched)]
+    result.flags += channel_flags(plan.records)
+
+
+def channel_flags(records: RecordCollector) -> list[Flag]:
+    """What the learner's process did to the probe channel: a record written outside its probe's own call (never
+    judged), or the channel read."""
+    codes = {"forged": "record_forged", "read": "reaches_for_grader"}
+    return [Flag(codes[p.kind], f"the probe channel: {p.describe()}") for p in records.problems]
 
 
 def write(
@@ -317,6 +332,7 @@ def grade_submission(job: Job) -> SubmissionResult:
             nb_result, graded = grade_notebook(name, found[name], spec_nb, job, scratch, out_dir)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+            shutil.rmtree(scratch.parent / f"{scratch.name}.records", ignore_errors=True)
         nb_result.flags += [Flag(**f) for f in taken.flags()]
         if found[name] is None and taken.refuses(f"{name}.ipynb"):
             nb_result.status, nb_result.messages = "refused", []  # not "missing": the learner's message says why

@@ -220,9 +220,75 @@ def _active_torch_modes(torch) -> list[str]:
     return found
 
 
-def _write_record(save: Callable, channel: str, record: ProbeRecord, failed: str) -> None:
-    """The probe's record, torch.save'd to its file in the channel, atomically; data that cannot be saved
-    becomes a message that says so."""
+_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+
+class _Records:
+    """The record files of the running test cell, created when it begins (before any learner code of the cell runs)
+    and each written and closed once by its probe. The grader watches the folder from outside
+    (``grading/records.py``): a record with any other history is not judged, so each anomaly the probe notices here
+    is made visible there, as a file no probe writes."""
+
+    def __init__(self, channel: str):
+        self.channel = channel
+        self.open: dict[tuple[str, int], tuple[int, int]] = {}  # (cell, call) -> (fd, inode)
+
+    def begin(self, cell: str, count: int) -> None:
+        for fd, _ in self.open.values():
+            self._close(fd)
+        self.open = {}
+        for k in range(count):
+            slot = self._create(cell, k)
+            if slot is not None:
+                self.open[(cell, k)] = slot
+
+    def _create(self, cell: str, k: int) -> tuple[int, int] | None:
+        try:
+            fd = os.open(os.path.join(self.channel, ProbeRecord.file_name(cell, k)), _OPEN_FLAGS, 0o600)
+        except OSError:
+            return None  # it was there already: the grader saw who made it
+        return fd, os.fstat(fd).st_ino
+
+    def write(self, record: ProbeRecord, payload: bytes) -> None:
+        slot = self.open.pop((record.cell, record.call), None) or self._create(record.cell, record.call)
+        if slot is None or not self._intact(slot):
+            if slot is not None:
+                self._close(slot[0])
+            self._signal(record, "tampered")
+            return
+        fd = slot[0]
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.pwrite(fd, view, len(payload) - len(view)) :]
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _close(fd: int) -> None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+    @staticmethod
+    def _intact(slot: tuple[int, int]) -> bool:
+        """The probe's file is still the record it created, and still empty."""
+        try:
+            st = os.fstat(slot[0])
+        except OSError:
+            return False
+        return st.st_ino == slot[1] and st.st_size == 0
+
+    def _signal(self, record: ProbeRecord, what: str) -> None:
+        try:
+            os.close(os.open(os.path.join(self.channel, f"{record.cell}.{record.call}.{what}"), _OPEN_FLAGS, 0o600))
+        except OSError:
+            pass
+
+
+def _payload(save: Callable, record: ProbeRecord, failed: str) -> bytes:
+    """The probe's record as torch.save writes it; data that cannot be saved becomes a message that says so."""
     buf = io.BytesIO()
     try:
         save(record.to_payload(), buf)
@@ -233,18 +299,16 @@ def _write_record(save: Callable, channel: str, record: ProbeRecord, failed: str
             f"recorded ({type(exc).__name__}): return numbers, dicts or tensors."
         }
         save(replace(record, data=failure).to_payload(), buf)
-    path = str(record.path_in(channel))
-    with open(path + ".tmp", "wb") as fh:
-        fh.write(buf.getvalue())
-    os.replace(path + ".tmp", path)
+    return buf.getvalue()
 
 
 def install(modules: list[str], watched: list[str], channel: str) -> Callable[..., None]:
     """Import the checks' modules and return the probe runner for this kernel.
 
-    ``probe(grade_id, k, check, expr, params)`` runs the k-th check call of a test cell and writes its
-    data to ``<channel>/<grade_id>.<k>.pt`` (torch.save): a file, so that no output cap, display hook
-    or printing thread touches it. It never raises: a failure is data too.
+    ``probe.begin(grade_id, n)`` opens a test cell: its n record files created. ``probe(grade_id, k, check, expr,
+    params)`` runs the k-th check call of the cell and writes its data to ``<channel>/<grade_id>.<k>.pt``
+    (torch.save): a file, so that no output cap, display hook or printing thread touches it, taken out of the
+    kernel's reach by the grader as soon as the cell ends. It never raises: a failure is data too.
     """
     import torch
     from IPython import get_ipython
@@ -282,7 +346,15 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
         except BaseException as exc:  # noqa: BLE001 -- whatever the learner's code raised is data
             data = {FAILED: f"Your code raised {type(exc).__name__} while it was being tested: {exc}"}
         patched = list(dict.fromkeys(replaced + watch.changed() + modes))
-        _write_record(save, channel, ProbeRecord(cell, k, data, patched), FAILED)
+        record = ProbeRecord(cell, k, data, patched)
+        records.write(record, _payload(save, record, FAILED))
 
+    def begin(cell: str, count: int) -> None:
+        """The first line of each graded test cell: its records created before any of its learner code runs."""
+        if not probe.replaying:
+            records.begin(cell, count)
+
+    records = _Records(channel)
     probe.replaying = False
+    probe.begin = begin
     return probe
