@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from .feedback import CheckFailed
+from .probes.apply import base_apply, function_apply, function_class
 from .probes.call import call_learner
 from .registry import NotebookChecks, ProbeData, show_verdict
 
@@ -127,16 +128,11 @@ def hvp_problem(
 
 
 def _function_class(obj: Any, name: str):
-    if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
-        return obj
-    raise CheckFailed(
-        f"`{name}` should be a subclass of torch.autograd.Function (the class itself, not an "
-        f"instance or its apply), but it is {type(obj).__name__ if not isinstance(obj, type) else obj.__name__}."
-    )
+    return function_class(obj, name)
 
 
 def _apply(F, *args, name: str):
-    return call_learner(F.apply, *args, name=f"{name}.apply")
+    return call_learner(function_apply(F, name), *args, name=f"{name}.apply")
 
 
 def _outputs(value, count: int, name: str) -> tuple:
@@ -375,7 +371,8 @@ def probe_twice_differentiable(
         us = [u] + [inputs_elementwise(seed + 2000 + k, case, shape=shape)[1] for k in range(1, outputs)]
         grads, err = _grad(outs, x, us)
         entry["grad_all"], entry["grad_all_error"] = (_cpu(grads[0]) if grads else None), err
-        result_only = lambda t: F.apply(t)[0] if outputs > 1 else F.apply(t)  # noqa: E731
+        checked = function_apply(F, name)
+        result_only = lambda t: checked(t)[0] if outputs > 1 else checked(t)  # noqa: E731
         first, second, err = _second_derivatives(result_only, x0, u, v, name)
         entry.update(first=first, hvp=second, second_error=err)
         ok, err = _attempt(
@@ -467,7 +464,7 @@ def probe_functional_linear(
 
 def _two_argument_grads(F, x0, w0, g) -> dict:
     x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
-    y, err = _attempt(F.apply, x, w, name="FunctionalLinear.apply")
+    y, err = _attempt(function_apply(F, "FunctionalLinear"), x, w, name="FunctionalLinear.apply")
     if err:
         return {"grads": None, "error": err}
     if not isinstance(y, torch.Tensor) or y.grad_fn is None:
@@ -610,7 +607,7 @@ def _forward_mode(F, x0, t):
 
     with fwAD.dual_level():
         dual = fwAD.make_dual(x0.clone(), t.clone())
-        out = F.apply(dual)
+        out = base_apply(F)(dual)
         return _cpu(fwAD.unpack_dual(out).tangent)
 
 
@@ -621,7 +618,7 @@ def _vmap_results(F, seed, case, shape):
     out = {}
     for label, tensor, dim in (("in_dims=0", batch, 0), ("in_dims=-1", moved, -1)):
         result, err = _attempt(
-            _vmap(F.apply, in_dims=dim, out_dims=dim),
+            _vmap(base_apply(F), in_dims=dim, out_dims=dim),
             tensor,
             name=F.__name__,
             call=f"torch.vmap({F.__name__}.apply, in_dims={dim})",
@@ -689,7 +686,7 @@ def probe_modern(
         )
         ok, err = _attempt(
             _gradcheck,
-            guarded.apply,
+            base_apply(guarded),
             (x0.clone().requires_grad_(),),
             check_forward_ad=True,
             raise_exception=False,

@@ -31,6 +31,7 @@ from coursetools.device import triton_mode
 
 from .course_kernels import StandInKernel
 from .feedback import CheckFailed, not_written
+from .probes.apply import function_apply
 from .probes.call import call_learner
 from .probes.function import probe_function
 from .probes.function_cases import FunctionInputs, add_inputs
@@ -221,14 +222,6 @@ def attribute_tensors(node: Any, saved: list[dict]) -> list[dict]:
     for name, value in attributes.items():
         visit(name, value)
     return list(out.values())
-
-
-def function_apply(obj: Any, name: str) -> Callable:
-    if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
-        return obj.apply
-    if isinstance(obj, torch.autograd.Function):
-        raise CheckFailed(f"`{name}` is an instance of a Function; pass the class itself, the check calls its `apply`.")
-    raise CheckFailed(f"`{name}` should be a subclass of torch.autograd.Function, but it is a {type(obj).__name__}.")
 
 
 def _cpu(t: Any) -> Any:

@@ -66,6 +66,8 @@ REACHING_ATTRIBUTES = {
     "events": "IPython internals",
     "display_pub": "IPython internals",
     "displayhook": "IPython internals",
+    "history_manager": "the kernel's input history",
+    "user_ns": "IPython internals",
     "TorchFunctionMode": "a torch function mode",
     "TorchDispatchMode": "a torch dispatch mode",
     "__torch_function__": "a torch function override",
@@ -80,6 +82,13 @@ REACHING_NAMES = {
     "globals": "the notebook's globals()",
     "vars": "the notebook's namespace (vars)",
     "__revad_probe__": "the grader's probe (__revad_probe__)",
+    "In": "the kernel's input history (In)",
+    "Out": "the kernel's output history (Out)",
+    "_ih": "the kernel's input history (_ih)",
+    "_oh": "the kernel's output history (_oh)",
+    "_i": "the kernel's input history (_i)",
+    "_ii": "the kernel's input history (_ii)",
+    "_iii": "the kernel's input history (_iii)",
     "TorchFunctionMode": "a torch function mode",
     "TorchDispatchMode": "a torch dispatch mode",
 }
@@ -195,6 +204,8 @@ def reaches(source: str, own_modules: frozenset[str] = frozenset()) -> list[str]
             found.append(f"{REACHING_ATTRIBUTES[node.attr]}: uses .{node.attr}")
         elif isinstance(node, ast.Name) and node.id in REACHING_NAMES and isinstance(node.ctx, ast.Load):
             found.append(f"{REACHING_NAMES[node.id]}: uses {node.id}")
+        elif isinstance(node, ast.Name) and re.fullmatch(r"_i?\d+", node.id) and isinstance(node.ctx, ast.Load):
+            found.append(f"the kernel's input/output history: uses {node.id}")
         elif isinstance(node, ast.Name) and node.id in ("__builtins__", "builtins"):
             found.append(f"builtins: uses {node.id}")
     return list(dict.fromkeys(found))

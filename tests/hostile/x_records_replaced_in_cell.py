@@ -1,29 +1,25 @@
-"""Blank answers; a background thread (started under a name the screen does not know) waits in each test cell for the
-probe's record to be written and replaces it with one the grader's own probe runner wrote on a correct stand-in,
-atomically (os.replace). A record moved over another is never judged."""
-BLANK = True
-PREPEND = ["""import ast, math, os, time, importlib
+"""Wrong answers (zeros, after a pause); a background thread (started under a name the screen does not know) waits in
+each test cell for a probe's record to be written and moves a forged one over it (os.replace) while the next probe is
+still calling the learner's code. A record moved over another is never judged."""
+ANSWERS = {
+    "primal_trace": "import time\nZERO = dict.fromkeys(['w1', 'w2', 'w3', 'w4', 'w5'], 0.0)\n"
+                    "def primal_trace(x1, x2):\n    time.sleep(0.3)\n    return ZERO",
+    "central_difference": "def central_difference(f, x, h):\n    time.sleep(0.3)\n    return 0.0",
+    "adjoint_trace": "def adjoint_trace(x1, x2):\n    time.sleep(0.3)\n    return ZERO",
+}
+PREPEND = ["""import os, time, importlib
 th = importlib.import_module('thr' + 'eading')
 here = os.path.join(os.getcwd(), '..', 'probe')
-def _primal(x1, x2):
-    w3, w4 = x1 * x2, math.sin(x1)
-    return {'w1': x1, 'w2': x2, 'w3': w3, 'w4': w4, 'w5': w3 + w4}
 def swap():
+    import torch
     done = set()
-    for _ in range(3000):
+    for _ in range(4000):
         for name in os.listdir(here):
-            if name.endswith('.pt') and name not in done and os.path.getsize(os.path.join(here, name)) > 0:
+            path = os.path.join(here, name)
+            if name.endswith('.pt') and name not in done and os.path.exists(path) and os.path.getsize(path) > 0:
                 gid, k, _ = name.split('.')
-                ns = vars(importlib.import_module('__main__'))
-                for src in ns['_i' + 'h']:
-                    for line in src.splitlines():
-                        if line.startswith(f"__revad_probe__('{gid}', {k},"):
-                            _, _, check, expr, params = ast.literal_eval(line[len('__revad_probe__'):])
-                            torch_save = importlib.import_module('torch').save
-                            data = [_primal(*xy) for xy in params.get('at', [])]
-                            torch_save({'cell': gid, 'call': int(k), 'results': [data], 'patched': []},
-                                       os.path.join(here, 'x.tmp'))
-                            os.replace(os.path.join(here, 'x.tmp'), os.path.join(here, name))
+                torch.save({'cell': gid, 'call': int(k), 'results': [[1.0]], 'patched': []}, os.path.join(here, 'x.tmp'))
+                os.replace(os.path.join(here, 'x.tmp'), path)
                 done.add(name)
         time.sleep(0.005)
 th.Thread(target=swap, daemon=True).start()"""]

@@ -1,0 +1,169 @@
+"""The probes call a learner's Function the way a user's code does (issue: grading that trusts nothing the learner's
+process can write, part 2): through torch.autograd.Function.apply as PyTorch defines it, taking only outputs the
+learner's own node made, and running backward through autograd's engine as well as directly, both agreeing.
+
+Each attack gets nothing for the parts it fakes; the same ideas written honestly (an apply that only hands over to
+PyTorch's, a backward that reads its ctx however it likes) keep full marks, in notebooks 03, 04 and 05."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.autograd import Function
+
+from autograder import nb03, nb04, nb05
+from autograder.feedback import CheckFailed
+
+pytestmark = pytest.mark.grading
+
+
+def _mul_forward(ctx, a, b):
+    ctx.save_for_backward(a, b)
+    return a * b
+
+
+def _mul_backward(ctx, g):
+    a, b = ctx.saved_tensors
+    return g * b, g * a
+
+
+def _function(name, forward=_mul_forward, backward=_mul_backward, **extra):
+    return type(name, (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward), **extra})
+
+
+def score(F, check=nb03.check_function, **params):
+    """(points earned of 5, message when none)."""
+    params = {"points": 5, "seed": 0, **params}
+    try:
+        return float(check(F, **params)), None
+    except CheckFailed as failure:
+        verdict = getattr(failure, "verdict", None)
+        return (float(verdict), str(failure)) if verdict is not None else (0.0, str(failure))
+
+
+def mul(F):
+    return score(F, reference="mul", cuda=False)
+
+
+# ------------------------------------------------------------------ apply is PyTorch's, the node is the learner's
+
+
+def _plain_apply(cls, a, b):  # no Function at all: autograd differentiates a * b itself
+    return a * b
+
+
+def _apply_around_super(cls, a, b):  # forward runs, but the output handed back comes from another graph
+    super(cls, cls).apply(a, b)
+    return a * b
+
+
+def _apply_detached_then_rebuilt(cls, a, b):
+    out = super(cls, cls).apply(a, b)
+    return out.detach() + 0 * (a * b)
+
+
+@pytest.mark.parametrize("apply", [_plain_apply, _apply_around_super, _apply_detached_then_rebuilt])
+def test_a_function_whose_apply_is_overridden_is_called_through_pytorchs_own(apply):
+    """Blank forward and backward (they raise); apply overridden to compute with autograd: nothing earned, since the
+    probe never calls the class's own apply."""
+
+    def blank(ctx, *args):
+        raise NotImplementedError()
+
+    F = _function("MulFunction", blank, blank, apply=classmethod(apply))
+    points, message = mul(F)
+    assert points == 0 and message
+
+
+def test_an_output_is_the_learners_only_when_its_node_is_of_the_learners_class():
+    from autograder.probes.apply import base_apply, made_by
+
+    F = _function("MulFunction")
+    a, b = torch.randn(3, requires_grad=True), torch.randn(3)
+    assert made_by(base_apply(F)(a, b), F)
+    assert not made_by(a * b, F) and not made_by(base_apply(F)(a, b), _function("Other"))
+    assert made_by(a.detach(), F)  # no node: nothing to say (the probes' "not connected" messages say it)
+
+
+def test_an_apply_that_only_hands_over_to_pytorchs_keeps_full_marks():
+    def apply(cls, a, b):
+        return super(cls, cls).apply(a, b)
+
+    assert mul(_function("MulFunction", apply=classmethod(apply))) == (5.0, None)
+
+
+def test_notebook_04_and_05_functions_are_called_through_pytorchs_apply_too():
+    def cube_forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    def cube_backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * x**2 * g
+
+    honest = _function("Cube", cube_forward, cube_backward)
+    faked = _function("Cube", cube_forward, lambda ctx, g: 0 * g, apply=classmethod(lambda cls, x: x**3))
+    assert score(honest, nb04.check_saved_tensors)[0] == 5
+    assert score(faked, nb04.check_saved_tensors)[0] < 5
+
+    def gather_forward(ctx, weight, index):
+        ctx.save_for_backward(index)
+        ctx.rows = weight.shape[0]
+        return weight[index]
+
+    def gather_backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        grad = torch.zeros(ctx.rows, g.shape[1], dtype=g.dtype, device=g.device)
+        grad.index_add_(0, index, g)
+        return grad, None
+
+    gather = _function("GatherRows", gather_forward, gather_backward)
+    gather_faked = _function(
+        "GatherRows", gather_forward, lambda ctx, g: (None, None), apply=classmethod(lambda cls, w, i: w[i])
+    )
+    assert score(gather, nb05.check_gather_rows)[0] == 5
+    assert score(gather_faked, nb05.check_gather_rows)[0] < 2.5
+
+
+# ------------------------------------------------------------------ backward through the engine, and directly
+
+
+def _right_only_when_called_directly(ctx, g):
+    a, b = ctx.saved_tensors
+    inside_engine = torch._C._current_graph_task_id() != -1
+    return (2 * g * b, 2 * g * a) if inside_engine else (g * b, g * a)
+
+
+def _raises_inside_the_engine(ctx, g):
+    if torch._C._current_graph_task_id() != -1:
+        raise RuntimeError("not in real use")
+    return _mul_backward(ctx, g)
+
+
+_CALLS = {"n": 0}
+
+
+def _right_on_odd_calls(ctx, g):  # the probe's direct call and a user's call come in a fixed order
+    _CALLS["n"] += 1
+    a, b = ctx.saved_tensors
+    return (g * b, g * a) if _CALLS["n"] % 2 else (g * b * 0, g * a * 0)
+
+
+@pytest.mark.parametrize(
+    "backward", [_right_only_when_called_directly, _raises_inside_the_engine, _right_on_odd_calls]
+)
+def test_a_backward_right_only_the_way_the_probe_calls_it_loses_its_gradient_parts(backward):
+    points, _ = mul(_function("MulFunction", backward=backward))
+    assert points <= 5 * 2 / 4  # forward (and at most the interface) only: both gradient parts are lost
+
+
+def test_a_backward_that_reads_its_ctx_however_it_likes_keeps_full_marks():
+    def forward(ctx, a, b):
+        ctx.a, ctx.b = a.detach(), b.detach()  # (attributes, not save_for_backward: another exercise's concern)
+        return a * b
+
+    def backward(ctx, g):
+        grad_a = g.clone().mul_(ctx.b)  # in place on its own copy
+        return grad_a, (g * ctx.a).contiguous()
+
+    assert mul(_function("MulFunction", forward, backward)) == (5.0, None)
