@@ -16,7 +16,7 @@ import torch
 
 from ..feedback import CheckFailed
 from ..registry import NotebookChecks, ProbeData, show_verdict
-from .apply import function_apply
+from .apply import function_apply, function_class
 from .call import call_learner
 from .function_cases import (
     EPS,
@@ -74,20 +74,12 @@ def _summary(value: Any, keep_value: bool = True) -> dict:
 
 
 def _learner_callable(obj: Any, name: str):
-    """(callable, is_function_class). A Function subclass is called through apply."""
+    """(callable, is_function_class): a Function subclass, called through PyTorch's own apply; anything else is
+    refused (a plain function would have autograd differentiate it, and the exercise is the Function's backward)."""
     if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
         return function_apply(obj, name), True
-    if isinstance(obj, torch.autograd.Function):
-        raise CheckFailed(
-            f"`{name}` is an instance of a Function; pass the class itself (`{type(obj).__name__}`), "
-            "the check calls its `apply`."
-        )
-    if callable(obj):
-        return obj, False
-    raise CheckFailed(
-        f"`{name}` should be a subclass of torch.autograd.Function (or a function built on one), "
-        f"but it is a {type(obj).__name__}."
-    )
+    function_class(obj, name)  # raises, saying what was passed instead
+    raise AssertionError("unreachable")
 
 
 def _forward(fn, args, name) -> tuple:
