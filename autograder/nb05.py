@@ -133,10 +133,17 @@ def recompute_input(name: str, seed: int) -> torch.Tensor:
     return torch.randn(shape, generator=gen, dtype=torch.float64)
 
 
-def saved_bytes_problem(name: str) -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
-    """(fn, inputs) for a learner's saved_bytes(fn, *inputs)."""
-    gen = torch.Generator().manual_seed(sum(map(ord, name)))
-    x = torch.randn(1000, generator=gen, dtype=torch.float32, requires_grad=True)
+def saved_bytes_problem(name: str, seed: int = 0) -> tuple[Callable[..., torch.Tensor], tuple[torch.Tensor, ...]]:
+    """(fn, inputs) for a learner's saved_bytes(fn, *inputs). Seed 0: the cases the notebook shows (1 000 float32
+    entries); any other seed (drawn from the grader's secret) draws the sizes and the dtype, so that no table of
+    answers fits the hidden cases."""
+    gen = torch.Generator().manual_seed(sum(map(ord, name)) + 7919 * seed)
+    n, dtype, (m, k, p) = 1000, torch.float32, (64, 32, 16)
+    if seed:
+        n = int(torch.randint(50, 3000, (), generator=gen))
+        dtype = (torch.float32, torch.float64)[int(torch.randint(0, 2, (), generator=gen))]
+        m, k, p = (int(v) for v in torch.randint(4, 80, (3,), generator=gen))
+    x = torch.randn(n, generator=gen, dtype=dtype, requires_grad=True)
     if name == "silu_composed":
         return (lambda x: x * torch.sigmoid(x)), (x,)
     if name == "gelu_composed":
@@ -146,8 +153,9 @@ def saved_bytes_problem(name: str) -> tuple[Callable[..., torch.Tensor], tuple[t
     if name == "square_by_product":  # x * x saves x twice: one storage
         return (lambda x: x * x), (x,)
     if name == "matmul":
-        A = torch.randn(64, 32, generator=gen, dtype=torch.float64, requires_grad=True)
-        B = torch.randn(32, 16, generator=gen, dtype=torch.float64, requires_grad=True)
+        wide = torch.float64 if not seed else dtype
+        A = torch.randn(m, k, generator=gen, dtype=wide, requires_grad=True)
+        B = torch.randn(k, p, generator=gen, dtype=wide, requires_grad=True)
         return (lambda A, B: A @ B), (A, B)
     if name == "no_grad_needed":  # nothing requires grad: nothing is saved
         return (lambda x: x * torch.sigmoid(x)), (x.detach(),)
@@ -277,7 +285,10 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
         out, saved = count_saved(lambda t: call_kernel(apply, t, name=f"{name}.forward"), x)
     result = {"output": _describe(out), "saved_storages": _plain(saved)}
     if triton:
-        result["launches"] = {"forward": forward_launches["n"], "backward": 0}
+        # a launch counts when its memory is what the Function hands back: outputs computed with PyTorch beside a
+        # launch (or written over after it) are not the kernels' work
+        made = forward_launches["n"] if written_by_launch(forward_launches, out) else 0
+        result["launches"] = {"forward": made, "backward": 0, "forward_any": forward_launches["n"]}
     if not isinstance(out, torch.Tensor):
         return result
     node = out.grad_fn
@@ -305,7 +316,10 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
         return result
     finally:
         if triton:
-            result["launches"]["backward"] = backward_launches["n"]
+            result["launches"]["backward_any"] = backward_launches["n"]
+    if triton:
+        first = raw[0] if isinstance(raw, (tuple, list)) and raw else raw
+        result["launches"]["backward"] = backward_launches["n"] if written_by_launch(backward_launches, first) else 0
     result["returns"] = _returns(raw)
     result["grad_output_modified"] = bool(u.device.type != "meta" and not _equal(u, kept))
     return result
@@ -336,9 +350,15 @@ def counting_launches(counter: dict) -> Iterator[dict]:
 
     def counted(run):
         def launch(self, *args, **kwargs):
-            if not kwargs.get("warmup"):
-                counter["n"] += 1
-            return run(self, *args, **kwargs)
+            if kwargs.get("warmup"):
+                return run(self, *args, **kwargs)
+            counter["n"] += 1
+            result = run(self, *args, **kwargs)
+            for value in (*args, *kwargs.values()):  # what the launch left in each tensor it was handed
+                if isinstance(value, torch.Tensor) and value.device.type != "meta":
+                    storage = value.untyped_storage()
+                    counter.setdefault("written", {})[storage.data_ptr()] = storage.clone()
+            return result
 
         return launch
 
@@ -352,6 +372,24 @@ def counting_launches(counter: dict) -> Iterator[dict]:
             cls.run = old
 
 
+def _as_bytes(storage: Any) -> torch.Tensor:
+    return torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
+
+
+def written_by_launch(counter: dict, tensor: Any) -> bool:
+    """Whether `tensor` lies in memory a counted launch was handed, and holds exactly what that launch left there
+    (a tensor computed with PyTorch, or overwritten after the launch, does not)."""
+    if not isinstance(tensor, torch.Tensor) or tensor.device.type == "meta":
+        return False
+    storage = tensor.untyped_storage()
+    snapshot = counter.get("written", {}).get(storage.data_ptr())
+    return (
+        snapshot is not None
+        and snapshot.nbytes() == storage.nbytes()
+        and _equal(_as_bytes(snapshot), _as_bytes(storage))
+    )
+
+
 def kernel_device() -> str:
     """Where tensors handed to the learner's Triton Function must live."""
     return "cpu" if triton_mode() == "interpreter" else "cuda"
@@ -363,8 +401,8 @@ def kernel_launcher(kernel: Any, name: str) -> tuple[Any, str, Callable[[], Any]
     (tl.sigmoid, tl.softmax ...) run as Python, which they do not when Triton was imported in compiled mode."""
     from triton.runtime.jit import JITFunction
 
-    if isinstance(kernel, JITFunction) and torch.cuda.is_available() and triton_mode() != "interpreter":
-        return kernel, "cuda", _nothing
+    if type(kernel) is JITFunction and torch.cuda.is_available() and triton_mode() != "interpreter":
+        return JITFunction(kernel.fn), "cuda", _nothing  # the probe's own wrapper of the learner's function
     return interpreted(kernel, name), "cpu", helpers_as_python
 
 
@@ -396,12 +434,12 @@ def interpreted(kernel: Any, name: str) -> Any:
         from triton.runtime.jit import JITFunction
     except ImportError:  # pragma: no cover - triton is pinned in requirements.txt
         raise CheckFailed("Triton is not installed in this environment: `pip install -r requirements.txt`.") from None
-    if isinstance(kernel, InterpretedFunction):
-        return kernel
-    if isinstance(kernel, JITFunction):
+    # exactly what @triton.jit makes (a subclass could run anything), re-wrapped by the probe around the learner's
+    # own Python function: what runs is that function, in Triton's interpreter
+    if type(kernel) in (InterpretedFunction, JITFunction) and callable(getattr(kernel, "fn", None)):
         return InterpretedFunction(kernel.fn)
     raise CheckFailed(
-        f"`{name}` should be a Triton kernel (a function decorated with @triton.jit), "
+        f"`{name}` should be a Triton kernel (a function decorated with @triton.jit, as Triton makes it), "
         f"but it is a {type(kernel).__name__}."
     )
 
@@ -666,10 +704,10 @@ def probe_autocast_linear(
 # --------------------------------------------------------------------------------------------- saved_bytes, bandwidth
 
 
-def probe_saved_bytes(saved_bytes: Any, problems: Sequence[str] = SAVED_BYTES_PROBLEMS) -> ProbeData:
+def probe_saved_bytes(saved_bytes: Any, problems: Sequence[str] = SAVED_BYTES_PROBLEMS, seed: int = 0) -> ProbeData:
     data = []
     for problem in problems:
-        fn, inputs = saved_bytes_problem(problem)
+        fn, inputs = saved_bytes_problem(problem, seed)
         result = call_kernel(saved_bytes, fn, *inputs, name="saved_bytes")
         if isinstance(result, torch.Tensor) and result.numel() == 1:
             result = result.item()
@@ -745,7 +783,7 @@ from .registry import decides
 def draw_saved_bytes_problems(rng: random.Random, count: int) -> dict:
     names = list(SAVED_BYTES_PROBLEMS)
     rng.shuffle(names)
-    return {"problems": (names * count)[:count]}
+    return {"problems": (names * count)[:count], "seed": rng.randrange(1, 10**6)}
 
 
 def draw_recompute_problems(rng: random.Random, count: int) -> dict:
@@ -1028,10 +1066,10 @@ def _require_kernels(data, name):
     if missing:
         which = " and ".join(dict.fromkeys(m for m in ("forward", "backward") if m in missing))
         raise CheckFailed(
-            f"{name}'s {which} launched no Triton kernel: this exercise wraps your kernels in a Function, "
-            "so the numbers must come from them, not from PyTorch operations.\nHint: forward launches the forward "
-            "kernel on enough programs to cover x, writing into a new output tensor; backward launches the "
-            "backward kernel, writing into a new gradient tensor."
+            f"{name}'s {which} handed back no tensor a Triton kernel wrote: this exercise wraps your kernels in a "
+            "Function, so the numbers must come from them, not from PyTorch operations.\nHint: forward launches the "
+            "forward kernel on enough programs to cover x, writing into a new output tensor, and returns that "
+            "tensor; backward launches the backward kernel, writing into a new gradient tensor, and returns it."
         )
 
 
@@ -1551,9 +1589,9 @@ def _judge_linear32_autocast(auto: dict, c: dict, where: str, parts: dict[str, P
 # --------------------------------------------------------------------------------------------- saved_bytes, bandwidth
 
 
-def reference_saved_bytes(problem: str) -> tuple[int, int, int]:
+def reference_saved_bytes(problem: str, seed: int = 0) -> tuple[int, int, int]:
     """(bytes counting each storage once, bytes counting every save, number of saves) for a problem."""
-    fn, inputs = saved_bytes_problem(problem)
+    fn, inputs = saved_bytes_problem(problem, seed)
     saves: list[tuple[int, int]] = []
 
     def pack(t):
@@ -1566,10 +1604,10 @@ def reference_saved_bytes(problem: str) -> tuple[int, int, int]:
 
 
 @decides("check_saved_bytes", draw=draw_saved_bytes_problems)
-def judge_saved_bytes(data: ProbeData, problems: Sequence[str] = ()) -> None:
+def judge_saved_bytes(data: ProbeData, problems: Sequence[str] = (), seed: int = 0) -> None:
     data = [number(v, f"the answer for '{p}'") for v, p in zip(per_case(data, problems), problems)]
     for problem, got in zip(problems, data):
-        want, every_save, saves = reference_saved_bytes(problem)
+        want, every_save, saves = reference_saved_bytes(problem, seed)
         if got == want:
             continue
         call = f"saved_bytes(fn, *inputs) for the test function '{problem}'"

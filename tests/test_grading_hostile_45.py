@@ -17,6 +17,7 @@ import triton.language as tl  # noqa: E402
 from test_nb05_checks import fn, run  # noqa: E402  (the notebook's own test helpers: Function from two functions)
 
 from autograder import nb05  # noqa: E402
+from autograder.feedback import CheckFailed  # noqa: E402
 
 pytestmark = pytest.mark.nb05
 
@@ -78,19 +79,19 @@ def test_a_triton_function_made_of_torch_operations_scores_nothing():
     verdict, message = run(
         nb05.check_triton_function, fn("TritonSiLU", _torch_forward, _torch_backward), **TRITON_PARAMS
     )
-    assert verdict is None and "forward and backward launched no Triton kernel" in message, message
+    assert verdict is None and "forward and backward handed back no tensor a Triton kernel wrote" in message, message
 
 
 @pytest.mark.parametrize(
     "forward, backward, which",
     [
-        (_kernel_forward, _torch_backward, "backward launched"),
-        (_torch_forward, _kernel_backward, "forward launched"),
+        (_kernel_forward, _torch_backward, "backward handed back"),
+        (_torch_forward, _kernel_backward, "forward handed back"),
     ],
 )
 def test_half_a_triton_function_scores_nothing(forward, backward, which):
     verdict, message = run(nb05.check_triton_function, fn("TritonSiLU", forward, backward), **TRITON_PARAMS)
-    assert verdict is None and f"TritonSiLU's {which} no Triton kernel" in message, message
+    assert verdict is None and f"TritonSiLU's {which} no tensor a Triton kernel wrote" in message, message
 
 
 def test_a_triton_function_written_differently_keeps_full_marks():
@@ -582,15 +583,52 @@ def _backward_with_a_dummy_launch(ctx, g):
     return _torch_backward(ctx, g)
 
 
-def test_not_protected_a_dummy_launch_is_counted():
-    """Documents a limit (docs/grading.md, "what is not protected"): the probe counts launches, it does not trace where
-    the result came from, so a kernel launched for show beside PyTorch's answer keeps full marks."""
-    verdict, message = run(
-        nb05.check_triton_function,
-        fn("TritonSiLU", _forward_with_a_dummy_launch, _backward_with_a_dummy_launch),
-        **TRITON_PARAMS,
-    )
-    assert verdict is not None and float(verdict) == 4, message
+def _forward_launched_then_overwritten(ctx, x):  # the kernel writes the output, PyTorch writes over it
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    _silu_forward[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK_SIZE=64)
+    ctx.save_for_backward(x)
+    return y.copy_(x * torch.sigmoid(x))
+
+
+def _backward_launched_then_overwritten(ctx, g):
+    (x,) = ctx.saved_tensors
+    grad = torch.empty_like(x)
+    _silu_backward[(triton.cdiv(x.numel(), 64),)](x, g.contiguous(), grad, x.numel(), BLOCK_SIZE=64)
+    s = torch.sigmoid(x)
+    return grad.copy_(g * s * (1 + x * (1 - s)))
+
+
+@pytest.mark.parametrize(
+    "forward, backward",
+    [
+        (_forward_with_a_dummy_launch, _backward_with_a_dummy_launch),
+        (_forward_launched_then_overwritten, _backward_launched_then_overwritten),
+        (_forward_with_a_dummy_launch, _kernel_backward),
+        (_kernel_forward, _backward_launched_then_overwritten),
+    ],
+)
+def test_a_launch_for_show_beside_pytorchs_answer_scores_nothing(forward, backward):
+    """A kernel launched into a scratch buffer, or into the output that PyTorch then writes over, while the answer
+    comes from PyTorch: the output handed back is not what a launch left (before, the launch was counted: 4/4)."""
+    verdict, message = run(nb05.check_triton_function, fn("TritonSiLU", forward, backward), **TRITON_PARAMS)
+    assert verdict is None and "no tensor a Triton kernel wrote" in message, message
+
+
+def test_a_kernel_subclass_with_its_own_run_is_not_a_kernel():
+    """An InterpretedFunction subclass whose run computes with PyTorch (and launches nothing): refused, whatever its
+    run does; the genuine kernel, re-wrapped by the probe, is checked as usual."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    class Pretend(InterpretedFunction):
+        def run(self, x, y, n, grid=None, warmup=False, **kwargs):
+            y.copy_(x * torch.sigmoid(x))
+
+    fake = Pretend(_silu_forward.fn)
+    with pytest.raises(CheckFailed, match="as Triton makes it"):
+        nb05.interpreted(fake, "silu_forward_kernel")
+    wrapped = nb05.interpreted(_silu_forward, "silu_forward_kernel")
+    assert type(wrapped) is InterpretedFunction and wrapped is not _silu_forward and wrapped.fn is _silu_forward.fn
 
 
 # ================================================================== notebook 04's LinearLayer must use FunctionalLinear

@@ -149,9 +149,7 @@ def _right_on_odd_calls(ctx, g):  # the probe's direct call and a user's call co
     return (g * b, g * a) if _CALLS["n"] % 2 else (g * b * 0, g * a * 0)
 
 
-@pytest.mark.parametrize(
-    "backward", [_right_only_when_called_directly, _raises_inside_the_engine, _right_on_odd_calls]
-)
+@pytest.mark.parametrize("backward", [_right_only_when_called_directly, _raises_inside_the_engine, _right_on_odd_calls])
 def test_a_backward_right_only_the_way_the_probe_calls_it_loses_its_gradient_parts(backward):
     points, _ = mul(_function("MulFunction", backward=backward))
     assert points <= 5 * 2 / 4  # forward (and at most the interface) only: both gradient parts are lost
@@ -167,3 +165,41 @@ def test_a_backward_that_reads_its_ctx_however_it_likes_keeps_full_marks():
         return grad_a, (g * ctx.a).contiguous()
 
     assert mul(_function("MulFunction", forward, backward)) == (5.0, None)
+
+
+# ------------------------------------------------------------------ every dtype the check runs is judged on its values
+
+
+def _wrong_in_float32(ctx, g):
+    a, b = ctx.saved_tensors
+    if g.dtype == torch.float32:
+        return torch.zeros_like(a), torch.zeros_like(b)  # the right dtype, wrong values
+    return g * b, g * a
+
+
+def _forward_wrong_in_float32(ctx, a, b):
+    ctx.save_for_backward(a, b)
+    return a * b if a.dtype == torch.float64 else a + b
+
+
+def test_a_float32_answer_of_the_right_dtype_and_wrong_values_loses_its_part():
+    for wrong, part in (
+        (dict(backward=_wrong_in_float32), "reference"),
+        (dict(forward=_forward_wrong_in_float32), "forward"),
+    ):
+        verdict = None
+        try:
+            nb03.check_function(_function("MulFunction", **wrong), reference="mul", points=5, seed=0, cuda=False)
+        except CheckFailed as failure:
+            verdict = failure.verdict
+        assert verdict is not None, f"{part}: full marks for a float32 answer with wrong values"
+        lost = [p.name for p in verdict.parts if p.passed is False]
+        assert lost == [part] and "float32" in verdict.report()
+
+
+def test_a_function_right_in_every_dtype_keeps_full_marks_whatever_its_float32_rounding():
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return (g.double() * b.double()).to(g.dtype), (g * a).to(g.dtype)  # float32 through float64 and back
+
+    assert mul(_function("MulFunction", backward=backward)) == (5.0, None)

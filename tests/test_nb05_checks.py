@@ -1024,7 +1024,8 @@ def test_a_kernel_runs_compiled_on_a_gpu_and_interpreted_without_one(monkeypatch
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     launcher, device, context = probes.kernel_launcher(compiled, "k")
-    assert device == "cuda" and launcher is compiled and context is probes._nothing, "a GPU: the compiled kernel there"
+    assert device == "cuda" and context is probes._nothing, "a GPU: the compiled kernel there"
+    assert type(launcher) is JITFunction and launcher.fn is compiled.fn, "re-wrapped by the probe around its function"
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert probes.kernel_launcher(compiled, "k")[1] == "cpu", "TRITON_INTERPRET=1 asks for the interpreter"
 

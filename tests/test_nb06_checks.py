@@ -414,7 +414,15 @@ def accumulation_dtype(dtype):
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def make_function(*, mean_over_all=False, save_softmax=False, torch_only=False, extra_grads=False, lse_bf16=False):
+def make_function(
+    *,
+    mean_over_all=False,
+    save_softmax=False,
+    torch_only=False,
+    extra_grads=False,
+    lse_bf16=False,
+    launch_for_show=False,
+):
     class Fused(Function):
         @staticmethod
         def forward(ctx, logits, target, ignore_index=-100):
@@ -454,6 +462,10 @@ def make_function(*, mean_over_all=False, save_softmax=False, torch_only=False, 
                 backward_right[(rows,)](
                     logits, target, lse, grad, logits.stride(0), V, ctx.ignore_index, scale, BLOCK_V=16
                 )
+            if launch_for_show:  # the launch stays, PyTorch writes the gradient over what it left
+                p = torch.exp(logits - lse[:, None])
+                p[torch.arange(rows), target.clamp(min=0)] -= 1.0
+                grad.copy_(p * scale * (target != ctx.ignore_index)[:, None])
             return (grad, None, None, None) if extra_grads else (grad, None, None)
 
     return Fused
@@ -461,6 +473,13 @@ def make_function(*, mean_over_all=False, save_softmax=False, torch_only=False, 
 
 def fused_score(cls, **params):
     return verdict_of_call(nb06.check_fused_ce, cls, **(params or {"cases": fused_ce_cases()}))
+
+
+def test_a_gradient_pytorch_wrote_over_the_kernels_loses_the_gradient_part():
+    """Backward launches its kernel, then writes PyTorch's gradient over what the kernel left: the launch was
+    counted before; now the gradient handed back must be the launch's own."""
+    points, failed, report = fused_score(make_function(launch_for_show=True))
+    assert "reference" in failed and "no gradient a Triton kernel wrote" in report, report
 
 
 def test_a_right_function_gets_full_marks_on_visible_and_drawn_cases():

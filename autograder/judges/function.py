@@ -55,6 +55,9 @@ class FunctionReference:
     ref_atol: float = 1e-9
     fwd_rtol: float = 1e-9
     fwd_atol: float = 1e-11
+    # the float32 run's gradients are compared with the reference too, except where the exercise's backward is itself
+    # numerical (central differences in float32 are as far off as the step makes them: the dtype is still checked)
+    float32_gradients: bool = True
     gradient_hints: tuple[Callable, ...] = ()  # (args, grad_outputs, index, got, expected) -> str | None
     forward_hints: tuple[Callable, ...] = ()  # (args, got_outputs, expected_outputs) -> str | None
 
@@ -237,6 +240,7 @@ def _judge_case(spec, data, seed, parts, pictures, name, double_backward):
     _judge_returns(data, case, parts["interface"])
     _judge_conventions(spec, data, case, parts["interface"])
     _judge_gradients(spec, data, seed, case, parts, pictures, name)
+    _judge_float32_values(spec, data.get("float32"), case, parts)
     if double_backward and spec.double_backward:
         _judge_double_backward(
             spec, data.get("double_backward"), args, case.shapes, seed, number, parts["double_backward"], where
@@ -369,6 +373,37 @@ def _judge_conventions(spec, data, case: _Case, interface: Part) -> None:
             interface.fail(
                 "this exercise asks forward to save its *output* for backward; it saves something else.",
                 "the derivative of exp is exp itself: save the result of forward and reuse it.",
+            )
+
+
+F32_RTOL, F32_ATOL = 1e-3, 1e-4  # float32 arithmetic on these small cases: errors near 1e-6, far inside this
+
+
+def _judge_float32_values(spec, f32, case: _Case, parts) -> None:
+    """The float32 run's values against the reference on the same (float32-rounded) inputs: forward's outputs cost
+    the forward part, the gradients the reference part (the part a wrong float64 gradient costs: one idea, once)."""
+    if not f32 or "error" in f32 or "outputs" not in f32:
+        return
+    rounded = [a.to(torch.float32).to(torch.float64) if i in case.slots else a for i, a in enumerate(case.args)]
+    expected = _reference_outputs(spec, rounded)
+    for got, want in zip(f32["outputs"], expected):
+        if tuple(got.shape) == tuple(want.shape) and _compare(got, want, F32_RTOL, F32_ATOL)[0].any():
+            parts["forward"].fail(f"with float32 inputs forward's output is wrong {case.where}.")
+            break
+    if not spec.float32_gradients:
+        return
+    ones = [torch.ones(e.shape, dtype=torch.float64) for e in expected]
+    reference = _reference_vjps(spec, rounded, [ones])[0]
+    for i in case.slots:
+        got = f32["grads"][i] if i < len(f32["grads"]) else None
+        want = reference[i]
+        if got is None or want is None or tuple(got.shape) != tuple(want.shape):
+            continue  # the interface part judges a missing or misshapen gradient
+        if _compare(got, want, F32_RTOL, F32_ATOL)[0].any():
+            parts["reference"].fail(
+                f"with float32 inputs the gradient for `{case.names[i]}` is wrong {case.where}, though backward "
+                "must compute the same derivative in every dtype.",
+                "write backward without branching on the dtype; keep its arithmetic in the inputs' dtype.",
             )
 
 

@@ -252,7 +252,8 @@ def _needs_input_grad(fn, is_function, name, args, slots, shapes) -> list[dict]:
 
 
 def _float32(fn, is_function, name, args, shapes) -> dict:
-    """float32 inputs: the dtypes of the outputs and of the gradients (float32 both, for a right answer)."""
+    """float32 inputs, grad_outputs of ones: the outputs and the gradients, their dtypes (float32 both, for a right
+    answer) and their values."""
     try:
         f32 = fresh_args(args, dtype=torch.float32)
         outs32, returns32, _ = _backward_once(
@@ -261,6 +262,11 @@ def _float32(fn, is_function, name, args, shapes) -> dict:
         return {
             "output_dtypes": [str(o.dtype).replace("torch.", "") for o in outs32],
             "grad_dtypes": [_summary(r, keep_value=False).get("dtype") for r in returns32],
+            # the values too: a float32 answer is judged on what it computes, not only on its dtype
+            "outputs": [o.detach().to("cpu", torch.float64).clone() for o in outs32],
+            "grads": [
+                r.detach().to("cpu", torch.float64).clone() if isinstance(r, torch.Tensor) else None for r in returns32
+            ],
         }
     except CheckFailed as failure:
         return {"error": str(failure)}
@@ -356,7 +362,8 @@ def probe_function(
       the judge-known random direction;
     - ``saved``: what ctx.saved_tensors holds (shape, equals the output?, equals which inputs?);
     - ``needs_input_grad``: per tensor input switched off, ``{"off": i, "returned": [kind per slot]}``;
-    - ``float32``: output and gradient dtypes for float32 inputs;
+    - ``float32``: for float32 inputs and grad_outputs of ones, ``output_dtypes``, ``grad_dtypes``, and the values
+      ``outputs`` and ``grads`` (float64 copies; None where backward returned no tensor);
     - ``double_backward`` (when asked): ``{"analytic": (N, N), "perturbed": (2, N, N)}``,
       or ``{"error"}`` / ``{"skipped"}``;
     - ``cuda``: ``{"output_devices", "outputs", "returns", "grad_output_modified"}`` or ``{"skipped": reason}``.
