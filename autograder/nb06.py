@@ -11,7 +11,7 @@ the linear cross-entropy, the largest new memory any operation made (a dispatch 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -49,16 +49,41 @@ def row_case(seed: int, rows: int, V: int, dtype: str, peak_at: int) -> torch.Te
     return x.to(getattr(torch, dtype))
 
 
+LEAD = 1  # guard rows before the first row: a read at a negative offset lands in memory the probe owns
+SECOND_FILL = 2.0  # the guard memory's value in a kernel's second run (NaN in its first)
+
+
 def padded_rows(
     x: torch.Tensor, device: str, block: int, fill: float = float("nan")
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(buffer, view): the rows of x in a buffer of row stride V + block whose other entries hold `fill`, with V + 1
-    spare rows after them, so that a kernel reading or writing past a row's end, or along the wrong axis, stays in
-    memory the probe owns (and, for NaN, poisons what it computes)."""
+    """(buffer, view): the rows of x in a buffer of row stride V + block whose other entries hold `fill`, with a
+    guard row before them and V + 1 spare rows after them, so that a kernel reading or writing before a row, past a
+    row's end, or along the wrong axis, stays in memory the probe owns (and, for NaN, poisons what it computes)."""
     rows, V = x.shape
-    buffer = torch.full((rows + V + 1, V + block), fill, dtype=x.dtype, device=device)
-    buffer[:rows, :V] = x
-    return buffer, buffer[:rows]
+    buffer = torch.full((LEAD + rows + V + 1, V + block), fill, dtype=x.dtype, device=device)
+    buffer[LEAD : LEAD + rows, :V] = x
+    return buffer, buffer[LEAD : LEAD + rows]
+
+
+def guarded_vector(values: torch.Tensor, fill: float) -> torch.Tensor:
+    """values (targets, log-sum-exps) in the middle of a buffer whose GUARD entries on each side hold `fill` (for
+    integer targets: -1 in a kernel's first run, 0 in its second)."""
+    if not values.is_floating_point():
+        fill = -1 if fill != fill else 0  # (NaN, the first run's fill, is not an integer)
+    buffer = torch.full((values.numel() + 2 * GUARD,), fill, dtype=values.dtype, device=values.device)
+    buffer[GUARD : GUARD + values.numel()] = values
+    return buffer[GUARD : GUARD + values.numel()]
+
+
+def twice(run: Callable[[float], dict], keys: Sequence[str]) -> dict:
+    """The first run's results (guard memory holding NaN), with "read_outside": whether a second run, its guard
+    memory holding another value, gave other results in `keys`: then the kernel read memory that is not its
+    tensors' (a load without the mask it needs, or at the wrong offset), whatever it did with what it read."""
+    first, second = run(float("nan")), run(SECOND_FILL)
+    first["read_outside"] = any(
+        not torch.equal(first[k].nan_to_num(7.0, 7.0, 7.0), second[k].nan_to_num(7.0, 7.0, 7.0)) for k in keys
+    )
+    return first
 
 
 def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None) -> ProbeData:
@@ -69,29 +94,34 @@ def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0, points: floa
     data = []
     for rows, V, block, dtype, peak_at in cases:
         x = row_case(seed, rows, V, dtype, peak_at)
-        whole, logits = padded_rows(x, device, block)
-        before = whole.clone()
-        out_buf = torch.full((rows + 2 * GUARD,), GUARD_VALUE, dtype=x.dtype, device=device)
-        out = out_buf[GUARD : GUARD + rows]
-        with context():
-            call_kernel(lambda *a: launcher[(rows,)](*a, BLOCK_V=block), logits, out, logits.stride(0), V, name=name)
-        outside = (out_buf[:GUARD] != GUARD_VALUE).sum() + (out_buf[GUARD + rows :] != GUARD_VALUE).sum()
-        data.append(
-            {
+
+        def run(fill: float, x: torch.Tensor = x, rows: int = rows, V: int = V, block: int = block) -> dict:
+            whole, logits = padded_rows(x, device, block, fill)
+            before = whole.clone()
+            out_buf = torch.full((rows + 2 * GUARD,), GUARD_VALUE, dtype=x.dtype, device=device)
+            out = out_buf[GUARD : GUARD + rows]
+            with context():
+                call_kernel(
+                    lambda *a: launcher[(rows,)](*a, BLOCK_V=block), logits, out, logits.stride(0), V, name=name
+                )
+            outside = (out_buf[:GUARD] != GUARD_VALUE).sum() + (out_buf[GUARD + rows :] != GUARD_VALUE).sum()
+            return {
                 "values": out.to(torch.float64).cpu().clone(),
                 "written_outside": int(outside),
                 "inputs_changed": not torch.equal(whole.nan_to_num(7.0), before.nan_to_num(7.0)),
             }
-        )
+
+        data.append(twice(run, ("values",)))
     return data
 
 
 def ce_targets(seed: int, rows: int, V: int, ignored: int, ignore_index: int) -> torch.Tensor:
-    """Targets of the rows (int64); the last `ignored` rows carry ignore_index."""
+    """Targets of the rows (int64); `ignored` rows, anywhere in the batch, carry ignore_index (not only the last
+    ones: a kernel that reads the row before or after its own must meet an ignored row's neighbours)."""
     gen = torch.Generator().manual_seed(7919 * seed + 13 * rows + V)
     target = torch.randint(0, V, (rows,), generator=gen)
     if ignored:
-        target[rows - ignored :] = ignore_index
+        target[torch.randperm(rows, generator=gen)[:ignored]] = ignore_index
     return target
 
 
@@ -105,31 +135,33 @@ def probe_ce_forward(
     data = []
     for rows, V, block, dtype, ignored in cases:
         x = row_case(seed, rows, V, dtype, 0)
-        whole, logits = padded_rows(x, device, block)
         target = ce_targets(seed, rows, V, ignored, ignore_index).to(device)
-        before, target_before = whole.clone(), target.clone()
-        outputs = {}
-        for key in ("loss", "lse"):
-            buffer = torch.full((rows + 2 * GUARD,), GUARD_VALUE, dtype=x.dtype, device=device)
-            outputs[key] = (buffer, buffer[GUARD : GUARD + rows])
-        with context():
-            call_kernel(
-                lambda *a: launcher[(rows,)](*a, BLOCK_V=block),
-                logits,
-                target,
-                outputs["loss"][1],
-                outputs["lse"][1],
-                logits.stride(0),
-                V,
-                ignore_index,
-                name=name,
+
+        def run(fill: float, x=x, target=target, rows: int = rows, V: int = V, block: int = block) -> dict:
+            whole, logits = padded_rows(x, device, block, fill)
+            target = guarded_vector(target, fill)
+            before, target_before = whole.clone(), target.clone()
+            outputs = {}
+            for key in ("loss", "lse"):
+                buffer = torch.full((rows + 2 * GUARD,), GUARD_VALUE, dtype=x.dtype, device=device)
+                outputs[key] = (buffer, buffer[GUARD : GUARD + rows])
+            with context():
+                call_kernel(
+                    lambda *a: launcher[(rows,)](*a, BLOCK_V=block),
+                    logits,
+                    target,
+                    outputs["loss"][1],
+                    outputs["lse"][1],
+                    logits.stride(0),
+                    V,
+                    ignore_index,
+                    name=name,
+                )
+            outside = sum(
+                int((b[:GUARD] != GUARD_VALUE).sum() + (b[GUARD + rows :] != GUARD_VALUE).sum())
+                for b, _ in outputs.values()
             )
-        outside = sum(
-            int((b[:GUARD] != GUARD_VALUE).sum() + (b[GUARD + rows :] != GUARD_VALUE).sum())
-            for b, _ in outputs.values()
-        )
-        data.append(
-            {
+            return {
                 "loss": outputs["loss"][1].to(torch.float64).cpu().clone(),
                 "lse": outputs["lse"][1].to(torch.float64).cpu().clone(),
                 "written_outside": outside,
@@ -137,7 +169,8 @@ def probe_ce_forward(
                     torch.equal(whole.nan_to_num(7.0), before.nan_to_num(7.0)) and torch.equal(target, target_before)
                 ),
             }
-        )
+
+        data.append(twice(run, ("loss", "lse")))
     return data
 
 
@@ -159,35 +192,38 @@ def probe_ce_backward(
     data = []
     for rows, V, block, dtype, ignored, lse_shift in cases:
         x = row_case(seed, rows, V, dtype, 0)
-        whole, logits = padded_rows(x, device, block)
         target = ce_targets(seed, rows, V, ignored, ignore_index).to(device)
         lse = (torch.logsumexp(x.to(torch.float64), dim=1) + lse_shift).to(x.dtype).to(device)
-        grad_whole, grad = padded_rows(torch.full_like(x, GUARD_VALUE), device, block, fill=GUARD_VALUE)
-        inputs_before = (whole.clone(), target.clone(), lse.clone())
-        with context():
-            call_kernel(
-                lambda *a: launcher[(rows,)](*a, BLOCK_V=block),
-                logits,
-                target,
-                lse,
-                grad,
-                logits.stride(0),
-                V,
-                ignore_index,
-                scale,
-                name=name,
-            )
-        after = (whole, target, lse)
-        written = grad_whole != GUARD_VALUE
-        data.append(
-            {
+
+        def run(fill: float, x=x, target=target, lse=lse, rows: int = rows, V: int = V, block: int = block) -> dict:
+            whole, logits = padded_rows(x, device, block, fill)
+            target, lse = guarded_vector(target, fill), guarded_vector(lse, fill)
+            grad_whole, grad = padded_rows(torch.full_like(x, GUARD_VALUE), device, block, fill=GUARD_VALUE)
+            inputs_before = (whole.clone(), target.clone(), lse.clone())
+            with context():
+                call_kernel(
+                    lambda *a: launcher[(rows,)](*a, BLOCK_V=block),
+                    logits,
+                    target,
+                    lse,
+                    grad,
+                    logits.stride(0),
+                    V,
+                    ignore_index,
+                    scale,
+                    name=name,
+                )
+            after = (whole, target, lse)
+            written = grad_whole != GUARD_VALUE
+            return {
                 "grad": grad[:, :V].to(torch.float64).cpu().clone(),
-                "written_past_V": int(written.sum() - written[:rows, :V].sum()),
+                "written_past_V": int(written.sum() - written[LEAD : LEAD + rows, :V].sum()),
                 "inputs_changed": not all(
                     torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0)) for a, b in zip(after, inputs_before)
                 ),
             }
-        )
+
+        data.append(twice(run, ("grad",)))
     return data
 
 
@@ -512,22 +548,43 @@ def draw_row_lse(rng: random.Random, count: int) -> dict[str, Any]:
     return {"cases": cases, "seed": rng.randrange(1, 10**6)}
 
 
+READ_OUTSIDE_HINT = (
+    "a load reads memory that is not its row's: mask every load (the columns at or beyond V, loaded as other=-inf "
+    "or 0.0) and start each row at row * row_stride, nothing before it"
+)
+
+
 def _judge_bounds(part: Part, entry: Any, case: Sequence[Any], where: str, hint: str) -> None:
-    """A kernel writes its outputs only and leaves its inputs as they were."""
+    """A kernel reads its inputs' own entries only, writes its outputs only, and leaves its inputs as they were."""
     outside = answers.integer(entry["written_outside"], f"the guard count of case {case}")
     changed = answers.flag(entry["inputs_changed"], f"the input check of case {case}")
     if outside or changed:
         part.fail(f"{where}: {'values written outside the output' if outside else 'an input changed'}", hint)
 
 
+def _judge_reads(parts: dict, judged: list) -> None:
+    """After a check's cases: a kernel whose results depended on memory outside its tensors costs the bounds part,
+    in each case whose results were otherwise right (where they were wrong, that mistake is charged already, with
+    its own hint: one mistake, once)."""
+    for entry, case, where in judged:
+        if not answers.flag(entry["read_outside"], f"the read check of case {case}"):
+            continue
+        if any(m.startswith(where) for part in parts.values() for m in part.messages):
+            continue
+        parts["bounds"].fail(
+            f"{where}: what the kernel computes depends on memory outside its tensors", READ_OUTSIDE_HINT
+        )
+
+
 @decides("check_row_lse", draw=draw_row_lse)
 def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 5) -> Verdict:
-    parts = titled_parts(ROW_LSE_PARTS)
+    parts, judged = titled_parts(ROW_LSE_PARTS), []
     for case, got in zip(cases, answers.per_case(data, cases)):
         rows, V, block, dtype, peak_at = case
-        entry = answers.entry(got, f"case {case}", ("values", "written_outside", "inputs_changed"))
+        entry = answers.entry(got, f"case {case}", ("values", "written_outside", "inputs_changed", "read_outside"))
         values = answers.tensor(entry["values"], f"the values of case {case}", shape=(rows,))
         where = f"{rows} rows of V = {V}, BLOCK_V = {block}, {dtype}"
+        judged.append((entry, case, where))
         _judge_bounds(
             parts["bounds"],
             entry,
@@ -549,6 +606,7 @@ def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: 
             "rescale it by exp(m_old - m_new)",
         }.get(part)
         parts[part].fail(f"{where}: row {row} is {state}", hint)
+    _judge_reads(parts, judged)
     return verdict_of(list(parts.values()), points, "row_lse_kernel (each row's log-sum-exp)")
 
 
@@ -580,13 +638,14 @@ def draw_ce_forward(rng: random.Random, count: int) -> dict[str, Any]:
 def judge_ce_forward(
     data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, points: float = 4
 ) -> Verdict:
-    parts = titled_parts(CE_FORWARD_PARTS)
+    parts, judged = titled_parts(CE_FORWARD_PARTS), []
     for case, got in zip(cases, answers.per_case(data, cases)):
         rows, V, block, dtype, ignored = case
-        entry = answers.entry(got, f"case {case}", ("loss", "lse", "written_outside", "inputs_changed"))
+        entry = answers.entry(got, f"case {case}", ("loss", "lse", "written_outside", "inputs_changed", "read_outside"))
         loss = answers.tensor(entry["loss"], f"the losses of case {case}", shape=(rows,))
         lse = answers.tensor(entry["lse"], f"the log-sum-exps of case {case}", shape=(rows,))
         where = f"{rows} rows of V = {V}, BLOCK_V = {block}, {dtype}, ignore_index = {ignore_index}"
+        judged.append((entry, case, where))
         _judge_bounds(
             parts["bounds"],
             entry,
@@ -621,6 +680,7 @@ def judge_ce_forward(
                 f"{where}: a row whose target is ignore_index has a loss other than 0",
                 "a row whose target is ignore_index contributes nothing: store 0 (and never read its target column)",
             )
+    _judge_reads(parts, judged)
     return verdict_of(list(parts.values()), points, "cross_entropy_forward_kernel (per-row losses)")
 
 
@@ -671,16 +731,17 @@ def judge_ce_backward(
     scale: float = 0.25,
     points: float = 5,
 ) -> Verdict:
-    parts = titled_parts(CE_BACKWARD_PARTS)
+    parts, judged = titled_parts(CE_BACKWARD_PARTS), []
     answered = list(zip(cases, answers.per_case(data, cases)))
     answered.sort(key=lambda pair: backward_part(pair[0]) != "values")  # the plain cases first: see below
     for case, got in answered:
         rows, V, block, dtype, ignored, lse_shift = case
-        entry = answers.entry(got, f"case {case}", ("grad", "written_past_V", "inputs_changed"))
+        entry = answers.entry(got, f"case {case}", ("grad", "written_past_V", "inputs_changed", "read_outside"))
         grad = answers.tensor(entry["grad"], f"the gradient of case {case}", shape=(rows, V))
         past = answers.integer(entry["written_past_V"], f"the padding count of case {case}")
         changed = answers.flag(entry["inputs_changed"], f"the input check of case {case}")
         where = f"{rows} rows of V = {V}, BLOCK_V = {block}, {dtype}"
+        judged.append((entry, case, where))
         if changed:
             parts["bounds"].fail(f"{where}: the logits, targets or log-sum-exps changed", "backward only reads them")
         if past:
@@ -713,6 +774,7 @@ def judge_ce_backward(
         parts[part].fail(
             f"{where}: row {row} of the gradient is off", None if follows else hint, same_mistake_as=follows
         )
+    _judge_reads(parts, judged)
     return verdict_of(list(parts.values()), points, "cross_entropy_backward_kernel (the gradient, recomputed)")
 
 

@@ -132,6 +132,94 @@ def test_each_classic_mistake_costs_its_own_part_with_its_hint(kernel, part, hin
     assert hint in report
 
 
+@triton.jit
+def peeks_before_its_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    """Right values, but each row also loads the entry just before it, and lets it through a comparison whose
+    result only a finite value changes (a NaN compares false): read memory that is not its row's."""
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    before = tl.load(logits_ptr + row * stride - 1).to(lse_ptr.dtype.element_ty)
+    tl.store(lse_ptr + row, m + tl.log(s) + tl.where(before > 1.5, 1.0, 0.0))
+
+
+@triton.jit
+def peeks_past_its_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    """Right values, and a look at the first entry past the row's end (the padding between rows, or after the last)."""
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    after = tl.load(logits_ptr + row * stride + V).to(lse_ptr.dtype.element_ty)
+    tl.store(lse_ptr + row, m + tl.log(s) + tl.where(after > 1.5, 1.0, 0.0))
+
+
+@triton.jit
+def peeks_at_the_last_rows_neighbour(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    """Right values; the last row also looks at the row after it (memory after the whole tensor)."""
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    below = tl.load(logits_ptr + (tl.num_programs(0)) * stride + 0).to(lse_ptr.dtype.element_ty)
+    tl.store(lse_ptr + row, m + tl.log(s) + tl.where(below > 1.5, 1.0, 0.0))
+
+
+@triton.jit
+def reads_the_next_row_into_nothing(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    """Honest in effect: loads past the row's end unmasked but replaces those lanes before using them (its reads
+    reach no result, so the probe has nothing to see; a sanitizer would)."""
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        raw = tl.load(logits_ptr + row * stride + cols)
+        x = tl.where(cols < V, raw, -float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    tl.store(lse_ptr + row, m + tl.log(s))
+
+
+def test_a_read_outside_the_row_costs_the_bounds_part_even_when_the_values_hide_it():
+    """The guard memory holds NaN in a first run and 2.0 in a second: results that differ read outside (before the
+    first row, between rows, after the last). Where the values are right anyway, the bounds part is lost, with its
+    hint; a read whose values never reach a result is not seen (docs/grading.md says so)."""
+    for kernel in (peeks_before_its_row, peeks_past_its_row, peeks_at_the_last_rows_neighbour):
+        points, failed, report = score(kernel)
+        assert failed == {"bounds"} and points == 4.0 and "memory outside its tensors" in report, report
+    assert score(reads_the_next_row_into_nothing)[:2] == (5.0, set())
+
+
+def test_the_no_mask_mistake_is_charged_once_where_its_values_show_it():
+    points, failed, report = score(no_mask)
+    assert failed == {"tail"} and "memory outside its tensors" not in report, report
+
+
+def test_ignored_rows_fall_anywhere_in_the_batch():
+    from autograder.nb06 import ce_targets
+
+    where = {tuple((ce_targets(seed, 8, 20, 2, -100) == -100).nonzero().flatten().tolist()) for seed in range(12)}
+    assert len(where) > 4 and any(7 not in rows for rows in where)
+
+
 def test_a_kernel_that_reads_only_the_first_chunk_fails_where_rows_are_longer():
     points, failed, report = score(first_chunk_only)
     assert "values" in failed and points <= 3.0, report
