@@ -11,11 +11,11 @@ the linear cross-entropy, the largest new memory any operation made (a dispatch 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from .feedback import CheckFailed
 from .nb05 import (
@@ -410,21 +410,18 @@ def probe_bf16(obj: Any, rows: int = 8, V: int = 4096, seed: int = 0, points: fl
 # --------------------------------------------------------------------------------------------- linear cross-entropy
 
 
-class LargestNewTensor(TorchDispatchMode):
-    """While active: the bytes of the largest new memory any PyTorch operation made (inputs' memory and views of it
-    not counted). Kernel outputs are allocated by PyTorch too (torch.empty), so they are seen."""
+_profile = torch.autograd.profiler.profile  # as imported, before any learner code runs
 
-    def __init__(self, inputs: Sequence[torch.Tensor]):
-        super().__init__()
-        self.own = {t.untyped_storage().data_ptr() for t in inputs}
-        self.largest = 0
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        for t in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in self.own:
-                self.largest = max(self.largest, t.untyped_storage().nbytes())
-        return out
+@contextmanager
+def largest_allocation() -> Iterator[dict]:
+    """While active: box["largest"] becomes the bytes of the largest block of memory any PyTorch operation allocated
+    (from the profiler's memory accounting at the allocator, whatever the learner's code did to dispatch: a tensor
+    made with dispatch or torch functions disabled is seen too). Inputs made before are not counted."""
+    box = {"largest": 0}
+    with _profile(profile_memory=True, use_kineto=False) as prof:
+        yield box
+    box["largest"] = max((max(e.self_cpu_memory_usage, 0) for e in prof.function_events), default=0)
 
 
 def linear_case(seed: int, N: int, D: int, V: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -436,15 +433,14 @@ def linear_case(seed: int, N: int, D: int, V: int) -> tuple[torch.Tensor, torch.
 
 def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None) -> ProbeData:
     """LinearCrossEntropy.apply(hidden, weight, target, chunk) for each (N, D, V, chunk, grad_output), float64: the
-    loss, backward's raw return, and the largest new memory any operation made in forward and in backward."""
+    loss, backward's raw return, and the largest block of memory PyTorch allocated in forward and in backward."""
     name = getattr(obj, "__name__", "your Function")
     apply = function_apply(obj, name)
     data = []
     for N, D, V, chunk, grad_output in cases:
         hidden, weight, target = linear_case(seed, N, D, V)
         h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
-        watch = LargestNewTensor([h, w, target])
-        with watch:
+        with largest_allocation() as forward:
             loss = call_learner(
                 apply, h, w, target, chunk, name=name, call=f"{name}.apply(hidden, weight, target, {chunk})"
             )
@@ -452,9 +448,9 @@ def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float
             raise CheckFailed(
                 f"`{name}.apply(hidden, weight, target, chunk)` should return the mean loss, with a grad_fn."
             )
-        forward_largest, watch.largest = watch.largest, 0
-        with watch:
-            grads = backward_of(loss.grad_fn, torch.full_like(loss, grad_output), name)
+        grad_seed = torch.full_like(loss, grad_output)
+        with largest_allocation() as backward:
+            grads = backward_of(loss.grad_fn, grad_seed, name)
         grads = grads if isinstance(grads, tuple) else (grads,)
         data.append(
             {
@@ -462,7 +458,7 @@ def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float
                 "returned": [
                     g.detach().to("cpu", torch.float64).clone() if isinstance(g, torch.Tensor) else None for g in grads
                 ],
-                "largest": [forward_largest, watch.largest],
+                "largest": [forward["largest"], backward["largest"]],
             }
         )
     return data
@@ -1194,11 +1190,15 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
                     "per chunk, the logits' gradient G = (softmax - one_hot) * grad_output / N gives G @ weight for "
                     "the chunk's hidden states and adds G.T @ hidden[chunk] to the weight's",
                 )
-        full = N * V * 8  # the whole logits, float64
-        if max(largest) >= full:
+        # the largest block a chunked answer needs: one chunk's logits, or a gradient the size of an input
+        allowed = max(min(chunk, N) * V, N * D, V * D) * 8
+        if max(largest) > allowed:
+            which = "forward" if largest[0] > allowed else "backward"
+            made = "an N×V tensor" if max(largest) >= N * V * 8 else "a block larger than one chunk's logits"
             parts["chunked"].fail(
-                f"{where}: {'forward' if largest[0] >= full else 'backward'} made an N×V tensor",
-                "the point is that the N×V logits never exist: compute, use and drop them one chunk of tokens at a "
-                "time, in backward too (recompute each chunk's logits there)",
+                f"{where}: {which} made {made} ({max(largest)} bytes; one chunk of {min(chunk, N)} tokens' logits is "
+                f"{min(chunk, N) * V * 8})",
+                "the point is that the N×V logits never exist: compute, use and drop them `chunk` tokens at a time "
+                "(the chunk you are given), in backward too (recompute each chunk's logits there)",
             )
     return verdict_of(list(parts.values()), points, "LinearCrossEntropy.apply(hidden, weight, target, chunk)")

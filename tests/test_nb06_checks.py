@@ -640,12 +640,18 @@ def test_bf16_in_ulps():
 from autograder.nb06 import draw_linear_ce, linear_ce_cases  # noqa: E402
 
 
-def make_linear(*, whole=False, no_recompute=False, weight_grad_last_chunk=False):
+def make_linear(*, whole=False, no_recompute=False, weight_grad_last_chunk=False, hide=None, double_chunk=False):
+    """hide: a context under which forward makes the whole logits once more (dispatch or torch functions
+    disabled, where a Python dispatch mode cannot see them)."""
+
     class LinearCE(Function):
         @staticmethod
         def forward(ctx, hidden, weight, target, chunk):
             N = hidden.shape[0]
-            step = N if whole else chunk
+            step = N if whole else 2 * chunk if double_chunk else chunk
+            if hide is not None:
+                with hide():
+                    (hidden @ weight.T).sum()
             total = hidden.new_zeros(())
             lses = []
             for start in range(0, N, step):
@@ -683,6 +689,40 @@ def test_linear_cross_entropy_chunk_by_chunk():
         5.0,
         set(),
     )
+
+
+def _dispatch_disabled():
+    return torch.utils._python_dispatch._disable_current_modes()
+
+
+def _torch_functions_disabled():
+    return torch._C.DisableTorchFunction()
+
+
+def _both_disabled():
+    from contextlib import ExitStack
+
+    stack = ExitStack()
+    stack.enter_context(torch._C._DisableTorchDispatch())
+    stack.enter_context(torch._C.DisableTorchFunction())
+    return stack
+
+
+@pytest.mark.parametrize("hide", [_dispatch_disabled, _torch_functions_disabled, _both_disabled])
+def test_an_n_by_v_tensor_made_out_of_a_dispatch_modes_sight_is_seen_at_the_allocator(hide):
+    """Memory is measured where it is allocated (the profiler's accounting), not from a Python dispatch mode that
+    code running with dispatch or torch functions disabled never reaches."""
+    points, failed, report = verdict_of_call(nb06.check_linear_ce, make_linear(hide=hide), cases=linear_ce_cases())
+    assert failed == {"chunked"} and "an N×V tensor" in report, report
+
+
+def test_chunks_larger_than_the_one_given_lose_the_memory_part():
+    """The chunk size is the learner's budget: twice as many tokens at a time makes no N×V tensor, but a block larger
+    than one chunk's logits."""
+    points, failed, report = verdict_of_call(
+        nb06.check_linear_ce, make_linear(double_chunk=True), cases=linear_ce_cases()
+    )
+    assert failed == {"chunked"} and "larger than one chunk's logits" in report, report
 
 
 @pytest.mark.parametrize(
