@@ -203,3 +203,72 @@ def test_a_function_right_in_every_dtype_keeps_full_marks_whatever_its_float32_r
         return (g.double() * b.double()).to(g.dtype), (g * a).to(g.dtype)  # float32 through float64 and back
 
     assert mul(_function("MulFunction", backward=backward)) == (5.0, None)
+
+
+# ------------------------------------------------------------------ nothing the learner's code reads tells a probe
+
+
+def _what_code_can_read():
+    return (
+        torch._C._is_torch_function_enabled(),
+        torch._C._is_torch_function_all_disabled(),
+        torch._C._is_torch_function_mode_enabled(),
+        torch._C._len_torch_function_stack(),
+        torch.utils._python_dispatch._get_current_dispatch_mode() is None,
+    )
+
+
+def test_a_probes_call_reads_like_the_learners_own_call():
+    """The probe runs with no mode the learner left active and torch functions on, exactly as a learner's own call
+    with no mode (before, torch functions were off during probes: `torch._C._is_torch_function_enabled()` told)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    from autograder.probes.call import call_learner
+    from autograder.probes.kernel import _no_modes
+
+    own = _what_code_can_read()
+    with _no_modes(torch, _disable_current_modes):
+        probed = call_learner(_what_code_can_read, name="f")
+    assert probed == own
+
+
+def test_a_mode_left_active_is_off_while_a_probe_runs_and_back_after():
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    from autograder.probes.kernel import _active_torch_modes, _no_modes
+
+    class Agree(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return True if func is torch.equal else func(*args, **(kwargs or {}))
+
+    mode = Agree()
+    mode.__enter__()
+    try:
+        assert _active_torch_modes(torch) == ["an active TorchFunctionMode"]  # flagged
+        with _no_modes(torch, _disable_current_modes):
+            assert not torch.equal(torch.zeros(2), torch.ones(2))
+        assert torch.equal(torch.zeros(2), torch.ones(2))  # the learner's mode, as it was
+    finally:
+        mode.__exit__(None, None, None)
+
+
+class _Liar(torch.Tensor):
+    """A tensor subclass that answers every operation on it with zeros (clone, to, equal...)."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        out = super().__torch_function__(func, types, args, kwargs or {})
+        return torch.zeros_like(out.as_subclass(torch.Tensor)) if isinstance(out, torch.Tensor) else out
+
+
+def test_a_returned_tensor_subclass_does_not_answer_for_the_probe():
+    from autograder.probes.call import call_learner
+
+    values = torch.tensor([1.0, 2.0, 3.0])
+    liar = values.clone().as_subclass(_Liar)
+    assert float(liar.clone().sum()) == 0.0  # what the probe's own clone would have seen
+    got = call_learner(lambda: {"grad": [liar]}, name="f")
+    assert type(got["grad"][0]) is torch.Tensor and torch.equal(got["grad"][0].clone(), values)
+    parameter = torch.nn.Parameter(values.clone())
+    assert call_learner(lambda: parameter, name="f") is parameter  # nn.Parameter is left as it is

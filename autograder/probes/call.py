@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import torch
+
 from ..feedback import CheckFailed, not_written, short
 
 DEFAULT_SECONDS = 60.0  # a probe's single call; the grader's cell timeout is the outer bound
@@ -98,6 +100,36 @@ def innermost_function(exc: BaseException, default: str, by_own_name: bool = Fal
     return getattr(frames[-1], "co_qualname", frames[-1].co_name)
 
 
+_TENSOR_FUNCTION = torch.Tensor.__torch_function__
+_NO_FUNCTION = torch._C._disabled_torch_function_impl
+_DisableTorchFunction = torch._C.DisableTorchFunction
+
+
+def _answers_for_itself(value: Any) -> bool:
+    """A tensor of a subclass with a __torch_function__ of its own: every probe operation on it would be its to
+    answer (clone, to, equal...). nn.Parameter and plain tensors are not."""
+    if not isinstance(value, torch.Tensor) or type(value) is torch.Tensor:
+        return False
+    own = getattr(type(value), "__torch_function__", _TENSOR_FUNCTION)
+    return getattr(own, "__func__", own) not in (getattr(_TENSOR_FUNCTION, "__func__", _TENSOR_FUNCTION), _NO_FUNCTION)
+
+
+def plain_tensors(value: Any, depth: int = 0) -> Any:
+    """The learner's return value with every tensor that would answer for itself seen as a plain tensor (the same
+    memory, as_subclass taken with torch functions off): the probe's own operations on it are then PyTorch's.
+    The learner's call itself ran with torch functions on, as it would in the learner's own code."""
+    if depth > 6:
+        return value
+    if _answers_for_itself(value):
+        with _DisableTorchFunction():
+            return value.as_subclass(torch.Tensor)
+    if type(value) in (tuple, list):
+        return type(value)(plain_tensors(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return {k: plain_tensors(v, depth + 1) for k, v in value.items()}
+    return value
+
+
 def call_learner(
     fn: Callable,
     *args: Any,
@@ -124,7 +156,8 @@ def call_learner(
         call = f"{name}({shown})"
     try:
         with recursion_cap(), time_limit(seconds):
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+        return plain_tensors(result)
     except NotImplementedError as exc:
         raise not_written(innermost_function(exc, name, blank_by_own_name)) from None
     except RecursionError:

@@ -21,7 +21,8 @@ import io
 import os
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -202,6 +203,22 @@ class _Watch:
         return out
 
 
+@contextmanager
+def _no_modes(torch, disable_current_modes: Callable) -> Iterator[None]:
+    """While a probe runs: no torch function or dispatch mode the learner's code left active (they are flagged, and
+    put back after), and nothing else changed: torch functions stay on, as in a learner's own call, so that nothing
+    the learner's code can read tells a probe's call from its own."""
+    popped = []
+    while torch._C._len_torch_function_stack() > 0:
+        popped.append(torch._C._pop_torch_function_stack())
+    try:
+        with disable_current_modes():
+            yield
+    finally:
+        for mode in reversed(popped):
+            torch._C._push_on_torch_function_stack(mode)
+
+
 def _active_torch_modes(torch) -> list[str]:
     """TorchFunctionMode / TorchDispatchMode left active by the learner's code."""
     found = []
@@ -320,7 +337,9 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
     ip = get_ipython()
     checks = dict(CHECKS)
     watch = _Watch(ip, modules, watched, checks)
-    save, disable_modes = torch.save, torch._C.DisableTorchFunction
+    from torch.utils._python_dispatch import _disable_current_modes as disable_current_modes
+
+    save = torch.save
 
     def probe(cell: str, k: int, check: str, expr: str, params: dict) -> None:
         if probe.replaying:  # the kernel was restarted after a crash: earlier cells run again, unprobed
@@ -336,7 +355,7 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
                     "(and keep its name as the exercise asks)."
                 }
             else:
-                with disable_modes():
+                with _no_modes(torch, disable_current_modes):
                     data = checks[check].collect(obj, **params)
         except KeyboardInterrupt:
             data = {
