@@ -23,6 +23,7 @@ from .nb05 import (
     backward_of,
     call_kernel,
     counting_launches,
+    engine_agrees,
     function_apply,
     kernel_device,
     kernel_launcher,
@@ -316,6 +317,13 @@ def probe_fused_ce(
         launches = {"n": 0}
         with counting_launches(launches):
             grads = backward_of(loss.grad_fn, torch.full_like(loss, grad_output), name)
+        fresh = x.clone().requires_grad_()
+        engine_agrees(
+            lambda: (call_kernel(apply, fresh, target, ignore_index, name=name), (fresh, target)),
+            torch.full_like(loss, grad_output),
+            grads,
+            f"{name}.backward",
+        )
         grads = grads if isinstance(grads, tuple) else (grads,)
         # backward's launches count when the gradient it hands back is what a launch left (notebook 05's rule)
         backward_launches = launches["n"] if grads and written_by_launch(launches, grads[0]) else 0

@@ -272,3 +272,36 @@ def test_a_returned_tensor_subclass_does_not_answer_for_the_probe():
     assert type(got["grad"][0]) is torch.Tensor and torch.equal(got["grad"][0].clone(), values)
     parameter = torch.nn.Parameter(values.clone())
     assert call_learner(lambda: parameter, name="f") is parameter  # nn.Parameter is left as it is
+
+
+# ------------------------------------------------------------------ the engine in notebooks 05 and 06 too
+
+
+def _silu_forward(ctx, x):
+    ctx.save_for_backward(x)
+    return x * torch.sigmoid(x)
+
+
+def _silu_backward_only_when_called_directly(ctx, g):
+    (x,) = ctx.saved_tensors
+    s = torch.sigmoid(x)
+    right = g * s * (1 + x * (1 - s))
+    return right if torch._C._current_graph_task_id() == -1 else 0 * right
+
+
+def _silu_backward_that_frees_what_it_used(ctx, g):  # honest: it drops its saved state after use
+    (x,) = ctx.saved_tensors
+    s = torch.sigmoid(x)
+    grad = g * s * (1 + x * (1 - s))
+    del x, s
+    return grad
+
+
+@pytest.mark.nb05
+def test_notebook_05_backward_must_agree_inside_autograds_engine():
+    params = dict(activation="silu", points=3, seed=0, cases=2)
+    faked = _function("FusedSiLU", _silu_forward, _silu_backward_only_when_called_directly)
+    honest = _function("FusedSiLU", _silu_forward, _silu_backward_that_frees_what_it_used)
+    points, message = score(faked, nb05.check_fused_activation, **params)
+    assert points <= 1.5, message
+    assert score(honest, nb05.check_fused_activation, **params) == (3.0, None)
