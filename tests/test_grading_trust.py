@@ -263,6 +263,11 @@ def test_every_probe_is_in_the_sandbox(tmp_path):
         ("import builtins\nbuiltins.abs = None", "builtins"),
         ("ip.display_pub.publish = None", "IPython"),
         ("x = frame.f_back.f_locals", "frame"),
+        ("calls = [c for c in In if 'probe' in c]", "input history"),
+        ("last = _ih[-1]", "input history"),
+        ("source = _i12", "input/output history"),
+        ("hm = get_ipython().history_manager", "input history"),
+        ("previous = Out[3]", "output history"),
     ],
 )
 def test_the_screen_names_each_route(code, reason):
@@ -277,6 +282,7 @@ def test_the_screen_spares_honest_code():
         "def helper(x):\n    return sorted(x, key=lambda v: -v)\nloss = f(variables)\nloss.backward()"
     )
     assert reaches(honest) == [] and uses_autograd(honest) == []
+    assert reaches("for _ in range(3):\n    pass\nIn_ = 1\nvalue_1 = In_") == []
     assert reaches("from autograder.nb02 import example_graph, random_expression_text") == []
     assert uses_autograd("import torch\nx = torch.ones(1, requires_grad=True)\n(x * 2).backward()")
     assert uses_autograd("from torch.func import grad")
