@@ -127,10 +127,6 @@ def hvp_problem(
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def _function_class(obj: Any, name: str):
-    return function_class(obj, name)
-
-
 def _apply(F, *args, name: str):
     return call_learner(function_apply(F, name), *args, name=f"{name}.apply")
 
@@ -199,7 +195,7 @@ def probe_saved_tensors(
     obj: Any, seed: int = 0, cases: int | Sequence[Any] = 2, points: float | None = None
 ) -> ProbeData:
     """Values of forward and backward, and what happens when the input is changed in place after forward."""
-    F = _function_class(obj, "Cube")
+    F = function_class(obj, "Cube")
     data = []
     for case, shape in enumerate(shapes_of(cases)):
         x0, g = inputs_elementwise(seed, case, shape=shape)
@@ -224,7 +220,7 @@ def probe_saved_tensors(
 
 
 def probe_inplace(obj: Any, seed: int = 0, cases: int | Sequence[Any] = 2, points: float | None = None) -> ProbeData:
-    F = _function_class(obj, "InplaceReLU")
+    F = function_class(obj, "InplaceReLU")
     data = []
     for case, shape in enumerate(shapes_of(cases)):
         x0, g = inputs_elementwise(seed, case, kinks=True, shape=shape)
@@ -254,7 +250,7 @@ def probe_inplace(obj: Any, seed: int = 0, cases: int | Sequence[Any] = 2, point
 def probe_non_differentiable(
     obj: Any, seed: int = 0, cases: int | Sequence[Any] = 2, points: float | None = None
 ) -> ProbeData:
-    F = _function_class(obj, "ReLUWithMask")
+    F = function_class(obj, "ReLUWithMask")
     data = []
     for case, shape in enumerate(shapes_of(cases)):
         x0, g = inputs_elementwise(seed, case, kinks=True, shape=shape)
@@ -280,7 +276,7 @@ def probe_non_differentiable(
 def probe_materialize(
     obj: Any, seed: int = 0, cases: int | Sequence[Any] = 2, points: float | None = None
 ) -> ProbeData:
-    F = _function_class(obj, "SinCos")
+    F = function_class(obj, "SinCos")
     received: list = []
 
     class Spy(F):  # records what autograd hands the learner's backward, then calls it
@@ -357,7 +353,7 @@ def probe_twice_differentiable(
 ) -> ProbeData:
     """Forward, first and second derivatives (double backward) of a Function of one tensor; for a Function with
     several outputs (the first is the result, the others intermediates), the gradient through all outputs too."""
-    F = _function_class(obj, "the Function")
+    F = function_class(obj, "the Function")
     outputs = TWICE_OUTPUTS[reference]
     name = F.__name__
     data = []
@@ -427,7 +423,7 @@ def probe_hvp(
 def probe_functional_linear(
     obj: Any, seed: int = 0, cases: int | Sequence[Any] = 3, points: float | None = None
 ) -> ProbeData:
-    F = _function_class(obj, "FunctionalLinear")
+    F = function_class(obj, "FunctionalLinear")
     data = []
     for case, sizes in enumerate(linear_cases(cases)):
         x0, w0, b0, g = inputs_linear(seed, case, sizes)
@@ -645,7 +641,7 @@ def probe_modern(
     hand_written_vmap: bool = False,
     points: float | None = None,
 ) -> ProbeData:
-    F = _function_class(obj, "the Function")
+    F = function_class(obj, "the Function")
     name = F.__name__
     calls = {"vmap": 0}
     data = {

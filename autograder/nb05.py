@@ -31,7 +31,7 @@ from coursetools.device import triton_mode
 
 from .course_kernels import StandInKernel
 from .feedback import CheckFailed, not_written
-from .probes.apply import function_apply
+from .probes.apply import engine_agrees, function_apply
 from .probes.call import call_learner
 from .probes.function import probe_function
 from .probes.function_cases import FunctionInputs, add_inputs
@@ -276,40 +276,6 @@ def backward_of(node: Any, grad_output: torch.Tensor, name: str) -> Any:
         return call_kernel(node.apply, grad_output, name=name)
 
 
-def engine_agrees(again: Callable[[], tuple], seed: torch.Tensor, raw: Any, name: str) -> None:
-    """Backward as autograd's engine runs it (what `loss.backward()` does), on a fresh forward (`again()` -> (output,
-    forward's inputs)), must give what the direct call gave (`raw`, for grad_output `seed`): one that is right only
-    when a probe calls it is not right. Compared where the direct return is well formed and the output has the seed's
-    dtype and shape (else the interface or forward is judged on the direct call); a CheckFailed says how it differs."""
-    returns = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
-    output, inputs = again()
-    if not isinstance(output, torch.Tensor) or output.device.type == "meta":  # (meta tensors hold no values)
-        return
-    if output.dtype != seed.dtype or output.shape != seed.shape:
-        return
-    slots = [i for i, a in enumerate(inputs) if isinstance(a, torch.Tensor) and a.requires_grad]
-    direct = [returns[i] if i < len(returns) else None for i in slots]
-    if not slots or not all(
-        isinstance(d, torch.Tensor) and d.shape == inputs[i].shape and d.dtype == inputs[i].dtype
-        for d, i in zip(direct, slots)
-    ):
-        return
-    try:
-        engine = torch.autograd.grad(output, [inputs[i] for i in slots], seed.clone(), allow_unused=True)
-    except Exception as exc:  # noqa: BLE001 -- it raised in the engine only
-        raise CheckFailed(
-            f"`{name}` works when called directly but raises when autograd's engine calls it (as `loss.backward()` "
-            f"does): {type(exc).__name__}: {str(exc)[:200]}"
-        ) from None
-    for i, d, e in zip(slots, direct, engine):
-        if e is None or not torch.allclose(e.detach(), d.detach(), rtol=1e-9, atol=1e-12, equal_nan=True):
-            raise CheckFailed(
-                f"`{name}` gives a different gradient for argument {i + 1} when autograd's engine calls it (as "
-                "`loss.backward()` does) than when it is called directly: backward must compute from its ctx and "
-                "grad_output alone, the same way every time."
-            )
-
-
 def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name: str, triton: bool = False) -> dict:
     """Forward on x (requiring grad), what forward saved, then backward with u: raw returns. triton: also how many
     Triton kernels forward and backward launched."""
@@ -362,7 +328,7 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
         return call_kernel(apply, fresh, name=f"{name}.forward"), (fresh,)
 
     try:
-        engine_agrees(again, kept, raw, f"{name}.backward")
+        engine_agrees(again, kept, raw, name)
     except CheckFailed as failure:
         result["backward_error"] = str(failure)
     return result

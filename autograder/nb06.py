@@ -23,12 +23,12 @@ from .nb05 import (
     backward_of,
     call_kernel,
     counting_launches,
-    engine_agrees,
     function_apply,
     kernel_device,
     kernel_launcher,
     written_by_launch,
 )
+from .probes.apply import engine_agrees
 from .probes.call import call_learner
 from .registry import NotebookChecks, ProbeData, show_verdict
 
@@ -319,10 +319,10 @@ def probe_fused_ce(
             grads = backward_of(loss.grad_fn, torch.full_like(loss, grad_output), name)
         fresh = x.clone().requires_grad_()
         engine_agrees(
-            lambda: (call_kernel(apply, fresh, target, ignore_index, name=name), (fresh, target)),
+            lambda: (call_kernel(apply, fresh, target, ignore_index, name=name), (fresh, target, ignore_index)),
             torch.full_like(loss, grad_output),
             grads,
-            f"{name}.backward",
+            name,
         )
         grads = grads if isinstance(grads, tuple) else (grads,)
         # backward's launches count when the gradient it hands back is what a launch left (notebook 05's rule)
