@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from coursetools.device import triton_mode
+from coursetools.gpu_compile import kernel_record, launch_signature
 
 from .course_kernels import StandInKernel
 from .feedback import CheckFailed, not_written
@@ -453,6 +454,16 @@ def interpreted(kernel: Any, name: str) -> Any:
     )
 
 
+def kernel_source(kernel: Any) -> dict:
+    """The kernel's source as Triton's compiler reads it, with its helpers and globals, for the judge's compile
+    for a GPU (which runs outside the sandbox). A kernel whose source cannot be read records none."""
+    try:
+        return kernel_record(kernel)
+    except Exception:  # noqa: BLE001 - an unreadable kernel is reported by the compile part, not here
+        name = getattr(getattr(kernel, "fn", None), "__name__", "kernel")
+        return {"entry": name, "functions": {name: ""}, "globals": {}}
+
+
 def _guarded(values: torch.Tensor, guard: int, fill: float, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """(buffer, view): values in the middle of a buffer with `guard` entries of `fill` on each side."""
     buffer = torch.full((values.numel() + 2 * guard,), fill, dtype=values.dtype, device=device)
@@ -472,7 +483,7 @@ def probe_kernel(
     forward kernels:  kernel[grid](x_ptr, y_ptr, n_elements, BLOCK_SIZE=block)
     backward kernels: kernel[grid](x_ptr, grad_out_ptr, grad_in_ptr, n_elements, BLOCK_SIZE=block)
     For each (n, block, dtype): the written values, how many guard entries before and after the
-    output were overwritten, and whether the inputs changed.
+    output were overwritten, and whether the inputs changed; and the kernel's source (for the compile part).
     """
     name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", f"{kind} kernel")
     launcher, device, context = kernel_launcher(kernel, name)
@@ -504,7 +515,7 @@ def probe_kernel(
                     ),
                 }
             )
-    return data
+    return {"launches": data, "kernel": kernel_source(kernel)}
 
 
 # --------------------------------------------------------------------------------------------- element-wise Functions
@@ -754,7 +765,7 @@ CRASH_HINT = (
 # one handed to torch.autograd is flagged; Checkpoint's backward is autograd on the recomputed fn by design, and the
 # rest are not Functions. show=False: the checks whose report is text only.
 checks = NotebookChecks(__name__, show=show_verdict)
-triton = NotebookChecks(__name__, crash_hint=CRASH_HINT, names=checks.names)
+triton = NotebookChecks(__name__, show=show_verdict, crash_hint=CRASH_HINT, names=checks.names)
 check_gather_rows = checks.add("check_gather_rows", probe_gather_rows, by_hand=True)
 check_saved_bytes = checks.add("check_saved_bytes", probe_saved_bytes, by_hand=False, show=False)
 check_fused_activation = checks.add("check_fused_activation", probe_elementwise, by_hand=True)
@@ -780,6 +791,7 @@ import random
 
 import torch.nn.functional as F
 
+from .judges import kernel_compile
 from .judges.answers import MISMATCH, entry, number, per_case, tensor
 from .judges.function import FunctionReference, add_reference, draw_seed, judge_function
 from .judges.verdict import Part, Verdict, verdict_of
@@ -1239,9 +1251,10 @@ def judge_kernel(
     dtypes: Sequence[str] = ("float64", "float32"),
 ) -> None:
     expected_runs = [(n, block, dtype) for n, block in sizes for dtype in dtypes]
+    launches, record = kernel_compile.split_answer(data)
     data = [
         entry(d, f"launch {i}", ("n", "block", "dtype", "values", "written_before", "written_after", "inputs_changed"))
-        for i, d in enumerate(per_case(data, expected_runs))
+        for i, d in enumerate(per_case(launches, expected_runs))
     ]
     if [(d["n"], d["block"], d["dtype"]) for d in data] != [tuple(r) for r in expected_runs]:
         raise CheckFailed("the kernel's results do not answer the launches the check asked for.")
@@ -1256,7 +1269,23 @@ def judge_kernel(
         x, g = case["x"].to(torch.float64), case["g"].to(torch.float64)
         want_y, want_g = _reference_and_vjp("silu", x, g)
         _judge_kernel_values(got, kind, x, g, want_y, want_g, launch)
-    return None
+    # right in the interpreter: the second idea, that the same kernel compiles for a GPU
+    values = Part("values", title="the values, in every launch (Triton's interpreter)")
+    compiles = kernel_compile.compile_part()
+    pointers = 2 if kind == "forward" else 3
+    kernel_compile.judge_compiles(
+        compiles,
+        record,
+        [
+            (
+                f"{dtype} tensors, BLOCK_SIZE={block}",
+                *launch_signature(record, [kernel_compile.pointer(dtype)] * pointers + ["i32"], {"BLOCK_SIZE": block}),
+            )
+            for block, dtype in dict.fromkeys((block, dtype) for _, block, dtype in expected_runs)
+        ],
+        others=[values],
+    )
+    return verdict_of([values, compiles], 1.0, what)
 
 
 def _judge_writes(got, launch: str) -> None:

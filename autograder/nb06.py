@@ -26,6 +26,7 @@ from .nb05 import (
     function_apply,
     kernel_device,
     kernel_launcher,
+    kernel_source,
     written_by_launch,
 )
 from .probes.apply import engine_agrees
@@ -113,7 +114,7 @@ def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0, points: floa
             }
 
         data.append(twice(run, ("values",)))
-    return data
+    return {"launches": data, "kernel": kernel_source(kernel)}
 
 
 def ce_targets(seed: int, rows: int, V: int, ignored: int, ignore_index: int) -> torch.Tensor:
@@ -172,7 +173,7 @@ def probe_ce_forward(
             }
 
         data.append(twice(run, ("loss", "lse")))
-    return data
+    return {"launches": data, "kernel": kernel_source(kernel)}
 
 
 def probe_ce_backward(
@@ -225,7 +226,7 @@ def probe_ce_backward(
             }
 
         data.append(twice(run, ("grad",)))
-    return data
+    return {"launches": data, "kernel": kernel_source(kernel)}
 
 
 # --------------------------------------------------------------- log-sum-exp by hand, then chunk by chunk
@@ -427,9 +428,11 @@ def largest_allocation() -> Iterator[dict]:
     (from the profiler's memory accounting at the allocator, whatever the learner's code did to dispatch: a tensor
     made with dispatch or torch functions disabled is seen too). Inputs made before are not counted."""
     box = {"largest": 0}
-    with _profile(profile_memory=True, use_kineto=False) as prof:
+    on_gpu = kernel_device() == "cuda"
+    with _profile(profile_memory=True, use_kineto=False, use_device="cuda" if on_gpu else None) as prof:
         yield box
-    box["largest"] = max((max(e.self_cpu_memory_usage, 0) for e in prof.function_events), default=0)
+    memory = "self_device_memory_usage" if on_gpu else "self_cpu_memory_usage"
+    box["largest"] = max((max(getattr(e, memory), 0) for e in prof.function_events), default=0)
 
 
 def linear_case(seed: int, N: int, D: int, V: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -446,7 +449,7 @@ def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float
     apply = function_apply(obj, name)
     data = []
     for N, D, V, chunk, grad_output in cases:
-        hidden, weight, target = linear_case(seed, N, D, V)
+        hidden, weight, target = (t.to(kernel_device()) for t in linear_case(seed, N, D, V))
         h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
         with largest_allocation() as forward:
             loss = call_learner(
@@ -498,7 +501,10 @@ __all__ = checks.names
 import math
 import random
 
-from .judges import answers
+from coursetools.gpu_compile import launch_signature
+
+from .judges import answers, kernel_compile
+from .judges.kernel_compile import pointer
 from .judges.verdict import Part, Verdict, verdict_of
 from .registry import decides
 
@@ -583,7 +589,8 @@ def _judge_reads(parts: dict, judged: list) -> None:
 @decides("check_row_lse", draw=draw_row_lse)
 def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 5) -> Verdict:
     parts, judged = titled_parts(ROW_LSE_PARTS), []
-    for case, got in zip(cases, answers.per_case(data, cases)):
+    launches, record = kernel_compile.split_answer(data)
+    for case, got in zip(cases, answers.per_case(launches, cases)):
         rows, V, block, dtype, peak_at = case
         entry = answers.entry(got, f"case {case}", ("values", "written_outside", "inputs_changed", "read_outside"))
         values = answers.tensor(entry["values"], f"the values of case {case}", shape=(rows,))
@@ -611,6 +618,7 @@ def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: 
         }.get(part)
         parts[part].fail(f"{where}: row {row} is {state}", hint)
     _judge_reads(parts, judged)
+    _judge_compiles(parts, record, cases, lambda dtype: [pointer(dtype), pointer(dtype), "i32", "i32"])
     return verdict_of(list(parts.values()), points, "row_lse_kernel (each row's log-sum-exp)")
 
 
@@ -643,7 +651,8 @@ def judge_ce_forward(
     data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, points: float = 4
 ) -> Verdict:
     parts, judged = titled_parts(CE_FORWARD_PARTS), []
-    for case, got in zip(cases, answers.per_case(data, cases)):
+    launches, record = kernel_compile.split_answer(data)
+    for case, got in zip(cases, answers.per_case(launches, cases)):
         rows, V, block, dtype, ignored = case
         entry = answers.entry(got, f"case {case}", ("loss", "lse", "written_outside", "inputs_changed", "read_outside"))
         loss = answers.tensor(entry["loss"], f"the losses of case {case}", shape=(rows,))
@@ -685,7 +694,28 @@ def judge_ce_forward(
                 "a row whose target is ignore_index contributes nothing: store 0 (and never read its target column)",
             )
     _judge_reads(parts, judged)
+    _judge_compiles(
+        parts,
+        record,
+        cases,
+        lambda dtype: [pointer(dtype), "*i64", pointer(dtype), pointer(dtype), "i32", "i32", "i32"],
+    )
     return verdict_of(list(parts.values()), points, "cross_entropy_forward_kernel (per-row losses)")
+
+
+def _judge_compiles(parts: dict[str, Part], record: Any, cases: Sequence[Any], positional: Callable) -> None:
+    """The kernel's own source compiled for a GPU, once per (BLOCK_V, dtype) of the cases (the part comes last)."""
+    others = [part for name, part in parts.items() if name != "bounds"]  # a blank kernel keeps its bounds
+    parts["compiles"] = kernel_compile.compile_part()
+    kernel_compile.judge_compiles(
+        parts["compiles"],
+        record,
+        [
+            (f"{dtype} rows, BLOCK_V={block}", *launch_signature(record, positional(dtype), {"BLOCK_V": block}))
+            for block, dtype in dict.fromkeys((case[2], case[3]) for case in cases)
+        ],
+        others=others,
+    )
 
 
 CE_BACKWARD_PARTS = {
@@ -736,7 +766,8 @@ def judge_ce_backward(
     points: float = 5,
 ) -> Verdict:
     parts, judged = titled_parts(CE_BACKWARD_PARTS), []
-    answered = list(zip(cases, answers.per_case(data, cases)))
+    launches, record = kernel_compile.split_answer(data)
+    answered = list(zip(cases, answers.per_case(launches, cases)))
     answered.sort(key=lambda pair: backward_part(pair[0]) != "values")  # the plain cases first: see below
     for case, got in answered:
         rows, V, block, dtype, ignored, lse_shift = case
@@ -779,6 +810,12 @@ def judge_ce_backward(
             f"{where}: row {row} of the gradient is off", None if follows else hint, same_mistake_as=follows
         )
     _judge_reads(parts, judged)
+    _judge_compiles(
+        parts,
+        record,
+        cases,
+        lambda dtype: [pointer(dtype), "*i64", pointer(dtype), pointer(dtype), "i32", "i32", "i32", "fp32"],
+    )
     return verdict_of(list(parts.values()), points, "cross_entropy_backward_kernel (the gradient, recomputed)")
 
 
@@ -1174,7 +1211,7 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
         largest = answers.numbers(entry["largest"], f"the memory of case {case}", length=2)
         returned = answers.listed(entry["returned"], f"backward's return of case {case}")
         where = f"N = {N} tokens, D = {D}, V = {V}, chunk = {chunk}"
-        hidden, weight, target = linear_case(seed, N, D, V)
+        hidden, weight, target = (t.to(kernel_device()) for t in linear_case(seed, N, D, V))
         h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
         expected = torch.nn.functional.cross_entropy(h @ w.T, target)
         grad_h, grad_w = torch.autograd.grad(expected * grad_output, (h, w))

@@ -457,6 +457,43 @@ def _ckpt_b_no_grad(ctx, g):  # recomputes without switching recording on
     return None, torch.autograd.grad(y, x, g)[0]
 
 
+ONE = 1.0  # a plain Python global: the interpreter reads it, Triton's compiler refuses it
+
+
+@triton.jit
+def silu_with_a_plain_global(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(y_ptr + offsets, x / (ONE + tl.exp(-x)), mask=mask)
+
+
+SCALE = tl.constexpr(1.0)  # the same constant as Triton wants it
+
+
+@triton.jit
+def silu_with_a_constexpr_global(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(y_ptr + offsets, x / (tl.exp(-x) + SCALE), mask=mask)
+
+
+def test_a_kernel_only_the_gpu_compiler_refuses_loses_exactly_the_compile_share():
+    check, params = CHECK_CALLS["forward_kernel"]
+    verdict, report = run(check, silu_with_a_plain_global, **params)
+    assert float(verdict) == 0.5 and {p.name for p in verdict.parts if p.passed is False} == {"compiles"}, report
+    assert "Cannot access global variable ONE" in report and "must be a tl.constexpr" in report, report
+    right, report = run(check, silu_with_a_constexpr_global, **params)
+    assert float(right) == 1.0 and right.passed, report
+
+
+def test_a_kernel_wrong_in_the_interpreter_earns_nothing_for_compiling():
+    check, params = CHECK_CALLS["forward_kernel"]
+    with pytest.raises(CheckFailed, match="unmasked tl.store"):
+        check(unmasked_store_kernel, **params)
+
+
 @triton.jit
 def unmasked_store_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
@@ -876,7 +913,8 @@ def test_kernels_compiled_for_a_gpu_are_checked_in_the_interpreter():
     compiled = JITFunction(silu_forward_kernel.fn)  # what @triton.jit gives on a GPU machine
     assert not isinstance(compiled, InterpretedFunction)
     check, params = CHECK_CALLS["forward_kernel"]
-    assert check(compiled, **params) is None
+    verdict = check(compiled, **params)
+    assert verdict.passed and float(verdict) == 1.0, verdict.report()
 
 
 # =========================================================================== property-based
@@ -894,8 +932,10 @@ def test_fused_activations_pass_on_any_seed(seed, activation):
 @given(n=st.integers(1, 300), block=st.sampled_from([8, 16, 64, 128]), seed=st.integers(0, 1000))
 def test_kernels_pass_on_any_size_and_the_unmasked_one_never_does_past_a_block(n, block, seed):
     params = {"sizes": [(n, block)], "seed": seed}
-    assert nb05.check_forward_kernel(silu_forward_kernel, kind="forward", **params) is None
-    assert nb05.check_backward_kernel(silu_backward_kernel, kind="backward", **params) is None
+    for kernel, kind in ((silu_forward_kernel, "forward"), (silu_backward_kernel, "backward")):
+        check = nb05.check_forward_kernel if kind == "forward" else nb05.check_backward_kernel
+        verdict = check(kernel, kind=kind, **params)
+        assert verdict.passed and float(verdict) == 1.0, verdict.report()
     if n % block:
         with pytest.raises(CheckFailed, match="unmasked tl.store"):
             nb05.check_forward_kernel(unmasked_store_kernel, kind="forward", **params)
@@ -988,7 +1028,8 @@ def silu_backward(x_ptr, g_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
 
 forward = check_forward_kernel(silu_forward, kind="forward", sizes=[(10, 16), (100, 32)], seed=0)
 backward = check_backward_kernel(silu_backward, kind="backward", sizes=[(10, 16), (100, 32)], seed=0)
-print("passed" if forward is None and backward is None else f"not passed: {forward!r} {backward!r}")
+right = all(v.passed and float(v) == 1.0 for v in (forward, backward))
+print("passed" if right else f"not passed: {forward!r} {backward!r}")
 '''
 
 

@@ -34,8 +34,8 @@ def verdict_of_call(check, obj, **params):
 @triton.jit
 def right(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)
-    m = -float("inf")
-    s = 0.0
+    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
@@ -48,8 +48,8 @@ def right(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
 @triton.jit
 def no_mask(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)
-    m = -float("inf")
-    s = 0.0
+    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         x = tl.load(logits_ptr + row * stride + cols).to(lse_ptr.dtype.element_ty)
@@ -62,7 +62,7 @@ def no_mask(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
 @triton.jit
 def no_max(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)
-    s = 0.0
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
@@ -73,8 +73,8 @@ def no_max(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
 @triton.jit
 def no_rescale(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)
-    m = -float("inf")
-    s = 0.0
+    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
@@ -95,8 +95,8 @@ def first_chunk_only(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
 @triton.jit
 def stores_everywhere(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)
-    m = -float("inf")
-    s = 0.0
+    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
@@ -104,6 +104,12 @@ def stores_everywhere(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
         s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
         m = m_new
     tl.store(lse_ptr + row + tl.arange(0, 2), m + tl.log(s) + tl.zeros((2,), dtype=lse_ptr.dtype.element_ty))
+
+
+def one_share_lost(points: float, interpreter_parts: dict) -> float:
+    """A kernel check's score with one idea missed: its interpreter parts and "compiles for a GPU" share points."""
+    ideas = len(interpreter_parts) + 1
+    return round(points * (ideas - 1) / ideas, 2)
 
 
 def score(kernel, **params):
@@ -128,7 +134,7 @@ def test_a_right_kernel_gets_full_marks_on_visible_and_drawn_cases():
 def test_each_classic_mistake_costs_its_own_part_with_its_hint(kernel, part, hint):
     points, failed, report = score(kernel)
     assert failed == {part}, report
-    assert points == 4.0, "one idea of five lost"
+    assert points == one_share_lost(5, nb06.ROW_LSE_PARTS), "one idea of six lost"
     assert hint in report
 
 
@@ -137,8 +143,8 @@ def peeks_before_its_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
     """Right values, but each row also loads the entry just before it, and lets it through a comparison whose
     result only a finite value changes (a NaN compares false): read memory that is not its row's."""
     row = tl.program_id(0)
-    m = -float("inf")
-    s = 0.0
+    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
@@ -153,8 +159,8 @@ def peeks_before_its_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
 def peeks_past_its_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
     """Right values, and a look at the first entry past the row's end (the padding between rows, or after the last)."""
     row = tl.program_id(0)
-    m = -float("inf")
-    s = 0.0
+    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
@@ -169,8 +175,8 @@ def peeks_past_its_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
 def peeks_at_the_last_rows_neighbour(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
     """Right values; the last row also looks at the row after it (memory after the whole tensor)."""
     row = tl.program_id(0)
-    m = -float("inf")
-    s = 0.0
+    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
@@ -186,8 +192,8 @@ def reads_the_next_row_into_nothing(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.
     """Honest in effect: loads past the row's end unmasked but replaces those lanes before using them (its reads
     reach no result, so the probe has nothing to see; a sanitizer would)."""
     row = tl.program_id(0)
-    m = -float("inf")
-    s = 0.0
+    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         raw = tl.load(logits_ptr + row * stride + cols)
@@ -204,7 +210,11 @@ def test_a_read_outside_the_row_costs_the_bounds_part_even_when_the_values_hide_
     hint; a read whose values never reach a result is not seen (docs/grading.md says so)."""
     for kernel in (peeks_before_its_row, peeks_past_its_row, peeks_at_the_last_rows_neighbour):
         points, failed, report = score(kernel)
-        assert failed == {"bounds"} and points == 4.0 and "memory outside its tensors" in report, report
+        assert (
+            failed == {"bounds"}
+            and points == one_share_lost(5, nb06.ROW_LSE_PARTS)
+            and "memory outside its tensors" in report
+        ), report
     assert score(reads_the_next_row_into_nothing)[:2] == (5.0, set())
 
 
@@ -226,8 +236,10 @@ def test_a_kernel_that_reads_only_the_first_chunk_fails_where_rows_are_longer():
 
 
 def test_forged_data_is_refused():
-    with pytest.raises(CheckFailed, match="answers for"):
+    with pytest.raises(CheckFailed, match="launches and its source were expected"):
         nb06.check_row_lse.decide([], cases=CASES)
+    with pytest.raises(CheckFailed, match="answers for"):
+        nb06.check_row_lse.decide({"launches": [], "kernel": {}}, cases=CASES)
 
 
 # ------------------------------------------------------------------------------------------ the forward kernel
@@ -237,8 +249,8 @@ from autograder.nb06 import ce_forward_cases, draw_ce_forward  # noqa: E402
 @triton.jit
 def forward_right(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)
-    m = -float("inf")
-    s = 0.0
+    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
@@ -256,8 +268,8 @@ def forward_right(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_i
 @triton.jit
 def forward_ignores_nothing(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)
-    m = -float("inf")
-    s = 0.0
+    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
@@ -274,8 +286,8 @@ def forward_ignores_nothing(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V
 @triton.jit
 def forward_wrong_axis(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)
-    m = -float("inf")
-    s = 0.0
+    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
@@ -310,7 +322,7 @@ def test_a_right_forward_kernel_gets_full_marks_on_visible_and_drawn_cases():
 def test_each_forward_mistake_costs_its_own_part(kernel, part, hint):
     points, failed, report = forward_score(kernel)
     assert failed == {part}, report
-    assert points == 3.0 and hint in report
+    assert points == one_share_lost(4, nb06.CE_FORWARD_PARTS) and hint in report
 
 
 # ------------------------------------------------------------------------------------------ the backward kernel
@@ -364,8 +376,8 @@ def backward_own_sum(logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignor
     row = tl.program_id(0)
     target = tl.load(target_ptr + row)
     counted = target != ignore_index
-    m = -float("inf")
-    s = 0.0
+    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
         cols = start + tl.arange(0, BLOCK_V)
         x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
@@ -415,7 +427,7 @@ def test_a_right_backward_kernel_gets_full_marks_on_visible_and_drawn_cases():
 def test_each_backward_mistake_costs_one_share(kernel, failed_parts, hint):
     points, failed, report = backward_score(kernel)
     assert failed == failed_parts, report
-    assert points == 4.0, "one idea of five lost, however many cases show it"
+    assert points == one_share_lost(5, nb06.CE_BACKWARD_PARTS), "one idea of six lost, however many cases show it"
     assert hint in report
 
 
@@ -792,6 +804,81 @@ def mask_on_the_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
         s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
         m = m_new
     tl.store(lse_ptr + row, m + tl.log(s))
+
+
+# Mistakes only a GPU's compiler sees: right in the interpreter, refused by Triton's compiler (float64 and every
+# dtype the check launches). Each costs the "compiles" part alone, with the hint naming its idea.
+@triton.jit
+def untyped_accumulators(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")  # a Python float: float32 to the compiler, float64 after the first float64 chunk
+    s = 0.0
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    tl.store(lse_ptr + row, m + tl.log(s))
+
+
+@triton.jit
+def scalar_becomes_a_block(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    acc = lse_ptr.dtype.element_ty
+    m = tl.full([], float("-inf"), acc)
+    s = tl.zeros([], acc)  # one number here, a block of BLOCK_V partial sums after the first iteration
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=float("-inf")).to(acc)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.exp(x - m_new)
+        m = m_new
+    tl.store(lse_ptr + row, m + tl.log(tl.sum(s, axis=0)))
+
+
+@triton.jit
+def breaks_out_of_the_loop(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    row = tl.program_id(0)
+    acc = lse_ptr.dtype.element_ty
+    m = tl.full([], float("-inf"), acc)
+    s = tl.zeros([], acc)
+    for start in range(0, 1 << 20, BLOCK_V):  # "until the row ends", as a Python loop would say it
+        if start >= V:
+            break
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=float("-inf")).to(acc)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    tl.store(lse_ptr + row, m + tl.log(s))
+
+
+COMPILE_ONLY = {
+    "an accumulator started as a Python float": (untyped_accumulators, "a loop variable's type changes"),
+    "a scalar that becomes a block in the loop": (scalar_becomes_a_block, "becomes a block of values"),
+    "break in the chunk loop": (breaks_out_of_the_loop, "no break or continue"),
+}
+
+
+@pytest.mark.parametrize("mistake", list(COMPILE_ONLY))
+def test_a_kernel_only_the_gpu_compiler_refuses_loses_exactly_the_compile_share(mistake):
+    kernel, hint = COMPILE_ONLY[mistake]
+    points, failed, report = score(kernel)
+    assert failed == {"compiles"}, report
+    assert points == one_share_lost(5, nb06.ROW_LSE_PARTS), report
+    assert hint in report and "sm_90" in report, report
+
+
+def test_a_blank_kernel_earns_nothing_for_compiling():
+    @triton.jit
+    def blank(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+        pass
+
+    verdict = nb06.check_row_lse.decide(nb06.check_row_lse.probe(blank, cases=CASES), cases=CASES)
+    compiles = next(p for p in verdict.parts if p.name == "compiles")
+    assert compiles.passed is None, verdict.report()  # unscored: a blank kernel compiles, and earns nothing for it
+    assert "not scored: the kernel earns nothing in the interpreter yet" in verdict.report()
 
 
 # The wrong-answer catalogue the issue asks for, each a mistake of the kind learners make, each costing its part.

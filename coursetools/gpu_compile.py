@@ -1,0 +1,331 @@
+"""Compile a Triton kernel for a GPU on a machine without one, and read what the compiler reports.
+
+Triton compiles ahead of time for a named GPU target with no driver and no device: the source goes to Triton's
+IR, then PTX, then a cubin made by the ptxas Triton ships. Triton's interpreter, which runs the course's kernels
+on a CPU, forgives what this compiler does not (a loop variable whose type changes, ``break``, a global that is
+not a ``tl.constexpr``); this module shows those errors without a GPU. It says nothing about numerics or speed on
+the device: nothing runs.
+
+    record = kernel_record(kernel)                      # the kernel's source, its helpers and globals: plain data
+    result = compile_record(record, signature, constexprs, arch=90)
+    result["ok"], result["why"], result["line"]         # a compile error cut to the line that says why
+    result["registers"], result["spill_bytes"], ...     # ptxas's own report (-v) when it compiled
+
+Only the standard library and Triton are imported here: the grader runs this file as a script in a fresh
+process of its own (``serve``: one JSON request per line on stdin, one answer per line on stdout).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import linecache
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import types
+from collections.abc import Sequence
+from typing import Any
+
+# the modules a kernel's globals may name, by their module name
+KERNEL_MODULES = ("triton", "triton.language", "triton.language.math", "math")
+MAX_SOURCE_CHARS = 40_000
+MAX_FUNCTIONS = 16
+
+
+def kernel_record(kernel: Any) -> dict:
+    """The kernel's source as Triton reads it, the @triton.jit helpers it calls (their sources, by name) and the
+    globals it names: modules (by module name), numbers (with whether they are tl.constexpr), anything else
+    (by type). Plain data, as the grader's compile reads it."""
+    from triton.runtime.jit import JITFunction
+
+    functions: dict[str, str] = {}
+    globals_: dict[str, dict] = {}
+    entry = _function_of(kernel)
+    pending = [entry]
+    while pending and len(functions) < MAX_FUNCTIONS:
+        fn = pending.pop()
+        if fn.__name__ in functions:
+            continue
+        try:
+            source = JITFunction(fn).src  # exactly the text Triton's compiler parses (and its interpreter runs)
+        except (ValueError, OSError, TypeError):
+            source = ""
+        functions[fn.__name__] = source[:MAX_SOURCE_CHARS]
+        for name in _names_used(fn.__code__):
+            if name in functions or name in globals_ or name not in fn.__globals__:
+                continue
+            value = fn.__globals__[name]
+            helper = _function_of(value, strict=False)
+            if helper is not None:
+                pending.append(helper)
+            else:
+                globals_[name] = _global_record(value)
+    return {"entry": entry.__name__, "functions": functions, "globals": globals_}
+
+
+def _function_of(obj: Any, strict: bool = True) -> Any:
+    """The Python function behind a @triton.jit object (compiled or interpreted), exactly as Triton made it."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    if type(obj) in (JITFunction, InterpretedFunction) and isinstance(getattr(obj, "fn", None), types.FunctionType):
+        return obj.fn
+    if strict:
+        raise TypeError(f"not a Triton kernel (a function decorated with @triton.jit): {type(obj).__name__}")
+    return None
+
+
+def _names_used(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names_used(const)
+    return names
+
+
+def _global_record(value: Any) -> dict:
+    from triton.language import constexpr
+
+    if isinstance(value, types.ModuleType):
+        return {"kind": "module", "value": value.__name__}
+    if isinstance(value, constexpr) and isinstance(value.value, (bool, int, float)):
+        return {"kind": "constexpr", "value": value.value}
+    if isinstance(value, (bool, int, float)):
+        return {"kind": "number", "value": value}
+    return {"kind": "object", "value": type(value).__name__}
+
+
+# --------------------------------------------------------------------------------------------- compiling
+
+
+def launch_signature(record: dict, positional: Sequence[str], constexprs: dict[str, Any]) -> tuple[dict, dict]:
+    """(signature, constexprs) of a launch `kernel[grid](*positional, **constexprs)` for the recorded kernel's own
+    parameter names: positional types in order, the named constexprs, other parameters' constant defaults."""
+    try:
+        fn = ast.parse(record["functions"][record["entry"]]).body[0]
+    except (KeyError, TypeError, SyntaxError, IndexError):
+        return {}, dict(constexprs)
+    if not isinstance(fn, ast.FunctionDef):
+        return {}, dict(constexprs)
+    params = [a.arg for a in fn.args.args]
+    defaults = dict(zip(params[len(params) - len(fn.args.defaults) :], fn.args.defaults))
+    signature, values = dict(zip(params, positional)), {}
+    for name in params[len(positional) :]:
+        if name in constexprs:
+            signature[name], values[name] = "constexpr", constexprs[name]
+        elif name in defaults and isinstance(defaults[name], ast.Constant):
+            signature[name], values[name] = "constexpr", defaults[name].value
+    return signature, values
+
+
+def compile_record(record: dict, signature: dict[str, str], constexprs: dict[str, Any], arch: int = 90) -> dict:
+    """Compile the recorded kernel for sm_<arch> with this signature ({"x_ptr": "*fp32", "n": "i32", "BLOCK":
+    "constexpr"}) and these constexpr values. {"ok": True, registers, spill_bytes, shared_bytes, ptx_chars} or
+    {"ok": False, "why": the compiler's reason, "line": the kernel's line it points at, "error": its type}."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    try:
+        kernel = _rebuild(record)
+        source = ASTSource(fn=kernel, signature=signature, constexprs=constexprs)
+        compiled = triton.compile(source, target=GPUTarget("cuda", arch, 32))
+    except Exception as error:  # noqa: BLE001 - every compile error is the answer, as the compiler gives it
+        why, line = compile_error_summary(error)
+        return {"ok": False, "why": why, "line": line, "error": type(error).__name__}
+    report = ptxas_report(compiled.asm["ptx"], arch)
+    report.update(ok=True, ptx_chars=len(compiled.asm["ptx"]), shared_bytes=int(compiled.metadata.shared))
+    return report
+
+
+def _rebuild(record: dict) -> Any:
+    """The recorded functions, defined afresh in a namespace of their own and wrapped as Triton kernels (compiled
+    mode, whatever TRITON_INTERPRET says): nothing of the process they were recorded in comes along."""
+    from triton.runtime.jit import JITFunction
+
+    namespace: dict[str, Any] = {"__name__": "recorded_kernel"}
+    for name, value in record["globals"].items():
+        namespace[name] = _global_value(value)
+    for name, source in record["functions"].items():
+        if not source:
+            raise ValueError(f"Triton cannot read the source of `{name}` (it must be defined with def in a cell)")
+        filename = f"<kernel {name}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+        exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - defs only (the grader screens them)
+    for name in record["functions"]:
+        namespace[name] = JITFunction(namespace[name])
+    return namespace[record["entry"]]
+
+
+def _global_value(value: dict) -> Any:
+    from triton.language import constexpr
+
+    kind = value["kind"]
+    if kind == "module" and (value["value"] in KERNEL_MODULES or value["value"].startswith("triton.language.")):
+        __import__(value["value"])
+        return sys.modules[value["value"]]
+    if kind == "constexpr":
+        return constexpr(value["value"])
+    if kind == "number":
+        return value["value"]
+    return _Opaque(value["value"])
+
+
+class _Opaque:
+    """Stands in for a global that is neither a number nor a module: Triton refuses it, as it would the original."""
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+
+def compile_error_summary(error: BaseException) -> tuple[str, int | None]:
+    """(the reason, the kernel's line) from a Triton compile error: Triton prints the source around the error;
+    the reason is its last line, the line number is the "at L:C" it starts with (1 = the def line)."""
+    text = str(error).strip()
+    line = None
+    located = re.match(r"at (\d+):(\d+):", text)
+    if located:
+        line = int(located.group(1))
+    reason = text.splitlines()[-1] if text else type(error).__name__
+    wrapped = re.fullmatch(r"\w+Error\((['\"])(.*)\1\)", reason)
+    if wrapped:
+        reason = wrapped.group(2)
+    if "Cannot access global variable" in text:
+        reason = re.sub(r"\s+", " ", text[text.index("Cannot access global variable") :]).split(". ")[0] + "."
+    return reason.strip()[:400], line
+
+
+def ptxas_report(ptx: str, arch: int) -> dict:
+    """What ptxas -v says about the kernel: registers per thread, spill bytes (stores + loads), stack bytes."""
+    from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.ptx")
+        with open(path, "w") as f:
+            f.write(ptx)
+        run = subprocess.run(
+            [
+                get_ptxas(arch).path,
+                "-v",
+                f"--gpu-name={sm_arch_from_capability(arch)}",
+                path,
+                "-o",
+                os.path.join(tmp, "kernel.cubin"),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    log = run.stderr
+
+    def figure(pattern: str) -> int:
+        found = re.search(pattern, log)
+        return int(found.group(1)) if found else 0
+
+    return {
+        "registers": figure(r"Used (\d+) registers"),
+        "spill_bytes": figure(r"(\d+) bytes spill stores") + figure(r"(\d+) bytes spill loads"),
+        "stack_bytes": figure(r"(\d+) bytes stack frame"),
+        "ptxas": " ".join(line.split("info    :")[-1].strip() for line in log.splitlines() if "Used" in line),
+    }
+
+
+def occupancy(registers: int, threads_per_block: int = 128, registers_per_sm: int = 65536, max_threads: int = 2048):
+    """The fraction of an SM's thread slots its register file can fill, when registers alone limit it: each warp's
+    registers are allocated in units of 256 (8 per thread), each block whole. The defaults: an H100's SM, and the
+    128 threads of Triton's default 4 warps."""
+    per_thread = -(-max(registers, 1) // 8) * 8
+    blocks = registers_per_sm // (per_thread * threads_per_block)
+    return min(blocks * threads_per_block, max_threads) / max_threads
+
+
+class CompileProcess:
+    """A fresh Python process that compiles recorded kernels (this file run as a script): Triton's interpreter
+    patches triton.language in the process it runs in, so compiling happens in a process that never ran one.
+    Environment: PATH and a cache directory of its own; TRITON_INTERPRET is not passed on."""
+
+    def __init__(self, timeout_s: float = 60.0) -> None:
+        self.timeout_s = timeout_s
+        self._tmp = tempfile.TemporaryDirectory(prefix="gpu-compile-")
+        cache = os.path.join(self._tmp.name, "triton-cache")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self._tmp.name, "TRITON_CACHE_DIR": cache}
+        env["TRITON_DEFAULT_FP_FUSION"] = "1"  # Triton's default, said out loud (it warns otherwise)
+        self._process = subprocess.Popen(
+            [sys.executable, "-I", os.path.abspath(__file__)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=self._tmp.name,
+            env=env,
+            preexec_fn=_limits,
+        )
+
+    def ask(self, record: dict, signature: dict[str, str], constexprs: dict[str, Any], arch: int = 90) -> dict:
+        """The compile's answer; {"ok": None, "why": ...} when the process could not answer in time (killed)."""
+        import select
+
+        request = {"record": record, "signature": signature, "constexprs": constexprs, "arch": arch}
+        process = self._process
+        try:
+            assert process.stdin is not None and process.stdout is not None
+            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.flush()
+            ready, _, _ = select.select([process.stdout], [], [], self.timeout_s)
+            line = process.stdout.readline() if ready else ""
+        except (OSError, ValueError) as error:
+            return {"ok": None, "why": f"the compile process stopped ({error})"}
+        if not line:
+            self.close()
+            return {"ok": None, "why": f"no answer from the compile process within {self.timeout_s:.0f} s"}
+        return json.loads(line)
+
+    def compile(self, kernel: Any, positional: Sequence[str], constexprs: dict[str, Any], arch: int = 90) -> dict:
+        """Compile a notebook's kernel as `kernel[grid](*args of these types, **constexprs)` would launch it."""
+        record = kernel_record(kernel)
+        return self.ask(record, *launch_signature(record, positional, constexprs), arch=arch)
+
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+        for stream in (self._process.stdin, self._process.stdout):
+            if stream is not None:
+                stream.close()
+        self._tmp.cleanup()
+
+    def __enter__(self) -> CompileProcess:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _limits() -> None:
+    """In the compile process before it starts: its memory and CPU time bounded."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+    resource.setrlimit(resource.RLIMIT_CPU, (300, 300))
+
+
+def serve() -> None:
+    """The grader's compile process: one JSON request per line in, one JSON answer per line out."""
+    for line in sys.stdin:
+        request = json.loads(line)
+        answer = compile_record(request["record"], request["signature"], request["constexprs"], request["arch"])
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.path[:] = [
+        p for p in sys.path if p != os.path.dirname(os.path.abspath(__file__))
+    ]  # not coursetools' own folder
+    serve()
