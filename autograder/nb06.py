@@ -449,8 +449,11 @@ def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float
     apply = function_apply(obj, name)
     data = []
     for N, D, V, chunk, grad_output in cases:
-        hidden, weight, target = (t.to(kernel_device()) for t in linear_case(seed, N, D, V))
+        device = kernel_device()
+        hidden, weight, target = (t.to(device) for t in linear_case(seed, N, D, V))
         h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
+        if device == "cuda":  # cuBLAS allocates its workspace at its first product: not the learner's allocation
+            (hidden @ weight.T).sum().item()
         with largest_allocation() as forward:
             loss = call_learner(
                 apply, h, w, target, chunk, name=name, call=f"{name}.apply(hidden, weight, target, {chunk})"
@@ -470,6 +473,7 @@ def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float
                     g.detach().to("cpu", torch.float64).clone() if isinstance(g, torch.Tensor) else None for g in grads
                 ],
                 "largest": [forward["largest"], backward["largest"]],
+                "device": device,
             }
         )
     return data
@@ -1194,6 +1198,9 @@ def draw_linear_ce(rng: random.Random, count: int) -> dict[str, Any]:
     return {"cases": cases, "seed": rng.randrange(1, 10**6)}
 
 
+ALLOCATION_GRANULE = {"cpu": 1, "cuda": 512}
+
+
 @decides("check_linear_ce", draw=draw_linear_ce)
 def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 5) -> Verdict:
     parts = titled_parts(
@@ -1206,12 +1213,14 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
     )
     for case, got in zip(cases, answers.per_case(data, cases)):
         N, D, V, chunk, grad_output = case
-        entry = answers.entry(got, f"case {case}", ("loss", "returned", "largest"))
+        entry = answers.entry(got, f"case {case}", ("loss", "returned", "largest", "device"))
+        if entry["device"] not in ALLOCATION_GRANULE:
+            raise answers.mismatch(f"case {case} ran on the unknown device {entry['device']!r}")
         loss = answers.number(entry["loss"], f"the loss of case {case}")
         largest = answers.numbers(entry["largest"], f"the memory of case {case}", length=2)
         returned = answers.listed(entry["returned"], f"backward's return of case {case}")
         where = f"N = {N} tokens, D = {D}, V = {V}, chunk = {chunk}"
-        hidden, weight, target = (t.to(kernel_device()) for t in linear_case(seed, N, D, V))
+        hidden, weight, target = linear_case(seed, N, D, V)  # the reference, on the CPU
         h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
         expected = torch.nn.functional.cross_entropy(h @ w.T, target)
         grad_h, grad_w = torch.autograd.grad(expected * grad_output, (h, w))
@@ -1236,7 +1245,8 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
                     "the chunk's hidden states and adds G.T @ hidden[chunk] to the weight's",
                 )
         # the largest block a chunked answer needs: one chunk's logits, or a gradient the size of an input
-        allowed = max(min(chunk, N) * V, N * D, V * D) * 8
+        granule = ALLOCATION_GRANULE[entry["device"]]  # CUDA's caching allocator hands out multiples of 512 bytes
+        allowed = -(-max(min(chunk, N) * V, N * D, V * D) * 8 // granule) * granule
         if max(largest) > allowed:
             which = "forward" if largest[0] > allowed else "backward"
             made = "an N×V tensor" if max(largest) >= N * V * 8 else "a block larger than one chunk's logits"

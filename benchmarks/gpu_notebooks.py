@@ -64,7 +64,7 @@ def run_notebook(path: Path) -> dict[str, Any]:
             signal.alarm(0)
         printed = out.getvalue().strip()
         print(f"  [{index:2d}] {time.perf_counter() - start:6.2f} s {status}")
-        for line in printed.splitlines()[:8]:
+        for line in printed.splitlines()[:14]:
             print(f"        | {line[:160]}")
     return {"namespace": namespace, "failed": failed, "cells": len(cells)}
 

@@ -966,13 +966,27 @@ def silu_forward_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     x = tl.load(x_ptr + offsets, mask=offsets < n_elements)
     tl.store(y_ptr + offsets * 1000000000, x * tl.sigmoid(x))      # far outside y, and unmasked
 '''
+GLOBAL_IN_BACKWARD_KERNEL = '''
+ONE = 1.0   # a plain global: the interpreter reads it; a GPU's compiler refuses it
+
+@triton.jit
+def silu_backward_kernel(x_ptr, grad_out_ptr, grad_in_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    g = tl.load(grad_out_ptr + offsets, mask=mask)
+    s = ONE / (ONE + tl.exp(-x))
+    tl.store(grad_in_ptr + offsets, g * s * (ONE + x * (ONE - s)), mask=mask)
+'''
 
 
 @pytest.mark.slow
 def test_a_crashing_kernel_costs_only_its_own_exercises(tmp_path):
     """A kernel that stores far outside its tensor kills the interpreter's process (a segfault). The grader gives
     the rest of the notebook a fresh kernel: the exercises that ran the kernel score 0, with the crash hint, and
-    the others keep their points, TritonSiLU's too: its check runs the course's kernels in place of the learner's."""
+    the others keep their points, TritonSiLU's too: its check runs the course's kernels in place of the learner's.
+    In the same run, a backward kernel right in the interpreter that a GPU's compiler refuses loses the compile
+    share alone: the kernel's source recorded in the sandbox, compiled by the grader outside it."""
     root, db_url = tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}"
     shutil.copytree(SOLUTIONS / CRASH_ASSIGNMENT, root / "source" / CRASH_ASSIGNMENT)
     generate_in_course(root, [CRASH_ASSIGNMENT], db_url)
@@ -980,7 +994,8 @@ def test_a_crashing_kernel_costs_only_its_own_exercises(tmp_path):
     answers = solution_sources(SOLUTIONS / CRASH_ASSIGNMENT / released.name)
     folder = root / "submitted" / "dora" / CRASH_ASSIGNMENT
     folder.mkdir(parents=True)
-    nbformat.write(fill_answers(released, {**answers, "silu_forward_kernel": CRASHING_KERNEL}), folder / released.name)
+    mistakes = {"silu_forward_kernel": CRASHING_KERNEL, "silu_backward_kernel": GLOBAL_IN_BACKWARD_KERNEL}
+    nbformat.write(fill_answers(released, {**answers, **mistakes}), folder / released.name)
     (folder / "timestamp.txt").write_text("2026-11-01 12:00:00.000000 UTC")
     (row,) = grade_assignment(
         root,
@@ -997,6 +1012,8 @@ def test_a_crashing_kernel_costs_only_its_own_exercises(tmp_path):
     assert scores["test_triton_silu"] == 4, "TritonSiLU is checked with the course's kernels in place of the learner's"
     (feedback,) = (root / "feedback" / "dora" / CRASH_ASSIGNMENT).glob("*.html")
     assert "Hint: likely an unmasked tl.load/tl.store" in feedback.read_text()
+    assert scores["test_silu_backward_kernel"] == 1.5, "a compile-only mistake costs the compile share: half of 3"
+    assert "Cannot access global variable ONE" in feedback.read_text()
     assert any("fresh kernel" in m for m in row.messages), row.messages
     for before in ("test_gather_rows", "test_saved_bytes", "test_fused_silu", "test_fused_gelu", "test_checkpoint"):
         assert scores[before] > 0, (before, scores)

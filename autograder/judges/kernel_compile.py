@@ -22,7 +22,7 @@ from typing import Any
 from coursetools.gpu_compile import KERNEL_MODULES, CompileProcess
 
 from . import answers
-from .verdict import Part
+from .verdict import Part, share_earned
 
 GRADED_ARCH = 90  # an H100, the GPU the notebooks' figures are for
 FORBIDDEN_CALLS = {
@@ -44,7 +44,7 @@ def judge_compiles(
 ) -> None:
     """Compile the recorded kernel for each (what, signature, constexprs) of the check's own launches; a compile
     error fails `part` with the compiler's reason and a hint naming the idea. Unscored while nothing else passed."""
-    if not any(p.passed for p in others if p.passed is not None):
+    if share_earned(list(others))[0] == 0:  # by the one rule: a mistake shown in several parts costs one idea
         part.passed = None
         part.messages.append("not scored: the kernel earns nothing in the interpreter yet")
         return
