@@ -265,7 +265,7 @@ class CompileProcess:
         )
 
     def ask(self, record: dict, signature: dict[str, str], constexprs: dict[str, Any], arch: int = 90) -> dict:
-        """The compile's answer; {"ok": None, "why": ...} when the process could not answer in time (killed)."""
+        """The compile's answer; {"ok": None, "why": ...} when the process could not be reached at all."""
         import select
 
         request = {"record": record, "signature": signature, "constexprs": constexprs, "arch": arch}
@@ -278,9 +278,15 @@ class CompileProcess:
             line = process.stdout.readline() if ready else ""
         except (OSError, ValueError) as error:
             return {"ok": None, "why": f"the compile process stopped ({error})"}
-        if not line:
+        if not line:  # the compile hung or killed its process (an unrolled loop of millions, memory): the kernel's
             self.close()
-            return {"ok": None, "why": f"no answer from the compile process within {self.timeout_s:.0f} s"}
+            return {
+                "ok": False,
+                "why": f"Triton's compiler did not finish this kernel (stopped after {self.timeout_s:.0f} s or its "
+                "memory limit)",
+                "line": None,
+                "error": "Timeout",
+            }
         return json.loads(line)
 
     def compile(self, kernel: Any, positional: Sequence[str], constexprs: dict[str, Any], arch: int = 90) -> dict:

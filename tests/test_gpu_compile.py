@@ -136,3 +136,127 @@ def test_what_the_compiler_reports_for_a_kernel_that_compiles(compiler):
     answer = compiler.ask(record, signature, constexprs, 90)
     assert answer["ok"] and answer["registers"] > 0 and answer["ptx_chars"] > 1000, answer
     assert "registers" in answer["ptxas"] and answer["spill_bytes"] >= 0
+
+
+# ------------------------------------------------------------------ the compile part as a protection: attacks, honest answers
+from autograder.judges import kernel_compile  # noqa: E402
+from autograder.judges.verdict import Part  # noqa: E402
+
+ELEMENTWISE_LAUNCH = [("float32", "float64")]
+HONEST_GLOBALS = {"tl": {"kind": "module", "value": "triton.language"}}
+
+
+def record_of(source: str, extra_globals: dict | None = None, helpers: dict | None = None) -> dict:
+    name = source.split("def ", 1)[1].split("(", 1)[0]
+    return {
+        "entry": name,
+        "functions": {name: source.strip() + "\n", **(helpers or {})},
+        "globals": {**HONEST_GLOBALS, **(extra_globals or {})},
+    }
+
+
+def compile_part_of(record: dict) -> Part:
+    """The compile part as a judge leaves it, for an elementwise kernel launched (x, y, n, BLOCK_SIZE=16) in
+    float32 and float64, whose interpreter part passed."""
+    part = kernel_compile.compile_part()
+    launches = [
+        (dtype, *launch_signature(record, [pointer(dtype)] * 2 + ["i32"], {"BLOCK_SIZE": 16}))
+        for dtype in ("float32", "float64")
+    ]
+    kernel_compile.judge_compiles(part, record, launches, others=[Part("values")])
+    return part
+
+
+BODY = """
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + offsets, mask=offsets < n)
+    tl.store(y_ptr + offsets, x * 2, mask=offsets < n)
+"""
+PLAIN = "def double(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):" + BODY
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        PLAIN,
+        '''def double(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
+    """A docstring, a constexpr default below, a helper, a constexpr global."""
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + offsets, mask=offsets < n)
+    tl.store(y_ptr + offsets, twice(x) * SCALE, mask=offsets < n)''',
+        "def double(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr, UNUSED: tl.constexpr = 4):" + BODY,
+    ],
+    ids=["plain", "helper and constexpr global", "a constexpr default"],
+)
+def test_honest_kernels_written_differently_compile(source):
+    helpers = {"twice": "def twice(v):\n    return v + v\n"}
+    record = record_of(source, {"SCALE": {"kind": "constexpr", "value": 0.5}}, helpers)
+    part = compile_part_of(record)
+    assert part.passed is True, part.messages
+
+
+def test_patching_triton_in_the_learners_process_changes_nothing(monkeypatch):
+    """The compile runs in a process of its own: a notebook that replaces Triton's compiler fools only itself."""
+    import triton
+    import triton.compiler
+
+    monkeypatch.setattr(triton, "compile", lambda *a, **k: "compiled, honestly")
+    monkeypatch.setattr(triton.compiler, "compile", lambda *a, **k: "compiled, honestly")
+    record = kernel_record(test_nb06_checks.untyped_accumulators)
+    part = kernel_compile.compile_part()
+    signature, constexprs = launch_signature(record, ["*fp64", "*fp64", "i32", "i32"], {"BLOCK_V": 16})
+    kernel_compile._answers.clear()
+    kernel_compile.judge_compiles(part, record, [("float64", signature, constexprs)], others=[Part("values")])
+    assert part.passed is False and "Loop-carried variable m" in part.messages[0], part.messages
+
+
+@pytest.mark.parametrize(
+    ("source", "extra", "said"),
+    [
+        (
+            "def double(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr = __import__('os').system('touch {mark}')):" + BODY,
+            {},
+            "default value",
+        ),
+        ("def double(x_ptr, y_ptr, n, BLOCK_SIZE: __import__('os').system('touch {mark}')):" + BODY, {}, "annotation"),
+        (PLAIN.replace("x * 2", "x * getattr(tl, 'float32').primitive_bitwidth"), {}, "calls `getattr`"),
+        (PLAIN.replace("x * 2", "x * tl.__dict__['core']"), {}, "reads the attribute `__dict__`"),
+        (PLAIN.replace("x * 2", "x * os.getpid()"), {"os": {"kind": "module", "value": "os"}}, "module `os`"),
+        (
+            PLAIN.replace("x * 2", "x * triton.runtime.driver.active"),
+            {"triton": {"kind": "module", "value": "triton"}},
+            "reaches the module `triton.runtime",
+        ),
+        (PLAIN.replace("    offsets", "    import os\n    offsets", 1), {}, "holds a import"),
+    ],
+    ids=["code in a default", "code in an annotation", "getattr", "dunder", "os module", "triton.runtime", "import"],
+)
+def test_code_that_would_run_in_the_graders_compile_is_refused_before_it_runs(source, extra, said, tmp_path):
+    mark = tmp_path / "ran"
+    record = record_of(source.replace("{mark}", str(mark)), extra)
+    part = compile_part_of(record)
+    assert part.passed is False and said in part.messages[0], part.messages
+    assert not mark.exists(), "the learner's code ran in the grader's process"
+
+
+def test_a_kernel_the_compiler_cannot_finish_fails_the_part_and_is_not_left_unscored(monkeypatch):
+    """Unscored is for the grader's own failures; a compile that hangs is the kernel's (an unrolled bomb placed
+    before a real compile error would otherwise hide the error)."""
+    monkeypatch.setattr(kernel_compile, "COMPILE_TIMEOUT_S", 3.0)
+    monkeypatch.setattr(kernel_compile, "_process", None)
+    bomb = PLAIN.replace("    offsets", "    for i in tl.static_range(200000):\n        n = n + 1\n    offsets", 1)
+    part = compile_part_of(record_of(bomb))
+    assert part.passed is False and "did not finish" in part.messages[0], part.messages
+    assert any("static_range" in h for h in part.hints)
+    monkeypatch.setattr(kernel_compile, "_process", None)  # the next test starts a fresh compile process
+
+
+def test_a_compile_process_that_cannot_start_leaves_the_part_unscored(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("no processes left")
+
+    monkeypatch.setattr(kernel_compile, "CompileProcess", refuse)
+    monkeypatch.setattr(kernel_compile, "_process", None)
+    monkeypatch.setattr(kernel_compile, "_answers", {})
+    part = compile_part_of(record_of(PLAIN))
+    assert part.passed is None and "could not run here" in part.messages[0], part.messages

@@ -29,6 +29,7 @@ FORBIDDEN_CALLS = {
     "getattr", "setattr", "delattr", "hasattr", "eval", "exec", "compile", "open", "__import__", "globals",
     "locals", "vars", "breakpoint", "input", "type", "object", "super",
 }  # fmt: skip
+COMPILE_TIMEOUT_S = 60.0  # a kernel of these exercises compiles in well under a second
 PART_TITLE = f"compiles for a GPU (Triton's compiler for sm_{GRADED_ARCH}, ahead of time: nothing runs)"
 
 _process: CompileProcess | None = None
@@ -73,7 +74,7 @@ def compiled(record: dict, signature: dict[str, str], constexprs: dict[str, Any]
         return _answers[key]
     if _process is None or not _process.alive():
         try:
-            _process = CompileProcess()
+            _process = CompileProcess(timeout_s=COMPILE_TIMEOUT_S)
         except OSError as error:
             return {"ok": None, "why": f"the compile process could not start: {error}"}
     answer = _process.ask(record, signature, constexprs, GRADED_ARCH)
@@ -106,6 +107,11 @@ def hint_for(why: str) -> str:
         return (
             "a global read inside a kernel must be a tl.constexpr (NAME = tl.constexpr(2.0)), or be passed as an "
             "argument: the interpreter reads any Python global, the compiler only constants it can fold in."
+        )
+    if "did not finish" in why:
+        return (
+            "the compiler unrolls tl.static_range loops and constexpr branches completely: a kernel that loops over "
+            "its data with range() compiles in a fraction of a second."
         )
     if "cannot read the source" in why:
         return "define the kernel with def in a cell of its own: Triton compiles from the source it reads."
