@@ -138,7 +138,7 @@ def test_what_the_compiler_reports_for_a_kernel_that_compiles(compiler):
     assert "registers" in answer["ptxas"] and answer["spill_bytes"] >= 0
 
 
-# ------------------------------------------------------------------ the compile part as a protection: attacks, honest answers
+# ---------------------------------------------- the compile part as a protection: attacks, honest answers
 from autograder.judges import kernel_compile  # noqa: E402
 from autograder.judges.verdict import Part  # noqa: E402
 
