@@ -39,15 +39,23 @@ _saved_tensors_hooks, _no_grad = torch.autograd.graph.saved_tensors_hooks, torch
 GUARD = 16  # guard entries before and after an output
 
 
-def row_case(seed: int, rows: int, V: int, dtype: str, peak_at: int) -> torch.Tensor:
+# how far a peak in a later chunk stands above the first chunk: exp of the gap overflows the dtype, so a maximum
+# never updated after the first chunk (its exp(x - m) of the peak) cannot give a finite answer
+LATE_PEAK_GAP = {"float64": 800.0, "float32": 100.0, "bfloat16": 100.0, "float16": 100.0}
+
+
+def row_case(seed: int, rows: int, V: int, dtype: str, peak_at: int, chunk: int | None = None) -> torch.Tensor:
     """Logits whose every row peaks at column peak_at, one above the row's other values (so where the maximum is
     decides whether a running sum must be rescaled, and every entry still counts in the sum); in float32, a peak of
-    100 in the first row, whose exp overflows float32."""
+    100 in the first row, whose exp overflows float32. With `chunk`, a peak past the first chunk stands
+    LATE_PEAK_GAP above it."""
     gen = torch.Generator().manual_seed(1_000_003 * seed + 1009 * rows + 31 * V + peak_at)
     x = 3 * torch.randn(rows, V, generator=gen, dtype=torch.float64)
     x[:, peak_at] = x.max(dim=1).values + 1.0
+    if chunk is not None and peak_at >= chunk:
+        x[:, peak_at] = x[:, :chunk].max(dim=1).values + LATE_PEAK_GAP[dtype]
     if dtype != "float64":
-        x[0, peak_at] = 100.0
+        x[0, peak_at] = max(100.0, float(x[0, peak_at]))
     return x.to(getattr(torch, dtype))
 
 
@@ -95,7 +103,7 @@ def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0, points: floa
     launcher, device, context = kernel_launcher(kernel, name)
     data = []
     for rows, V, block, dtype, peak_at in cases:
-        x = row_case(seed, rows, V, dtype, peak_at)
+        x = row_case(seed, rows, V, dtype, peak_at, block)
 
         def run(fill: float, x: torch.Tensor = x, rows: int = rows, V: int = V, block: int = block) -> dict:
             whole, logits = padded_rows(x, device, block, fill)
@@ -264,7 +272,7 @@ def probe_online_lse(
     """online_logsumexp(x, chunk) for each (rows, V, chunk, peak_at), float64: one value per row."""
     data = []
     for rows, V, chunk, peak_at in cases:
-        x = row_case(seed, rows, V, "float64", peak_at)
+        x = row_case(seed, rows, V, "float64", peak_at, chunk)
         got = call_learner(
             online_logsumexp, x.clone(), chunk, name="online_logsumexp", call=f"online_logsumexp(<{rows}×{V}>, {chunk})"
         )
@@ -592,7 +600,7 @@ def _judge_reads(parts: dict, judged: list) -> None:
 
 @decides("check_row_lse", draw=draw_row_lse)
 def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 5) -> Verdict:
-    parts, judged = titled_parts(ROW_LSE_PARTS), []
+    parts, judged, failures = titled_parts(ROW_LSE_PARTS), [], []
     launches, record = kernel_compile.split_answer(data)
     for case, got in zip(cases, answers.per_case(launches, cases)):
         rows, V, block, dtype, peak_at = case
@@ -607,23 +615,50 @@ def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: 
             where,
             "one program per row stores one value, at lse_ptr + row; the logits are only read",
         )
-        expected = torch.logsumexp(row_case(seed, rows, V, dtype, peak_at).to(torch.float64), dim=1)
+        expected = torch.logsumexp(row_case(seed, rows, V, dtype, peak_at, block).to(torch.float64), dim=1)
         off = _off_rows(values, expected, 1e-9 if dtype == "float64" else 1e-5)
-        if off is None:
-            continue
-        row, state = off
-        part = part_of(case)
-        hint = {
-            "tail": "the last chunk reaches past the row's end: mask the columns at or beyond V (and load them as "
-            "-inf, which exp turns into 0)",
-            "stability": "exp of a large logit overflows: subtract the running maximum before exp",
-            "rescale": "when a later chunk raises the maximum, the sum so far was computed against the old one: "
-            "rescale it by exp(m_old - m_new)",
-        }.get(part)
-        parts[part].fail(f"{where}: row {row} is {state}", hint)
+        if off is not None:
+            slip = dtype == "float64" and torch.allclose(values, expected, rtol=1e-5, atol=1e-6)
+            failures.append((part_of(case), f"{where}: row {off[0]} is {off[1]}", off[1], slip))
+    _charge_row_failures(parts, failures)
     _judge_reads(parts, judged)
     _judge_compiles(parts, record, cases, lambda dtype: [pointer(dtype), pointer(dtype), "i32", "i32"])
     return verdict_of(list(parts.values()), points, "row_lse_kernel (each row's log-sum-exp)")
+
+
+ROW_HINTS = {
+    "tail": "the last chunk reaches past the row's end: mask the columns at or beyond V (and load them as -inf, "
+    "which exp turns into 0)",
+    "stability": "exp of a large logit overflows: subtract the running maximum before exp",
+    "rescale": "when a later chunk raises the maximum, the sum so far was computed against the old one: rescale it "
+    "by exp(m_old - m_new)",
+}
+LATE_PEAK_HINT = (
+    "a later chunk holds a logit far above the first chunk's: the running maximum takes every chunk's maximum "
+    "(m_new = max(m, the chunk's max)), and the sum so far is rescaled by exp(m - m_new)"
+)
+PRECISION_HINT = (
+    "right to about 6 digits only: a float64 row was accumulated in float32. Accumulate in lse_ptr's own dtype "
+    "(acc = lse_ptr.dtype.element_ty): float64 for float64 logits"
+)
+
+
+def _charge_row_failures(parts: dict[str, Part], failures: list[tuple[str, str, str, bool]]) -> None:
+    """Each (part, message, state, float32 slip) failed, charged by the one rule: a float64 case right to float32
+    precision is one precision slip wherever it shows (the first part it shows in pays); a late peak that
+    overflows in a kernel that overflows on the stability case too is the missing maximum, once."""
+    overflow = any(part == "stability" and state != "off" for part, _, state, _ in failures)
+    first_slip = None
+    for part, message, state, slip in failures:
+        if slip:
+            first_slip = first_slip or part
+            same = first_slip if first_slip != part else None
+            parts[part].fail(message, PRECISION_HINT if same is None else None, same_mistake_as=same)
+        elif part == "rescale" and state != "off":
+            same = "stability" if overflow else None
+            parts[part].fail(message, None if same else LATE_PEAK_HINT, same_mistake_as=same)
+        else:
+            parts[part].fail(message, ROW_HINTS.get(part))
 
 
 CE_FORWARD_PARTS = {
@@ -909,7 +944,7 @@ def judge_online_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, point
     for case, got in answered:
         rows, V, chunk, peak_at = case
         values = answers.tensor(got, f"the answer to case {case}", shape=(rows,))
-        expected = torch.logsumexp(row_case(seed, rows, V, "float64", peak_at), dim=1)
+        expected = torch.logsumexp(row_case(seed, rows, V, "float64", peak_at, chunk), dim=1)
         off = _off_rows(values, expected, 1e-9)
         if off is None:
             continue
