@@ -570,6 +570,9 @@ def make_function(
     extra_grads=False,
     lse_bf16=False,
     launch_for_show=False,
+    backward_raises=False,
+    round_early=False,
+    no_scale=False,
 ):
     class Fused(Function):
         @staticmethod
@@ -595,10 +598,12 @@ def make_function(
 
         @staticmethod
         def backward(ctx, grad_output):
+            if backward_raises:
+                raise ValueError("lse has the wrong shape")  # as a learner's slip would
             logits, target, kept = ctx.saved_tensors
             rows, V = logits.shape
             lse = torch.log(kept.sum(dim=1)) + 0 if False else kept
-            scale = float(grad_output) / ctx.n
+            scale = 1.0 if no_scale else float(grad_output) / ctx.n
             if save_softmax:
                 lse = torch.logsumexp(logits.to(kept.dtype), dim=1)
             if torch_only:
@@ -610,6 +615,10 @@ def make_function(
                 backward_right[(rows,)](
                     logits, target, lse, grad, logits.stride(0), V, ctx.ignore_index, scale, BLOCK_V=16
                 )
+            if round_early:  # logit - lse rounded to the logits' dtype before exp: a rounding on the way
+                p = torch.exp((logits.to(lse.dtype) - lse[:, None]).to(logits.dtype).to(lse.dtype))
+                p[torch.arange(rows), target.clamp(min=0)] -= 1.0
+                grad.copy_(p * scale * (target != ctx.ignore_index)[:, None])
             if launch_for_show:  # the launch stays, PyTorch writes the gradient over what it left
                 p = torch.exp(logits - lse[:, None])
                 p[torch.arange(rows), target.clamp(min=0)] -= 1.0
@@ -690,10 +699,30 @@ def test_new_saved_bytes():
     assert failed == {"inputs", "distinct"} and points == 1.0, report
 
 
-def test_bf16_in_ulps():
+BF16_HINTS = {
+    "keep the log-sum-exp in float32": {"lse_bf16": True},
+    "is rounded to bfloat16 before the gradient is stored": {"round_early": True},
+    "the gradient is wrong, not imprecise": {"no_scale": True},
+}
+
+
+@pytest.mark.parametrize(("hint", "options"), list(BF16_HINTS.items()))
+def test_bf16_in_ulps_each_error_with_its_own_hint(hint, options):
     assert verdict_of_call(nb06.check_bf16, make_function())[:2] == (3.0, set())
-    points, failed, report = verdict_of_call(nb06.check_bf16, make_function(lse_bf16=True))
-    assert failed == {"gradient"} and "keep the log-sum-exp in float32" in report, report
+    points, failed, report = verdict_of_call(nb06.check_bf16, make_function(**options))
+    assert failed == {"gradient"} and points == 2.0 and hint in report, report
+    others = set(BF16_HINTS) - {hint}
+    assert not any(h in report for h in others), report
+
+
+def test_a_backward_that_raises_costs_the_backward_only_with_its_message():
+    """As in notebook 05: the loss (and what forward saved) keep their parts; the backward's idea is lost once, with
+    the learner's own error; the bfloat16 exercise keeps its loss part too."""
+    points, failed, report = fused_score(make_function(backward_raises=True))
+    assert failed == {"reference", "gradcheck", "interface"} and points == 4.0, report
+    assert "lse has the wrong shape" in report
+    points, failed, report = verdict_of_call(nb06.check_bf16, make_function(backward_raises=True))
+    assert failed == {"gradient"} and points == 2.0 and "lse has the wrong shape" in report, report
 
 
 # ------------------------------------------------------------------------------------------ linear cross-entropy
