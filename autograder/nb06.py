@@ -20,6 +20,7 @@ import torch
 from .feedback import CheckFailed
 from .nb05 import (
     GUARD_VALUE,
+    attribute_tensors,
     backward_of,
     call_kernel,
     counting_launches,
@@ -298,6 +299,15 @@ def _saved_while(apply: Any, args: tuple, inputs: list[torch.Tensor], name: str)
     return out, saved, launches["n"]
 
 
+def kept_on_ctx(node: Any, inputs: Sequence[torch.Tensor]) -> list[dict]:
+    """Memory forward kept on ctx as attributes (ctx.x = ..., lists and dicts of them too), other than the inputs':
+    [{"attribute", "bytes"}] per storage. save_for_backward is counted by the saved-tensor hooks."""
+    return [
+        {"attribute": str(r["attribute"]), "bytes": int(r["bytes"])}
+        for r in attribute_tensors(node, [{"ptr": t.untyped_storage().data_ptr()} for t in inputs])
+    ]
+
+
 def probe_fused_ce(
     obj: Any,
     cases: Sequence[Any],
@@ -323,6 +333,7 @@ def probe_fused_ce(
             raise CheckFailed(f"`{name}.apply(logits, target, ignore_index)` should return the mean loss, one number.")
         if loss.grad_fn is None:
             raise CheckFailed(f"The loss `{name}.apply` returned has no grad_fn: forward must return a tensor it made.")
+        kept = kept_on_ctx(loss.grad_fn, (logits, target))
         launches, backward_error = {"n": 0}, None
         try:  # a backward that raises costs the backward's parts, as in notebook 05: forward is judged all the same
             with counting_launches(launches):
@@ -358,6 +369,7 @@ def probe_fused_ce(
                 ],
                 "moved": moved,
                 "backward_error": backward_error,
+                "kept": kept,
             }
         )
     return data
@@ -471,7 +483,14 @@ def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float
         h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
         if device == "cuda":  # cuBLAS allocates its workspace at its first product: not the learner's allocation
             (hidden @ weight.T).sum().item()
-        with largest_allocation() as forward:
+        new_saved = []
+
+        def pack(t: torch.Tensor) -> torch.Tensor:
+            if t.untyped_storage().data_ptr() not in {x.untyped_storage().data_ptr() for x in (h, w, target)}:
+                new_saved.append(t.untyped_storage().nbytes())
+            return t
+
+        with largest_allocation() as forward, _saved_tensors_hooks(pack, lambda t: t):
             loss = call_learner(
                 apply, h, w, target, chunk, name=name, call=f"{name}.apply(hidden, weight, target, {chunk})"
             )
@@ -479,6 +498,7 @@ def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float
             raise CheckFailed(
                 f"`{name}.apply(hidden, weight, target, chunk)` should return the mean loss, with a grad_fn."
             )
+        kept = sum(new_saved) + sum(r["bytes"] for r in kept_on_ctx(loss.grad_fn, (h, w, target)))
         grad_seed = torch.full_like(loss, grad_output)
         with largest_allocation() as backward:
             grads = backward_of(loss.grad_fn, grad_seed, name)
@@ -490,6 +510,7 @@ def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float
                     g.detach().to("cpu", torch.float64).clone() if isinstance(g, torch.Tensor) else None for g in grads
                 ],
                 "largest": [forward["largest"], backward["largest"]],
+                "kept": kept,
                 "device": device,
             }
         )
@@ -1048,14 +1069,24 @@ def _judge_fused_grad(
     target: torch.Tensor,
     ignore_index: int,
     ignored: int,
+    kept_whole: bool = False,
 ) -> None:
     """The logits' gradient: launched by a kernel, of the logits' shape, equal to the reference (a gradient scaled by
-    the mean over every row is the mean's mistake again, counted once)."""
+    the mean over every row is the mean's mistake again, counted once; a right gradient computed in forward and
+    kept is the memory's mistake, counted once)."""
     rows = expected.shape[0]
     if not launches:
+        from_forward = (
+            kept_whole and isinstance(grad, torch.Tensor) and tuple(grad.shape) == tuple(expected.shape)
+            and torch.allclose(grad, expected, rtol=1e-7, atol=1e-10)
+        )  # fmt: skip
         parts["reference"].fail(
-            f"{where}: backward handed back no gradient a Triton kernel wrote",
-            "backward runs your backward kernel, writing into a new gradient tensor, and returns that tensor",
+            f"{where}: backward handed back no gradient a Triton kernel wrote"
+            + (" (it was computed in forward and kept)" if from_forward else ""),
+            None
+            if from_forward
+            else "backward runs your backward kernel, writing into a new gradient tensor, and returns that tensor",
+            same_mistake_as="memory" if from_forward else None,
         )
     elif not isinstance(grad, torch.Tensor) or tuple(grad.shape) != tuple(expected.shape):
         parts["interface"].fail(f"{where}: the logits' gradient is not a tensor of their shape", None)
@@ -1079,7 +1110,9 @@ def judge_fused_ce(
     title = "FusedCrossEntropy.apply(logits, target, ignore_index)"
     for case, got in zip(cases, answers.per_case(data, cases)):
         rows, V, ignored, grad_output, numeric = case
-        entry = answers.entry(got, f"case {case}", ("loss", "saved", "launches", "returned", "moved", "backward_error"))
+        entry = answers.entry(
+            got, f"case {case}", ("loss", "saved", "launches", "returned", "moved", "backward_error", "kept")
+        )
         loss = answers.number(entry["loss"], f"the loss of case {case}")
         saved = _saved_entries(entry["saved"], f"what forward saved in case {case}")
         launches = answers.numbers(entry["launches"], f"the launches of case {case}", length=2)
@@ -1106,20 +1139,47 @@ def judge_fused_ce(
                 "and for ignore_index",
             )
         grad = returned[0] if returned else None
+        kept_whole = _judge_fused_memory(parts, where, saved, _kept_entries(entry["kept"], case), rows, V)
         if entry["backward_error"] is None:
-            _judge_fused_grad(parts, where, grad, launches[1], expected_grad, target, ignore_index, ignored)
+            _judge_fused_grad(parts, where, grad, launches[1], expected_grad, target, ignore_index, ignored, kept_whole)
         if numeric and isinstance(grad, torch.Tensor) and tuple(grad.shape) == (rows, V):
             central = torch.tensor(moved[0::2], dtype=torch.float64) - torch.tensor(moved[1::2], dtype=torch.float64)
             numerical = (central / (2 * eps)).reshape(rows, V) * grad_output
             if not torch.allclose(grad, numerical, rtol=1e-3, atol=1e-6):
                 parts["gradcheck"].fail(f"{where}: backward disagrees with the loss's central differences", None)
-        too_big = [s["shape"] for s in saved if not s["input"] and math.prod(s["shape"]) >= rows * V]
-        if too_big:
-            parts["memory"].fail(
-                f"{where}: forward saves a tensor of shape {too_big[0]} for backward",
-                "save the logits (already in memory) and the N log-sum-exps; backward recomputes the softmax from them",
-            )
     return verdict_of(list(parts.values()), points, title)
+
+
+def _kept_entries(value: Any, case: Any) -> list[dict]:
+    out = []
+    for k, item in enumerate(answers.listed(value, f"what forward kept on ctx in case {case}")):
+        item = answers.entry(item, f"ctx's tensor {k} in case {case}", ("attribute", "bytes"))
+        out.append({"attribute": str(item["attribute"]), "bytes": answers.integer(item["bytes"], "its bytes")})
+    return out
+
+
+def _judge_fused_memory(parts: dict, where: str, saved: list[dict], kept: list[dict], rows: int, V: int) -> bool:
+    """Memory kept for backward, save_for_backward and ctx's attributes alike (lists of pieces too): nothing of the
+    logits' size made by forward. True when a tensor of that size (a softmax, a gradient) is kept."""
+    new_saved = [s for s in saved if not s["input"]]
+    too_big = [s["shape"] for s in new_saved if math.prod(s["shape"]) >= rows * V]
+    pieces = sum(math.prod(s["shape"]) for s in new_saved) >= rows * V
+    on_ctx = sum(k["bytes"] for k in kept) >= rows * V * 8
+    if too_big or pieces or on_ctx:
+        what = (
+            f"saves a tensor of shape {too_big[0]}"
+            if too_big
+            else f"keeps {rows}×{V} numbers on ctx ({', '.join(sorted({k['attribute'] for k in kept}))})"
+            if on_ctx
+            else "saves the logits' size in pieces"
+        )
+        parts["memory"].fail(
+            f"{where}: forward {what} for backward",
+            "save the logits (already in memory) and the N log-sum-exps; backward recomputes the softmax from them "
+            "(a gradient computed in forward and kept on ctx costs the same memory)",
+        )
+        return True
+    return False
 
 
 # --------------------------------------------------------------------------------------------- memory and bf16
@@ -1304,7 +1364,7 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
     )
     for case, got in zip(cases, answers.per_case(data, cases)):
         N, D, V, chunk, grad_output = case
-        entry = answers.entry(got, f"case {case}", ("loss", "returned", "largest", "device"))
+        entry = answers.entry(got, f"case {case}", ("loss", "returned", "largest", "kept", "device"))
         if entry["device"] not in ALLOCATION_GRANULE:
             raise answers.mismatch(f"case {case} ran on the unknown device {entry['device']!r}")
         loss = answers.number(entry["loss"], f"the loss of case {case}")
@@ -1336,6 +1396,13 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
                     "the chunk's hidden states and adds G.T @ hidden[chunk] to the weight's",
                 )
         # the largest block a chunked answer needs: one chunk's logits, or a gradient the size of an input
+        kept = answers.integer(entry["kept"], f"the memory kept for backward in case {case}")
+        if kept >= N * V * 8:  # pieces, each small enough, that together hold the N×V logits (or their gradient)
+            parts["chunked"].fail(
+                f"{where}: forward keeps {kept} bytes for backward beyond its inputs: the N×V logits are "
+                f"{N * V * 8} bytes",
+                "keep the inputs and the N log-sum-exps only: backward recomputes each chunk's logits",
+            )
         granule = ALLOCATION_GRANULE[entry["device"]]  # CUDA's caching allocator hands out multiples of 512 bytes
         allowed = -(-max(min(chunk, N) * V, N * D, V * D) * 8 // granule) * granule
         if max(largest) > allowed:

@@ -573,6 +573,8 @@ def make_function(
     backward_raises=False,
     round_early=False,
     no_scale=False,
+    softmax_in_pieces=False,
+    gradient_in_forward=False,
 ):
     class Fused(Function):
         @staticmethod
@@ -594,12 +596,21 @@ def make_function(
             kept = torch.exp(logits.to(acc) - lse[:, None]) if save_softmax else lse
             ctx.save_for_backward(logits, target, kept)
             ctx.ignore_index, ctx.n = ignore_index, n
+            if softmax_in_pieces:  # the softmax kept on ctx two rows at a time: N×V numbers in small pieces
+                ctx.pieces = [torch.exp(logits[r : r + 2].to(acc) - lse[r : r + 2, None]) for r in range(0, rows, 2)]
+            if gradient_in_forward:  # backward's kernel run in forward, its gradient kept for backward to scale
+                ctx.grad = torch.empty_like(logits)
+                backward_right[(rows,)](
+                    logits, target, lse, ctx.grad, logits.stride(0), V, ignore_index, 1.0 / n, BLOCK_V=16
+                )
             return (loss.sum() / n).to(logits.dtype)
 
         @staticmethod
         def backward(ctx, grad_output):
             if backward_raises:
                 raise ValueError("lse has the wrong shape")  # as a learner's slip would
+            if gradient_in_forward:
+                return ctx.grad * grad_output, None, None
             logits, target, kept = ctx.saved_tensors
             rows, V = logits.shape
             lse = torch.log(kept.sum(dim=1)) + 0 if False else kept
@@ -715,6 +726,20 @@ def test_bf16_in_ulps_each_error_with_its_own_hint(hint, options):
     assert not any(h in report for h in others), report
 
 
+@pytest.mark.parametrize(
+    ("options", "failed_parts"),
+    [
+        ({"softmax_in_pieces": True}, {"memory"}),
+        # backward hands back what forward's launch wrote: the memory's mistake, not a second one of the kernel
+        ({"gradient_in_forward": True}, {"memory", "reference"}),
+    ],
+)
+def test_memory_kept_on_ctx_counts_however_it_is_kept(options, failed_parts):
+    points, failed, report = fused_score(make_function(**options))
+    assert failed == failed_parts and points == 4.0, report
+    assert "on ctx" in report, report
+
+
 def test_a_backward_that_raises_costs_the_backward_only_with_its_message():
     """As in notebook 05: the loss (and what forward saved) keep their parts; the backward's idea is lost once, with
     the learner's own error; the bfloat16 exercise keeps its loss part too."""
@@ -729,7 +754,9 @@ def test_a_backward_that_raises_costs_the_backward_only_with_its_message():
 from autograder.nb06 import draw_linear_ce, linear_ce_cases  # noqa: E402
 
 
-def make_linear(*, whole=False, no_recompute=False, weight_grad_last_chunk=False, hide=None, double_chunk=False):
+def make_linear(
+    *, whole=False, no_recompute=False, weight_grad_last_chunk=False, hide=None, double_chunk=False, keep_chunks=False
+):
     """hide: a context under which forward makes the whole logits once more (dispatch or torch functions
     disabled, where a Python dispatch mode cannot see them)."""
 
@@ -750,6 +777,8 @@ def make_linear(*, whole=False, no_recompute=False, weight_grad_last_chunk=False
                 lses.append(lse)
             ctx.save_for_backward(hidden, weight, target, torch.cat(lses))
             ctx.chunk = N if (whole or no_recompute) else chunk
+            if keep_chunks:  # every chunk's logits kept for backward, each one small: N×V numbers in pieces
+                ctx.chunks = [hidden[i : i + step] @ weight.T for i in range(0, N, step)]
             return total / N
 
         @staticmethod
@@ -820,6 +849,7 @@ def test_chunks_larger_than_the_one_given_lose_the_memory_part():
         ({"whole": True}, {"chunked"}, "never exist"),
         ({"no_recompute": True}, {"chunked"}, "in backward too"),
         ({"weight_grad_last_chunk": True}, {"reference"}, "adds G.T @ hidden[chunk]"),
+        ({"keep_chunks": True}, {"chunked"}, "backward recomputes each chunk's logits"),
     ],
 )
 def test_linear_cross_entropy_mistakes(options, failed_parts, hint):
