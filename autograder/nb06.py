@@ -691,6 +691,7 @@ def _charge_row_failures(parts: dict[str, Part], failures: list[tuple[str, str, 
             parts[part].fail(message, ROW_HINTS.get(part))
 
 
+IGNORED_HINT = "a row whose target is ignore_index contributes nothing: store 0 (and never read its target column)"
 CE_FORWARD_PARTS = {
     "loss": "each counted row's loss (its log-sum-exp less its target's logit)",
     "lse": "each row's log-sum-exp, stored for backward",
@@ -746,7 +747,8 @@ def judge_ce_forward(
             parts["lse"].fail(
                 f"{where}: a counted row's log-sum-exp is wrong", "store each row's log-sum-exp: backward needs it"
             )
-        if not close(loss, expected)[counted].all():
+        loss_wrong = not close(loss, expected)[counted].all()
+        if loss_wrong:
             row = int((~close(loss, expected) & counted).nonzero()[0])
             lse_wrong = not close(lse[row : row + 1], expected_lse[row : row + 1]).all()
             parts["loss"].fail(  # a wrong log-sum-exp makes the loss wrong too: one mistake, counted once
@@ -758,9 +760,14 @@ def judge_ce_forward(
                 same_mistake_as="lse" if lse_wrong else None,
             )
         if not (loss[~counted] == 0).all():
+            # the first row's target read for every row: its ignored rows are wrong by the same mistake as the rest
+            t0 = int(target[0])
+            row0 = expected_lse - x[:, t0] if t0 != ignore_index else torch.zeros_like(expected_lse)
+            same = "loss" if loss_wrong and close(loss, row0)[~counted].all() else None
             parts["ignored"].fail(
                 f"{where}: a row whose target is ignore_index has a loss other than 0",
-                "a row whose target is ignore_index contributes nothing: store 0 (and never read its target column)",
+                None if same else IGNORED_HINT,
+                same_mistake_as=same,
             )
     _judge_reads(parts, judged)
     _judge_compiles(
@@ -1044,8 +1051,10 @@ def _judge_fused_loss(
     ignore_index: int,
     ignored: int,
     expected: float,
+    unsure: list[str],
 ) -> None:
-    """The loss: launched by a kernel, equal to the mean over the counted rows (a mean over every row is named)."""
+    """The loss: launched by a kernel, equal to the mean over the counted rows (a mean over every row is named; a
+    loss off in a case with ignored rows, for no reason the judge names, goes to `unsure`)."""
     if not launches:
         parts["forward"].fail(f"{where}: forward launched no Triton kernel", "forward runs your forward kernel")
     elif not math.isclose(loss, expected, rel_tol=1e-9, abs_tol=1e-12):
@@ -1056,8 +1065,10 @@ def _judge_fused_loss(
                 f"{where}: the loss is averaged over every row",
                 "rows whose target is ignore_index are not in the mean: divide by the number of counted rows",
             )
-        else:
-            parts["forward" if not ignored else "mean"].fail(f"{where}: the loss is off", None)
+        elif not ignored:
+            parts["forward"].fail(f"{where}: the loss is off", None)
+        else:  # off, and not by the mean over every row: the forward's mistake if the plain cases show it too
+            unsure.append(f"{where}: the loss is off")
 
 
 def _judge_fused_grad(
@@ -1106,7 +1117,7 @@ def _judge_fused_grad(
 def judge_fused_ce(
     data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, eps: float = 1e-6, points: float = 5
 ) -> Verdict:
-    parts = titled_parts(FUSED_PARTS)
+    parts, unsure = titled_parts(FUSED_PARTS), []
     title = "FusedCrossEntropy.apply(logits, target, ignore_index)"
     for case, got in zip(cases, answers.per_case(data, cases)):
         rows, V, ignored, grad_output, numeric = case
@@ -1125,7 +1136,9 @@ def judge_fused_ce(
         target = ce_targets(seed, rows, V, ignored, ignore_index)
         expected = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index)
         (expected_grad,) = torch.autograd.grad(expected * grad_output, x)
-        _judge_fused_loss(parts, where, loss, launches[0], x, target, ignore_index, ignored, float(expected.detach()))
+        _judge_fused_loss(
+            parts, where, loss, launches[0], x, target, ignore_index, ignored, float(expected.detach()), unsure
+        )
         if entry["backward_error"] is not None:
             message = str(entry["backward_error"])
             parts["reference"].fail(f"{where}: backward raised: {message}", None)
@@ -1146,7 +1159,20 @@ def judge_fused_ce(
             central = torch.tensor(moved[0::2], dtype=torch.float64) - torch.tensor(moved[1::2], dtype=torch.float64)
             numerical = (central / (2 * eps)).reshape(rows, V) * grad_output
             if not torch.allclose(grad, numerical, rtol=1e-3, atol=1e-6):
-                parts["gradcheck"].fail(f"{where}: backward disagrees with the loss's central differences", None)
+                # a right backward under a wrong forward: the central differences are the forward's, not backward's
+                right = torch.allclose(grad, expected_grad, rtol=1e-7, atol=1e-10)
+                wrong_forward = (
+                    "forward" if parts["forward"].passed is False
+                    else "mean" if parts["mean"].passed is False or unsure else None
+                )  # fmt: skip
+                parts["gradcheck"].fail(
+                    f"{where}: backward disagrees with the loss's central differences"
+                    + (" (those of a wrong forward: backward itself matches the reference)" if right else ""),
+                    None,
+                    same_mistake_as=wrong_forward if right else None,
+                )
+    for message in unsure:  # a loss off with ignored rows too: the forward's mistake when plain rows show it
+        parts["mean"].fail(message, None, same_mistake_as="forward" if parts["forward"].passed is False else None)
     return verdict_of(list(parts.values()), points, title)
 
 

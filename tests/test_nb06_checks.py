@@ -320,6 +320,35 @@ def forward_ignores_nothing(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V
 
 
 @triton.jit
+def forward_reads_the_first_rows_target(
+    logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr
+):
+    row = tl.program_id(0)
+    acc = lse_ptr.dtype.element_ty
+    m = tl.full([], float("-inf"), acc)
+    s = tl.zeros([], acc)
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(acc)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    lse = m + tl.log(s)
+    target = tl.load(target_ptr)  # row 0's target, for every row: ignored rows go wrong with the rest
+    counted = target != ignore_index
+    picked = tl.load(logits_ptr + row * stride + tl.where(counted, target, 0)).to(acc)
+    tl.store(lse_ptr + row, lse)
+    tl.store(loss_ptr + row, tl.where(counted, lse - picked, 0.0))
+
+
+def test_the_first_rows_target_read_everywhere_is_one_mistake_though_ignored_rows_show_it_too():
+    cases = [case for case in ce_forward_cases() if case[4]]  # the cases with ignored rows
+    points, failed, report = forward_score(forward_reads_the_first_rows_target, cases=cases)
+    assert failed <= {"loss", "ignored"} and "loss" in failed, report
+    assert points == one_share_lost(4, nb06.CE_FORWARD_PARTS), report
+
+
+@triton.jit
 def forward_wrong_axis(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)
     m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
@@ -575,6 +604,7 @@ def make_function(
     no_scale=False,
     softmax_in_pieces=False,
     gradient_in_forward=False,
+    forward_sum=False,
 ):
     class Fused(Function):
         @staticmethod
@@ -603,7 +633,7 @@ def make_function(
                 backward_right[(rows,)](
                     logits, target, lse, ctx.grad, logits.stride(0), V, ignore_index, 1.0 / n, BLOCK_V=16
                 )
-            return (loss.sum() / n).to(logits.dtype)
+            return (loss.sum() / (1 if forward_sum else n)).to(logits.dtype)
 
         @staticmethod
         def backward(ctx, grad_output):
@@ -738,6 +768,14 @@ def test_memory_kept_on_ctx_counts_however_it_is_kept(options, failed_parts):
     points, failed, report = fused_score(make_function(**options))
     assert failed == failed_parts and points == 4.0, report
     assert "on ctx" in report, report
+
+
+def test_a_right_backward_under_a_wrong_forward_keeps_its_part():
+    """The central differences are those of the learner's forward: a sum instead of the mean makes them disagree
+    with a right backward, which the reference comparison shows right. One mistake: the forward's."""
+    points, failed, report = fused_score(make_function(forward_sum=True))
+    assert "gradcheck" in failed and "reference" not in failed and points == 4.0, report
+    assert "backward itself matches the reference" in report
 
 
 def test_a_backward_that_raises_costs_the_backward_only_with_its_message():
