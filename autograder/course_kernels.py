@@ -1,13 +1,15 @@
-"""Stand-ins for the learner's SiLU kernels, where a later exercise grades the Function around them: notebook 05's
-TritonSiLU check binds these to the names `silu_forward_kernel` and `silu_backward_kernel` while it runs, so that
-a kernel mistake costs points once, in the kernel's own exercise.
+"""Stand-ins for the learner's kernels, where a later exercise grades the Function around them: notebook 05's
+TritonSiLU check binds these to the names `silu_forward_kernel` and `silu_backward_kernel` while it runs, and
+notebook 06's Function checks (FusedCrossEntropy, its bfloat16 run, LinearCrossEntropy) to `ce_forward_kernel`
+and `ce_backward_kernel`, so that a kernel mistake costs points once, in the kernel's own exercise.
 
 A stand-in is launched like a kernel (`kernel[grid](x_ptr, y_ptr, n_elements, BLOCK_SIZE=...)`) and behaves like
 one where the Function around it is concerned: it reads and writes `n_elements` entries of memory in order from
 each tensor's first element, whatever the tensor's strides (so a Function that hands it a non-contiguous tensor
 computes with the wrong numbers, as with a real kernel), computes float64 in float64 and lower precisions in
-float32, and stores in the output's dtype. It is not Triton code: copying it answers no kernel exercise (those
-checks take Triton kernels only), and nothing here is a solution a learner could lift.
+float32 (the cross-entropy's in the dtype of the `lse` buffer the Function allocated), and stores in the output's
+dtype. A row kernel's stand-in reads rows at `row * stride`, one per program of its grid. It is not Triton
+code: copying it answers no kernel exercise (those checks take Triton kernels only).
 """
 
 from __future__ import annotations
@@ -38,22 +40,74 @@ def _silu_backward(x: torch.Tensor, grad_out: torch.Tensor, grad_in: torch.Tenso
     _in_memory_order(grad_in, n).copy_(g * s * (1 + xs * (1 - s)))
 
 
+def _rows(t: torch.Tensor, rows: int, V: int, stride: int) -> torch.Tensor:
+    """rows × V entries of memory from t's first element, row r at r * stride: what a row kernel reads."""
+    return torch.as_strided(t, (rows, V), (stride, 1), t.storage_offset())
+
+
+def _picked(x: torch.Tensor, target: torch.Tensor, ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(each row's logit at its target, 0 where ignored; which rows count). A target outside the row reads NaN."""
+    counted = target != ignore_index
+    inside = counted & (target >= 0) & (target < x.shape[1])
+    picked = torch.full(target.shape, float("nan"), dtype=x.dtype)
+    picked[inside] = x[inside.nonzero().squeeze(1), target[inside]]
+    return torch.where(counted, picked, torch.zeros_like(picked)), counted
+
+
+def _ce_forward(grid, logits, target, loss, lse, stride, V, ignore_index) -> None:
+    """Each row's log-sum-exp and loss, computed in lse's dtype (the accumulation dtype the Function chose)."""
+    rows = grid[0]
+    x = _rows(logits, rows, V, stride).to(lse.dtype)
+    row_lse = torch.logsumexp(x, dim=1)
+    picked, counted = _picked(x, _in_memory_order(target, rows), ignore_index)
+    _in_memory_order(lse, rows).copy_(row_lse)
+    _in_memory_order(loss, rows).copy_(torch.where(counted, row_lse - picked, torch.zeros_like(row_lse)))
+
+
+def _ce_backward(grid, logits, target, lse, grad, stride, V, ignore_index, scale) -> None:
+    """Each row's gradient (softmax - one_hot) * scale from the saved log-sum-exp, 0 in ignored rows."""
+    if isinstance(scale, torch.Tensor):
+        raise TypeError(
+            "scale was handed to the kernel as a tensor: a kernel takes every tensor as a pointer, so pass a Python "
+            "number (float(grad_output) / counted rows)"
+        )
+    rows = grid[0]
+    x = _rows(logits, rows, V, stride).to(lse.dtype)
+    t = _in_memory_order(target, rows)
+    g = torch.exp(x - _in_memory_order(lse, rows)[:, None])
+    counted = t != ignore_index
+    hit = counted & (t >= 0) & (t < V)
+    g[hit.nonzero().squeeze(1), t[hit]] -= 1.0
+    g = torch.where(counted[:, None], g * scale, torch.zeros_like(g))
+    _rows(grad, rows, V, stride).copy_(g)
+
+
 class StandInKernel:
     """Launched as `kernel[grid](*tensors, n_elements, BLOCK_SIZE=...)`; each launch goes through `run`, as a
-    Triton kernel's does (the check counts launches there)."""
+    Triton kernel's does (the check counts launches there). A row kernel's stand-in reads the grid (one program
+    per row)."""
 
-    def __init__(self, name: str, compute: Callable[..., None]):
-        self.__name__, self.compute = name, compute
+    def __init__(self, name: str, compute: Callable[..., None], takes_grid: bool = False):
+        self.__name__, self.compute, self.takes_grid = name, compute, takes_grid
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
 
     def run(self, *args, grid=None, **kwargs) -> None:
-        self.compute(*args)
+        if not self.takes_grid:
+            self.compute(*args)
+            return
+        if callable(grid):
+            grid = grid({k: v for k, v in kwargs.items() if k.isupper()})
+        if not isinstance(grid, (tuple, list)) or not grid or not isinstance(grid[0], int):
+            raise TypeError(f"{self.__name__}[grid]: grid should be a tuple such as (rows,), not {grid!r}")
+        self.compute(tuple(grid), *args)
 
 
-# the notebook's name of each kernel -> its stand-in
+# the notebooks' name of each kernel -> its stand-in
 STAND_INS = {
     "silu_forward_kernel": StandInKernel("silu_forward_kernel", _silu_forward),
     "silu_backward_kernel": StandInKernel("silu_backward_kernel", _silu_backward),
+    "ce_forward_kernel": StandInKernel("ce_forward_kernel", _ce_forward, takes_grid=True),
+    "ce_backward_kernel": StandInKernel("ce_backward_kernel", _ce_backward, takes_grid=True),
 }

@@ -6,7 +6,9 @@ on logits laid out in rows of stride V + BLOCK_V whose spare columns hold NaN: a
 missing or wrong mask on the last chunk) gets NaN into its sum. Its output sits between guard zones. The judges
 (below the judges line) recompute every reference in float64 and decide, part by part. The Function
 probes count the learner's Triton launches (notebook 05's counting_launches), record what forward saved, and, for
-the linear cross-entropy, the largest new memory any operation made (a dispatch mode over every operation).
+the linear cross-entropy, the largest block of memory PyTorch allocated. The Function probes run the learner's
+Function with the course's stand-in kernels bound to the names `ce_forward_kernel` and `ce_backward_kernel`
+(:mod:`autograder.course_kernels`, as notebook 05's TritonSiLU): a kernel mistake costs its kernel's exercise only.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .nb05 import (
     backward_of,
     call_kernel,
     counting_launches,
+    course_kernels,
     function_apply,
     kernel_device,
     kernel_launcher,
@@ -322,6 +325,11 @@ def probe_fused_ce(
     (the judge's central differences)."""
     name = getattr(obj, "__name__", "your Function")
     apply = function_apply(obj, name)
+    with course_kernels(obj):  # the Function is graded around the course's kernels: the learner's have their checks
+        return _probe_fused_ce_cases(apply, name, cases, seed, ignore_index, eps)
+
+
+def _probe_fused_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: int, ignore_index: int, eps: float):
     device = kernel_device()
     data = []
     for rows, V, ignored, grad_output, numeric in cases:
@@ -428,7 +436,12 @@ def probe_bf16(obj: Any, rows: int = 8, V: int = 4096, seed: int = 0, points: fl
     apply = function_apply(obj, name)
     x, target = bf16_case(seed, rows, V)
     logits = x.to(kernel_device()).requires_grad_()
-    loss = call_kernel(apply, logits, target.to(logits.device), -100, name=name)
+    with course_kernels(obj):
+        return _probe_bf16_run(apply, name, logits, target.to(logits.device))
+
+
+def _probe_bf16_run(apply: Any, name: str, logits: torch.Tensor, target: torch.Tensor) -> dict:
+    loss = call_kernel(apply, logits, target, -100, name=name)
     if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
         raise CheckFailed(f"`{name}.apply` on bfloat16 logits should return the loss with a grad_fn.")
     try:
@@ -476,6 +489,11 @@ def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float
     loss, backward's raw return, and the largest block of memory PyTorch allocated in forward and in backward."""
     name = getattr(obj, "__name__", "your Function")
     apply = function_apply(obj, name)
+    with course_kernels(obj):
+        return _probe_linear_ce_cases(apply, name, cases, seed)
+
+
+def _probe_linear_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: int) -> ProbeData:
     data = []
     for N, D, V, chunk, grad_output in cases:
         device = kernel_device()

@@ -1054,3 +1054,99 @@ def test_the_catalogued_mistakes_cost_their_part(mistake):
         params = {"cases": ce_forward_cases() if check is nb06.check_ce_forward else online_cases()}
     points, failed, report = verdict_of_call(check, answer, **params)
     assert failed == parts, report
+
+
+# ------------------------------------------------------------ Function exercises graded around the course's kernels
+FUSED_SOURCE = """
+class FusedCE(Function):
+    @staticmethod
+    def forward(ctx, logits, target, ignore_index=-100):
+        logits = logits.contiguous()
+        N, V = logits.shape
+        acc = torch.float64 if logits.dtype == torch.float64 else torch.float32
+        lse = torch.empty(N, dtype=acc, device=logits.device)
+        loss = torch.empty(N, dtype=acc, device=logits.device)
+        ce_forward_kernel[(N,)](logits, target, loss, lse, logits.stride(0), V, ignore_index, BLOCK_V=16)
+        counted = max(int((target != ignore_index).sum()), 1)
+        ctx.save_for_backward(logits, target, lse)
+        ctx.ignore_index, ctx.counted = ignore_index, counted
+        return (loss.sum() / counted).to(logits.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        logits, target, lse = ctx.saved_tensors
+        N, V = logits.shape
+        grad = torch.empty_like(logits)
+        scale = SCALE(grad_output, ctx.counted)
+        ce_backward_kernel[(N,)](logits, target, lse, grad, logits.stride(0), V, ctx.ignore_index, scale, BLOCK_V=16)
+        return grad, None, None
+
+
+class LinearCE(Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, target, chunk):
+        N, V = hidden.shape[0], weight.shape[0]
+        lse = torch.empty(N, dtype=hidden.dtype)
+        loss = torch.empty(N, dtype=hidden.dtype)
+        for start in range(0, N, chunk):
+            rows = slice(start, start + chunk)
+            logits = hidden[rows] @ weight.T
+            ce_forward_kernel[(logits.shape[0],)](logits, target[rows], loss[rows], lse[rows], V, V, -100, BLOCK_V=16)
+        ctx.save_for_backward(hidden, weight, target, lse)
+        ctx.chunk = chunk
+        return loss.sum() / N
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        hidden, weight, target, lse = ctx.saved_tensors
+        N, V = hidden.shape[0], weight.shape[0]
+        grad_hidden, grad_weight = torch.empty_like(hidden), torch.zeros_like(weight)
+        for start in range(0, N, ctx.chunk):
+            rows = slice(start, start + ctx.chunk)
+            logits = hidden[rows] @ weight.T
+            g = torch.empty_like(logits)
+            ce_backward_kernel[(g.shape[0],)](
+                logits, target[rows], lse[rows], g, V, V, -100, float(grad_output) / N, BLOCK_V=16
+            )
+            grad_hidden[rows] = g @ weight
+            grad_weight += g.T @ hidden[rows]
+        return grad_hidden, grad_weight, None, None
+"""
+
+
+def functions_around(forward_kernel, backward_kernel, scale=lambda g, n: float(g) / n) -> dict:
+    """The notebook's two Functions, written in a namespace of their own whose kernel names are the given ones."""
+    namespace = {"torch": torch, "Function": Function, "SCALE": scale}
+    namespace.update(ce_forward_kernel=forward_kernel, ce_backward_kernel=backward_kernel)
+    exec(compile(FUSED_SOURCE, "<notebook 06's Functions>", "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize(
+    ("forward_kernel", "backward_kernel"),
+    [(forward_right, backward_right), (forward_ignores_nothing, backward_store_unmasked)],
+    ids=["right kernels", "kernels with their own mistakes"],
+)
+def test_the_function_exercises_are_graded_around_the_courses_kernels(forward_kernel, backward_kernel):
+    """A kernel mistake costs its kernel's exercise only: FusedCrossEntropy, its bfloat16 run and LinearCrossEntropy
+    run the course's kernels under the notebook's kernel names, and the learner's are put back after."""
+    namespace = functions_around(forward_kernel, backward_kernel)
+    assert fused_score(namespace["FusedCE"])[:2] == (5.0, set())
+    assert verdict_of_call(nb06.check_bf16, namespace["FusedCE"])[:2] == (3.0, set())
+    assert verdict_of_call(nb06.check_linear_ce, namespace["LinearCE"], cases=linear_ce_cases())[:2] == (5.0, set())
+    assert namespace["ce_forward_kernel"] is forward_kernel and namespace["ce_backward_kernel"] is backward_kernel
+
+
+def test_without_the_course_kernels_the_same_kernel_mistake_would_cost_the_function_too(monkeypatch):
+    """The control: the binding is what spares the Function exercise (the learner's kernel ignores ignore_index)."""
+    import contextlib
+
+    monkeypatch.setattr(nb06, "course_kernels", lambda obj: contextlib.nullcontext([]))
+    namespace = functions_around(forward_ignores_nothing, backward_right)
+    assert fused_score(namespace["FusedCE"])[0] < 5.0
+
+
+def test_a_tensor_scale_is_told_to_be_a_python_number():
+    namespace = functions_around(forward_right, backward_right, scale=lambda g, n: g / n)
+    points, failed, report = fused_score(namespace["FusedCE"])
+    assert "reference" in failed and "pass a Python number" in report, report
