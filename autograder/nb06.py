@@ -380,7 +380,21 @@ def _probe_fused_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: int
                 "kept": kept,
             }
         )
-    return data
+    return {"cases": data, "layout": _layout_run(apply, name, cases[0], seed, ignore_index) if cases else None}
+
+
+def _layout_run(apply: Any, name: str, case: Sequence[Any], seed: int, ignore_index: int) -> dict:
+    """The first case again, its logits handed in as a transposed view (not contiguous): the loss and the logits'
+    gradient, or what the Function raised."""
+    rows, V, ignored, grad_output, _ = case
+    leaf = row_case(seed, rows, V, "float64", 0).t().contiguous().to(kernel_device()).requires_grad_()
+    target = ce_targets(seed, rows, V, ignored, ignore_index).to(leaf.device)
+    try:
+        loss = call_kernel(apply, leaf.t(), target, ignore_index, name=name)
+        (grad,) = call_learner(torch.autograd.grad, loss * grad_output, leaf, name=name, call=f"{name}'s backward")
+    except CheckFailed as failure:
+        return {"loss": None, "grad": None, "error": str(failure)}
+    return {"loss": float(loss.detach()), "grad": grad.t().detach().to("cpu", torch.float64).clone(), "error": None}
 
 
 # --------------------------------------------------------------------------------------------- memory and bf16
@@ -1024,6 +1038,7 @@ def judge_online_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, point
 # --------------------------------------------------------------------------------------------- the Function
 
 FUSED_PARTS = {
+    "layout": "logits of any layout (a transposed view): made contiguous for the kernels",
     "forward": "forward: the loss, from your forward kernel",
     "mean": "the mean over the counted rows (ignore_index left out)",
     "gradcheck": "backward agrees with the loss's central differences",
@@ -1137,7 +1152,9 @@ def judge_fused_ce(
 ) -> Verdict:
     parts, unsure = titled_parts(FUSED_PARTS), []
     title = "FusedCrossEntropy.apply(logits, target, ignore_index)"
-    for case, got in zip(cases, answers.per_case(data, cases)):
+    if not isinstance(data, dict) or set(data) != {"cases", "layout"}:
+        raise answers.mismatch("the cases' answers and the layout run were expected")
+    for case, got in zip(cases, answers.per_case(data["cases"], cases)):
         rows, V, ignored, grad_output, numeric = case
         entry = answers.entry(
             got, f"case {case}", ("loss", "saved", "launches", "returned", "moved", "backward_error", "kept")
@@ -1191,7 +1208,39 @@ def judge_fused_ce(
                 )
     for message in unsure:  # a loss off with ignored rows too: the forward's mistake when plain rows show it
         parts["mean"].fail(message, None, same_mistake_as="forward" if parts["forward"].passed is False else None)
+    if cases:
+        _judge_fused_layout(parts, data["layout"], cases[0], seed, ignore_index)
     return verdict_of(list(parts.values()), points, title)
+
+
+def _judge_fused_layout(parts: dict, got: Any, case: Sequence[Any], seed: int, ignore_index: int) -> None:
+    """The first case on a transposed view of its logits: the same loss and gradient. Where the contiguous run is
+    already wrong, a wrong answer here is that mistake again."""
+    rows, V, ignored, grad_output, _ = case
+    entry = answers.entry(got, "the layout run", ("loss", "grad", "error"))
+    x = row_case(seed, rows, V, "float64", 0).requires_grad_()
+    target = ce_targets(seed, rows, V, ignored, ignore_index)
+    expected = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index)
+    (expected_grad,) = torch.autograd.grad(expected * grad_output, x)
+    where = f"{rows} rows of V = {V}, the logits a transposed view (not contiguous)"
+    if entry["error"] is not None:
+        wrong = f"{where}: it raised {entry['error']}"
+    else:
+        loss = answers.number(entry["loss"], "the layout run's loss")
+        grad = answers.tensor(entry["grad"], "the layout run's gradient", shape=(rows, V))
+        loss_right = math.isclose(loss, float(expected.detach()), rel_tol=1e-9, abs_tol=1e-12)
+        if loss_right and torch.allclose(grad, expected_grad, rtol=1e-7, atol=1e-10):
+            return
+        wrong = f"{where}: the {'gradient' if loss_right else 'loss'} is off"
+    earlier = next((p for p in ("forward", "reference", "mean") if parts[p].passed is False), None)
+    parts["layout"].fail(
+        wrong,
+        None
+        if earlier
+        else "a kernel reads row r at r * stride with the columns next to each other: make the "
+        "logits contiguous in forward (logits.contiguous()) before handing them to a kernel",
+        same_mistake_as=earlier,
+    )
 
 
 def _kept_entries(value: Any, case: Any) -> list[dict]:
