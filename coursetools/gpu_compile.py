@@ -248,7 +248,7 @@ class CompileProcess:
     Environment: PATH and a cache directory of its own; TRITON_INTERPRET is not passed on."""
 
     def __init__(self, timeout_s: float = 60.0) -> None:
-        self.timeout_s = timeout_s
+        self.timeout_s, self.owner = timeout_s, os.getpid()
         self._tmp = tempfile.TemporaryDirectory(prefix="gpu-compile-")
         cache = os.path.join(self._tmp.name, "triton-cache")
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self._tmp.name, "TRITON_CACHE_DIR": cache}
@@ -314,11 +314,11 @@ class CompileProcess:
 
 
 def _limits() -> None:
-    """In the compile process before it starts: its memory and CPU time bounded."""
+    """In the compile process before it starts: its memory bounded. (Its time is bounded per request, by the wall
+    clock in `ask`: a CPU-time limit would add up over the many kernels one process compiles in a grading run.)"""
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-    resource.setrlimit(resource.RLIMIT_CPU, (300, 300))
 
 
 def serve() -> None:

@@ -72,7 +72,7 @@ def compiled(record: dict, signature: dict[str, str], constexprs: dict[str, Any]
     key = json.dumps([record, signature, constexprs, GRADED_ARCH], sort_keys=True)
     if key in _answers:
         return _answers[key]
-    if _process is None or not _process.alive():
+    if _process is None or not _process.alive() or _process.owner != os.getpid():  # a forked worker starts its own
         try:
             _process = CompileProcess(timeout_s=COMPILE_TIMEOUT_S)
         except OSError as error:
