@@ -8,7 +8,8 @@ expressions as Python, so only what a Triton kernel can hold gets through (defs;
 dunder names, no getattr/eval/imports; module globals only from triton.language and math).
 
 The part is scored only when the kernel earned something in the interpreter: a blank kernel compiles, and
-earns nothing for it. A compile process that cannot start or answer leaves the part unscored, never a 0.
+earns nothing for it. A compile process that cannot start leaves the part unscored (the grader's failure is never
+a 0); a compile that hangs or kills its process fails the part (that is the kernel's doing).
 """
 
 from __future__ import annotations
