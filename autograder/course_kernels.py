@@ -49,7 +49,7 @@ def _picked(x: torch.Tensor, target: torch.Tensor, ignore_index: int) -> tuple[t
     """(each row's logit at its target, 0 where ignored; which rows count). A target outside the row reads NaN."""
     counted = target != ignore_index
     inside = counted & (target >= 0) & (target < x.shape[1])
-    picked = torch.full(target.shape, float("nan"), dtype=x.dtype)
+    picked = torch.full(target.shape, float("nan"), dtype=x.dtype, device=x.device)
     picked[inside] = x[inside.nonzero().squeeze(1), target[inside]]
     return torch.where(counted, picked, torch.zeros_like(picked)), counted
 
