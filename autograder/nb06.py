@@ -1174,18 +1174,7 @@ def judge_fused_ce(
         _judge_fused_loss(
             parts, where, loss, launches[0], x, target, ignore_index, ignored, float(expected.detach()), unsure
         )
-        if entry["backward_error"] is not None:
-            message = str(entry["backward_error"])
-            parts["reference"].fail(f"{where}: backward raised: {message}", None)
-            parts["gradcheck"].fail(f"{where}: backward raised", None, same_mistake_as="reference")
-            parts["interface"].fail(f"{where}: backward raised", None, same_mistake_as="reference")
-        elif len(returned) != 3 or returned[1] is not None or returned[2] is not None:
-            parts["interface"].fail(
-                f"{where}: backward returned {len(returned)} value(s)"
-                + ("" if len(returned) != 3 else ", a gradient for target or ignore_index"),
-                "backward returns one value per input of forward: the logits' gradient, then None for the target "
-                "and for ignore_index",
-            )
+        _judge_fused_interface(parts, where, entry["backward_error"], returned)
         grad = returned[0] if returned else None
         kept_whole = _judge_fused_memory(parts, where, saved, _kept_entries(entry["kept"], case), rows, V)
         if entry["backward_error"] is None:
@@ -1193,19 +1182,7 @@ def judge_fused_ce(
         if numeric and isinstance(grad, torch.Tensor) and tuple(grad.shape) == (rows, V):
             central = torch.tensor(moved[0::2], dtype=torch.float64) - torch.tensor(moved[1::2], dtype=torch.float64)
             numerical = (central / (2 * eps)).reshape(rows, V) * grad_output
-            if not torch.allclose(grad, numerical, rtol=1e-3, atol=1e-6):
-                # a right backward under a wrong forward: the central differences are the forward's, not backward's
-                right = torch.allclose(grad, expected_grad, rtol=1e-7, atol=1e-10)
-                wrong_forward = (
-                    "forward" if parts["forward"].passed is False
-                    else "mean" if parts["mean"].passed is False or unsure else None
-                )  # fmt: skip
-                parts["gradcheck"].fail(
-                    f"{where}: backward disagrees with the loss's central differences"
-                    + (" (those of a wrong forward: backward itself matches the reference)" if right else ""),
-                    None,
-                    same_mistake_as=wrong_forward if right else None,
-                )
+            _judge_fused_central(parts, where, grad, numerical, expected_grad, bool(unsure))
     for message in unsure:  # a loss off with ignored rows too: the forward's mistake when plain rows show it
         parts["mean"].fail(message, None, same_mistake_as="forward" if parts["forward"].passed is False else None)
     if cases:
@@ -1240,6 +1217,41 @@ def _judge_fused_layout(parts: dict, got: Any, case: Sequence[Any], seed: int, i
         else "a kernel reads row r at r * stride with the columns next to each other: make the "
         "logits contiguous in forward (logits.contiguous()) before handing them to a kernel",
         same_mistake_as=earlier,
+    )
+
+
+def _judge_fused_interface(parts: dict, where: str, backward_error: Any, returned: list) -> None:
+    """Backward's return: one value per input of forward. A backward that raised costs the backward's idea, once."""
+    if backward_error is not None:
+        parts["reference"].fail(f"{where}: backward raised: {backward_error}", None)
+        parts["gradcheck"].fail(f"{where}: backward raised", None, same_mistake_as="reference")
+        parts["interface"].fail(f"{where}: backward raised", None, same_mistake_as="reference")
+    elif len(returned) != 3 or returned[1] is not None or returned[2] is not None:
+        parts["interface"].fail(
+            f"{where}: backward returned {len(returned)} value(s)"
+            + ("" if len(returned) != 3 else ", a gradient for target or ignore_index"),
+            "backward returns one value per input of forward: the logits' gradient, then None for the target "
+            "and for ignore_index",
+        )
+
+
+def _judge_fused_central(
+    parts: dict, where: str, grad: torch.Tensor, numerical: torch.Tensor, expected_grad: torch.Tensor, unsure: bool
+) -> None:
+    """Backward against the central differences of the learner's own forward; a right backward under a wrong
+    forward disagrees with them, and that is the forward's mistake (backward matches the reference)."""
+    if torch.allclose(grad, numerical, rtol=1e-3, atol=1e-6):
+        return
+    right = torch.allclose(grad, expected_grad, rtol=1e-7, atol=1e-10)
+    wrong_forward = (
+        "forward" if parts["forward"].passed is False
+        else "mean" if parts["mean"].passed is False or unsure else None
+    )  # fmt: skip
+    parts["gradcheck"].fail(
+        f"{where}: backward disagrees with the loss's central differences"
+        + (" (those of a wrong forward: backward itself matches the reference)" if right else ""),
+        None,
+        same_mistake_as=wrong_forward if right else None,
     )
 
 
@@ -1488,23 +1500,28 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
                     "per chunk, the logits' gradient G = (softmax - one_hot) * grad_output / N gives G @ weight for "
                     "the chunk's hidden states and adds G.T @ hidden[chunk] to the weight's",
                 )
-        # the largest block a chunked answer needs: one chunk's logits, or a gradient the size of an input
         kept = answers.integer(entry["kept"], f"the memory kept for backward in case {case}")
-        if kept >= N * V * 8:  # pieces, each small enough, that together hold the N×V logits (or their gradient)
-            parts["chunked"].fail(
-                f"{where}: forward keeps {kept} bytes for backward beyond its inputs: the N×V logits are "
-                f"{N * V * 8} bytes",
-                "keep the inputs and the N log-sum-exps only: backward recomputes each chunk's logits",
-            )
-        granule = ALLOCATION_GRANULE[entry["device"]]  # CUDA's caching allocator hands out multiples of 512 bytes
-        allowed = -(-max(min(chunk, N) * V, N * D, V * D) * 8 // granule) * granule
-        if max(largest) > allowed:
-            which = "forward" if largest[0] > allowed else "backward"
-            made = "an N×V tensor" if max(largest) >= N * V * 8 else "a block larger than one chunk's logits"
-            parts["chunked"].fail(
-                f"{where}: {which} made {made} ({max(largest)} bytes; one chunk of {min(chunk, N)} tokens' logits is "
-                f"{min(chunk, N) * V * 8})",
-                "the point is that the N×V logits never exist: compute, use and drop them `chunk` tokens at a time "
-                "(the chunk you are given), in backward too (recompute each chunk's logits there)",
-            )
+        _judge_linear_memory(parts["chunked"], where, case, largest, kept, ALLOCATION_GRANULE[entry["device"]])
     return verdict_of(list(parts.values()), points, "LinearCrossEntropy.apply(hidden, weight, target, chunk)")
+
+
+def _judge_linear_memory(part: Part, where: str, case: Sequence[Any], largest: list, kept: int, granule: int) -> None:
+    """No N×V tensor, forward or backward: nothing kept for backward that adds up to it (pieces too), and no block
+    larger than what a chunked answer needs (one chunk's logits, or a gradient the size of an input), rounded up to
+    the allocator's granule (CUDA's caching allocator hands out multiples of 512 bytes)."""
+    N, D, V, chunk, _ = case
+    if kept >= N * V * 8:
+        part.fail(
+            f"{where}: forward keeps {kept} bytes for backward beyond its inputs: the N×V logits are {N * V * 8} bytes",
+            "keep the inputs and the N log-sum-exps only: backward recomputes each chunk's logits",
+        )
+    allowed = -(-max(min(chunk, N) * V, N * D, V * D) * 8 // granule) * granule
+    if max(largest) > allowed:
+        which = "forward" if largest[0] > allowed else "backward"
+        made = "an N×V tensor" if max(largest) >= N * V * 8 else "a block larger than one chunk's logits"
+        part.fail(
+            f"{where}: {which} made {made} ({max(largest)} bytes; one chunk of {min(chunk, N)} tokens' logits is "
+            f"{min(chunk, N) * V * 8})",
+            "the point is that the N×V logits never exist: compute, use and drop them `chunk` tokens at a time "
+            "(the chunk you are given), in backward too (recompute each chunk's logits there)",
+        )
