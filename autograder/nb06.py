@@ -270,17 +270,39 @@ def probe_logsumexp(
     return data
 
 
+def column_chunks(x: torch.Tensor, chunk: int) -> Iterator[torch.Tensor]:
+    """x's columns `chunk` at a time (the last chunk narrower where chunk does not divide the width), as a kernel's
+    loop loads them: once, each chunk valid until the next arrives. They share one buffer, so a list of them holds
+    the last chunk's values over and over."""
+    buffer = torch.empty(x.shape[0], chunk, dtype=x.dtype)
+    for start in range(0, x.shape[1], chunk):
+        width = min(chunk, x.shape[1] - start)
+        buffer[:, :width] = x[:, start : start + width]
+        yield buffer[:, :width]
+
+
 def probe_online_lse(
     online_logsumexp: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None
 ) -> ProbeData:
-    """online_logsumexp(x, chunk) for each (rows, V, chunk, peak_at), float64: one value per row."""
+    """online_logsumexp(chunks) for each (rows, V, chunk, peak_at), float64, twice: on a list of the chunks (read
+    as often as the learner likes) and on column_chunks (once, one buffer). One value per row each; the second
+    run's error, if it raises, as text."""
     data = []
     for rows, V, chunk, peak_at in cases:
         x = row_case(seed, rows, V, "float64", peak_at, chunk)
-        got = call_learner(
-            online_logsumexp, x.clone(), chunk, name="online_logsumexp", call=f"online_logsumexp(<{rows}×{V}>, {chunk})"
-        )
-        data.append(_learner_tensor(got, "online_logsumexp", (rows,)))
+        listed = [x[:, start : start + chunk].clone() for start in range(0, V, chunk)]
+        call = f"online_logsumexp([<the columns of {rows}×{V} logits, {chunk} at a time>])"
+        got = call_learner(online_logsumexp, listed, name="online_logsumexp", call=call)
+        call = f"online_logsumexp(column_chunks(<{rows}×{V} logits>, {chunk}))"
+        answer: dict[str, Any] = {"listed": _learner_tensor(got, "online_logsumexp", (rows,))}
+        try:
+            streamed = call_learner(
+                online_logsumexp, column_chunks(x.clone(), chunk), name="online_logsumexp", call=call
+            )
+            answer["streamed"] = _learner_tensor(streamed, "online_logsumexp", (rows,))
+        except CheckFailed as failure:
+            answer["streamed"] = str(failure)
+        data.append(answer)
     return data
 
 
@@ -579,7 +601,7 @@ from coursetools.gpu_compile import launch_signature
 
 from .judges import answers, kernel_compile
 from .judges.kernel_compile import pointer
-from .judges.verdict import Part, Verdict, verdict_of
+from .judges.verdict import Part, Verdict, share_earned, verdict_of
 from .registry import decides
 
 
@@ -689,6 +711,8 @@ def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: 
 
 
 ROW_HINTS = {
+    "values": "a row's log-sum-exp is m + log(s) over all of its V columns: loop over its chunks "
+    "(for start in range(0, V, BLOCK_V)), carrying the running maximum m and sum s from one chunk to the next",
     "tail": "the last chunk reaches past the row's end: mask the columns at or beyond V (and load them as -inf, "
     "which exp turns into 0)",
     "stability": "exp of a large logit overflows: subtract the running maximum before exp",
@@ -705,10 +729,17 @@ PRECISION_HINT = (
 )
 
 
+BACKWARD_PRECISION_HINT = (
+    "right to about 6 digits only: a float64 row was computed in float32. Compute in lse_ptr's own dtype "
+    "(acc = lse_ptr.dtype.element_ty, which backward loads the log-sum-exp in): float64 for float64 logits"
+)
+
+
 def _charge_row_failures(parts: dict[str, Part], failures: list[tuple[str, str, str, bool]]) -> None:
     """Each (part, message, state, float32 slip) failed, charged by the one rule: a float64 case right to float32
     precision is one precision slip wherever it shows (the first part it shows in pays); a late peak that
-    overflows in a kernel that overflows on the stability case too is the missing maximum, once."""
+    overflows in a kernel that overflows on the stability case too is the missing maximum, once. (Values off in
+    every case stay charged in each: a kernel that reads one chunk only and a blank one look alike.)"""
     overflow = any(part == "stability" and state != "off" for part, _, state, _ in failures)
     first_slip = None
     for part, message, state, slip in failures:
@@ -723,6 +754,11 @@ def _charge_row_failures(parts: dict[str, Part], failures: list[tuple[str, str, 
             parts[part].fail(message, ROW_HINTS.get(part))
 
 
+LOSS_HINT = (
+    "a row's loss is its log-sum-exp minus the logit of its own target: the target names a column of this row, "
+    "counted from the row's start"
+)
+ROW0_TARGET_HINT = "every row's loss used row 0's target: each program reads its own row's target, at target_ptr + row"
 IGNORED_HINT = "a row whose target is ignore_index contributes nothing: store 0 (and never read its target column)"
 CE_FORWARD_PARTS = {
     "loss": "each counted row's loss (its log-sum-exp less its target's logit)",
@@ -776,25 +812,29 @@ def judge_ce_forward(
         tol = 1e-9 if dtype == "float64" else 1e-5
         close = lambda a, b: torch.isclose(a, b, rtol=tol, atol=tol)  # noqa: E731
         if not close(lse, expected_lse)[counted].all():
+            slip = dtype == "float64" and torch.allclose(lse[counted], expected_lse[counted], rtol=1e-5, atol=1e-6)
             parts["lse"].fail(
-                f"{where}: a counted row's log-sum-exp is wrong", "store each row's log-sum-exp: backward needs it"
+                f"{where}: a counted row's log-sum-exp is wrong",
+                PRECISION_HINT if slip else "store each row's log-sum-exp: backward needs it",
             )
         loss_wrong = not close(loss, expected)[counted].all()
+        # the first row's target read for every row: what each row's loss would then be
+        t0 = int(target[0])
+        row0 = expected_lse - x[:, t0] if t0 != ignore_index else torch.zeros_like(expected_lse)
         if loss_wrong:
             row = int((~close(loss, expected) & counted).nonzero()[0])
-            lse_wrong = not close(lse[row : row + 1], expected_lse[row : row + 1]).all()
-            parts["loss"].fail(  # a wrong log-sum-exp makes the loss wrong too: one mistake, counted once
+            # the loss its own wrong log-sum-exp gives (lse - the target's logit): one mistake, counted once
+            picked = x[counted, target[counted]]
+            lse_wrong = not close(lse[row : row + 1], expected_lse[row : row + 1]).all() and bool(
+                close(loss[counted], lse[counted] - picked).all()
+            )
+            parts["loss"].fail(
                 f"{where}: the loss of row {row} is off",
-                None
-                if lse_wrong
-                else "a row's loss is its log-sum-exp minus the logit of its own target: the target names a column of "
-                "this row, counted from the row's start",
+                None if lse_wrong else ROW0_TARGET_HINT if close(loss, row0).all() else LOSS_HINT,
                 same_mistake_as="lse" if lse_wrong else None,
             )
         if not (loss[~counted] == 0).all():
-            # the first row's target read for every row: its ignored rows are wrong by the same mistake as the rest
-            t0 = int(target[0])
-            row0 = expected_lse - x[:, t0] if t0 != ignore_index else torch.zeros_like(expected_lse)
+            # row 0's target read for every row: its ignored rows are wrong by the same mistake as the rest
             same = "loss" if loss_wrong and close(loss, row0)[~counted].all() else None
             parts["ignored"].fail(
                 f"{where}: a row whose target is ignore_index has a loss other than 0",
@@ -813,7 +853,10 @@ def judge_ce_forward(
 
 def _judge_compiles(parts: dict[str, Part], record: Any, cases: Sequence[Any], positional: Callable) -> None:
     """The kernel's own source compiled for a GPU, once per (BLOCK_V, dtype) of the cases (the part comes last)."""
-    others = [part for name, part in parts.items() if name != "bounds"]  # a blank kernel keeps its bounds
+    others = [part for name, part in parts.items() if name != "bounds"]
+    if share_earned(others)[0] == 0:  # a kernel that computes nothing right earns nothing for what it left alone
+        parts["bounds"].passed = None
+        parts["bounds"].messages = ["not scored: the kernel earns nothing in the interpreter yet"]
     parts["compiles"] = kernel_compile.compile_part()
     kernel_compile.judge_compiles(
         parts["compiles"],
@@ -850,6 +893,42 @@ def backward_part(case: Sequence[Any]) -> str:
     return "uses_lse" if lse_shift else "ignored" if ignored else "tail" if V % block else "values"
 
 
+def _backward_models(
+    seed: int, case: Sequence[Any], ignore_index: int, scale: float
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """(the case's gradient, what whole-formula mistakes would give instead): a case that fails by the same mistake
+    as the plain case is charged once; one that fails otherwise (a blank kernel's NaN) is charged in its own part."""
+    rows, V, block, dtype, ignored, lse_shift = case
+    x = row_case(seed, rows, V, dtype, 0).to(torch.float64)
+    target = ce_targets(seed, rows, V, ignored, ignore_index)
+    counted = target != ignore_index
+    p = torch.exp(x - (torch.logsumexp(x, dim=1, keepdim=True) + lse_shift))
+    one_hot = torch.zeros_like(x)
+    one_hot[counted, target[counted]] = 1.0
+    counted_only = counted[:, None].to(x.dtype)
+    expected = (p - one_hot) * scale * counted_only
+    models = {
+        "float32": expected.to(torch.float32).to(torch.float64),  # matched to float32's precision by _matches
+        "unscaled": (p - one_hot) * counted_only,
+        "sign": -expected,
+        "no one-hot": p * scale * counted_only,
+    }
+    return expected, models
+
+
+def _matches(grad: torch.Tensor, model: torch.Tensor) -> bool:
+    return bool(torch.allclose(grad, model, rtol=1e-5, atol=1e-7))
+
+
+BACKWARD_HINTS = {
+    "values": "each entry is (softmax - one_hot) * scale, the softmax recomputed as exp(logit - lse)",
+    "tail": "the last chunk of a row: load and store only the columns below V",
+    "ignored": "a row whose target is ignore_index gets a gradient of 0 in every column",
+    "uses_lse": "recompute the softmax from the log-sum-exp forward saved (lse_ptr), not from a sum of your own: "
+    "that is the pass over the row the saved N floats buy back",
+}
+
+
 def draw_ce_backward(rng: random.Random, count: int) -> dict[str, Any]:
     cases = []
     for _ in range(count):
@@ -877,6 +956,7 @@ def judge_ce_backward(
     launches, record = kernel_compile.split_answer(data)
     answered = list(zip(cases, answers.per_case(launches, cases)))
     answered.sort(key=lambda pair: backward_part(pair[0]) != "values")  # the plain cases first: see below
+    values_mistake = None
     for case, got in answered:
         rows, V, block, dtype, ignored, lse_shift = case
         entry = answers.entry(got, f"case {case}", ("grad", "written_past_V", "inputs_changed", "read_outside"))
@@ -892,28 +972,18 @@ def judge_ce_backward(
                 f"{where}: {past} value(s) stored past the end of a row",
                 "the last chunk's store needs the same mask as its load: columns at or beyond V belong to no one",
             )
-        x = row_case(seed, rows, V, dtype, 0).to(torch.float64)
-        target = ce_targets(seed, rows, V, ignored, ignore_index)
-        counted = target != ignore_index
-        p = torch.exp(x - (torch.logsumexp(x, dim=1, keepdim=True) + lse_shift))
-        one_hot = torch.zeros_like(x)
-        one_hot[counted, target[counted]] = 1.0
-        expected = (p - one_hot) * scale
-        expected[~counted] = 0.0
+        expected, models = _backward_models(seed, case, ignore_index, scale)
         bad = ~torch.isclose(grad, expected, rtol=1e-9, atol=1e-12)
         if not bad.any():
             continue
         row = int(bad.any(dim=1).nonzero()[0])
         part = backward_part(case)
-        hint = {
-            "values": "each entry is (softmax - one_hot) * scale, the softmax recomputed as exp(logit - lse)",
-            "tail": "the last chunk of a row: load and store only the columns below V",
-            "ignored": "a row whose target is ignore_index gets a gradient of 0 in every column",
-            "uses_lse": "recompute the softmax from the log-sum-exp forward saved (lse_ptr), not from a sum of your "
-            "own: that is the pass over the row the saved N floats buy back",
-        }[part]
-        # wrong in the plain cases too: the same mistake shows in every case, and costs the values' share once
-        follows = "values" if part != "values" and parts["values"].passed is False else None
+        mistake = next((name for name, model in models.items() if _matches(grad, model)), None)
+        if part == "values":
+            values_mistake = mistake
+        # the plain case's mistake seen again here (the same wrong formula): it costs the values' share once
+        follows = "values" if part != "values" and mistake and mistake == values_mistake else None
+        hint = BACKWARD_PRECISION_HINT if mistake == "float32" else BACKWARD_HINTS[part]
         parts[part].fail(
             f"{where}: row {row} of the gradient is off", None if follows else hint, same_mistake_as=follows
         )
@@ -977,9 +1047,20 @@ def judge_logsumexp(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
 
 
 ONLINE_PARTS = {
-    "values": "the log-sum-exp, chunk by chunk (the peak in the first chunk)",
+    "values": "the log-sum-exp, chunk by chunk (the peak in the first chunk; a narrower last chunk)",
     "rescale": "a larger maximum in a later chunk (the running sum rescaled)",
-    "tail": "a chunk that does not divide V (the last chunk shorter)",
+    "one_pass": "one pass over the chunks as they arrive (each read once, none kept)",
+}
+ONLINE_HINTS = {
+    "values": "keep a running maximum m and a running sum s of exp(x - m) over the chunks: the answer is m + log s",
+    "rescale": "when a chunk raises the maximum from m to m', the sum so far was taken against m: multiply it by "
+    "exp(m - m') before adding the chunk's terms",
+    "raised": "`chunks` is an iterator, read by one `for part in chunks:` loop: it has no length and no indexing",
+    "kept": "each chunk is valid only until the next one arrives (the check reads them into one buffer, as a "
+    "kernel's loop does): keeping the chunks (a list, torch.cat) to read them again is a second pass. Update m and s "
+    "as each chunk arrives",
+    "twice": "the chunks come once, as a kernel's loads do: a second loop over them (the maximum first, then the "
+    "sum) sees none. Update m and s in one loop, rescaling s whenever m grows",
 }
 
 
@@ -990,7 +1071,7 @@ def online_cases() -> list[tuple]:
 
 def online_part(case: Sequence[Any]) -> str:
     rows, V, chunk, peak_at = case
-    return "tail" if V % chunk else "rescale" if peak_at >= chunk else "values"
+    return "rescale" if peak_at >= chunk else "values"
 
 
 def draw_online_lse(rng: random.Random, count: int) -> dict[str, Any]:
@@ -1006,33 +1087,51 @@ def draw_online_lse(rng: random.Random, count: int) -> dict[str, Any]:
     return {"cases": cases, "seed": rng.randrange(1, 10**6)}
 
 
+def _online_answer(got: Any, case: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor | str]:
+    """(values from the list of chunks, values from the stream or the error it raised)."""
+    rows = case[0]
+    got = answers.entry(got, f"the answer to case {case}", ("listed", "streamed"))
+    listed = answers.tensor(got["listed"], f"the answer to case {case}", shape=(rows,))
+    streamed = got["streamed"]
+    if not isinstance(streamed, str):
+        streamed = answers.tensor(streamed, f"the streamed answer to case {case}", shape=(rows,))
+    return listed, streamed
+
+
+def _second_pass(streamed: torch.Tensor | str, x: torch.Tensor, chunk: int) -> str:
+    """Which way an answer right on a list of the chunks went wrong on the stream: the key of its hint."""
+    if isinstance(streamed, str):
+        return "raised"
+    kept = torch.logsumexp(torch.cat(list(column_chunks(x, chunk)), dim=1), dim=1)
+    return "kept" if torch.allclose(streamed, kept, rtol=1e-9, atol=1e-9) else "twice"
+
+
 @decides("check_online_lse", draw=draw_online_lse)
 def judge_online_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 3) -> Verdict:
     parts = titled_parts(ONLINE_PARTS)
     answered = sorted(zip(cases, answers.per_case(data, cases)), key=lambda pair: online_part(pair[0]) != "values")
     for case, got in answered:
         rows, V, chunk, peak_at = case
-        values = answers.tensor(got, f"the answer to case {case}", shape=(rows,))
-        expected = torch.logsumexp(row_case(seed, rows, V, "float64", peak_at, chunk), dim=1)
-        off = _off_rows(values, expected, 1e-9)
-        if off is None:
-            continue
+        listed, streamed = _online_answer(got, case)
+        x = row_case(seed, rows, V, "float64", peak_at, chunk)
+        expected = torch.logsumexp(x, dim=1)
+        off = _off_rows(listed, expected, 1e-9)
+        off_streamed = (0, "an error") if isinstance(streamed, str) else _off_rows(streamed, expected, 1e-9)
+        where = f"online_logsumexp on {rows} rows of V = {V}, {chunk} columns at a time"
         part = online_part(case)
-        follows = "values" if part != "values" and parts["values"].passed is False else None
-        hint = {
-            "values": "keep a running maximum m and a running sum s of exp(x - m) over the chunks: the answer is "
-            "m + log s",
-            "rescale": "when a chunk raises the maximum from m to m', the sum so far was taken against m: multiply it "
-            "by exp(m - m') before adding the chunk's terms",
-            "tail": "the last chunk is shorter when chunk does not divide V: take x[:, start:start + chunk], which "
-            "stops at the end",
-        }[part]
-        parts[part].fail(
-            f"online_logsumexp on {rows} rows of V = {V}, chunk = {chunk}: row {off[0]} is {off[1]}",
-            None if follows else hint,
-            same_mistake_as=follows,
-        )
-    return verdict_of(list(parts.values()), points, "online_logsumexp (chunk by chunk)")
+        if off and off_streamed:  # right from neither: the part's own idea (a right stream is one pass done right)
+            follows = "values" if part != "values" and parts["values"].passed is False else None
+            parts[part].fail(
+                f"{where}: row {off[0]} is {off[1]}", None if follows else ONLINE_HINTS[part], same_mistake_as=follows
+            )
+        if off_streamed:
+            said = streamed if isinstance(streamed, str) else f"row {off_streamed[0]} is {off_streamed[1]}"
+            parts["one_pass"].fail(
+                f"{where}, read once as they arrive: {said}",
+                None if off else ONLINE_HINTS[_second_pass(streamed, x, chunk)],
+                same_mistake_as=parts[part].costs if off else None,
+            )
+    return verdict_of(list(parts.values()), points, "online_logsumexp (chunk by chunk, one pass)")
 
 
 # --------------------------------------------------------------------------------------------- the Function
@@ -1150,7 +1249,7 @@ def _judge_fused_grad(
 def judge_fused_ce(
     data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, eps: float = 1e-6, points: float = 5
 ) -> Verdict:
-    parts, unsure = titled_parts(FUSED_PARTS), []
+    parts, unsure, right = titled_parts(FUSED_PARTS), [], []
     title = "FusedCrossEntropy.apply(logits, target, ignore_index)"
     if not isinstance(data, dict) or set(data) != {"cases", "layout"}:
         raise answers.mismatch("the cases' answers and the layout run were expected")
@@ -1179,6 +1278,9 @@ def judge_fused_ce(
         kept_whole = _judge_fused_memory(parts, where, saved, _kept_entries(entry["kept"], case), rows, V)
         if entry["backward_error"] is None:
             _judge_fused_grad(parts, where, grad, launches[1], expected_grad, target, ignore_index, ignored, kept_whole)
+        right.append(math.isclose(loss, float(expected.detach()), rel_tol=1e-9, abs_tol=1e-12))
+        if isinstance(grad, torch.Tensor) and tuple(grad.shape) == (rows, V):
+            right.append(bool(torch.allclose(grad.to(torch.float64), expected_grad, rtol=1e-7, atol=1e-10)))
         if numeric and isinstance(grad, torch.Tensor) and tuple(grad.shape) == (rows, V):
             central = torch.tensor(moved[0::2], dtype=torch.float64) - torch.tensor(moved[1::2], dtype=torch.float64)
             numerical = (central / (2 * eps)).reshape(rows, V) * grad_output
@@ -1187,6 +1289,9 @@ def judge_fused_ce(
         parts["mean"].fail(message, None, same_mistake_as="forward" if parts["forward"].passed is False else None)
     if cases:
         _judge_fused_layout(parts, data["layout"], cases[0], seed, ignore_index)
+    if not any(right):  # neither a loss nor a gradient right: what it left alone, or got vacuously, earns nothing
+        for name in ("layout", "mean", "gradcheck", "interface", "memory"):
+            parts[name].passed, parts[name].messages = None, ["not scored: neither a loss nor a gradient is right yet"]
     return verdict_of(list(parts.values()), points, title)
 
 
@@ -1369,7 +1474,7 @@ def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, poi
     if entry["backward_error"] is not None:
         parts["gradient"].fail(f"{where}: backward raised: {entry['backward_error']}", None)
         _judge_bf16_loss(parts, where, loss, entry["loss_dtype"], x, target)
-        return verdict_of(list(parts.values()), points, "FusedCrossEntropy on bfloat16 logits")
+        return _bf16_verdict(parts, points)
     grad = answers.tensor(entry["grad"], "the bf16 gradient", shape=(rows, V))
     x64 = x.to(torch.float64).requires_grad_()
     expected = torch.nn.functional.cross_entropy(x64, target)
@@ -1387,6 +1492,13 @@ def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, poi
             f"(median {float(grad_ulps.median()):.1f})",
             _bf16_gradient_hint(grad, grad_ulps, expected_grad, target),
         )
+    return _bf16_verdict(parts, points)
+
+
+def _bf16_verdict(parts: dict[str, Part], points: float) -> Verdict:
+    if parts["loss"].passed is False and parts["gradient"].passed is False:  # a dtype alone earns nothing
+        parts["dtype"].passed = None
+        parts["dtype"].messages = ["not scored: neither the loss nor the gradient is right"]
     return verdict_of(list(parts.values()), points, "FusedCrossEntropy on bfloat16 logits")
 
 
@@ -1467,6 +1579,7 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
             "chunked": "memory: no tensor of N x V made, forward or backward",
         }
     )
+    right: list[bool] = []
     for case, got in zip(cases, answers.per_case(data, cases)):
         N, D, V, chunk, grad_output = case
         entry = answers.entry(got, f"case {case}", ("loss", "returned", "largest", "kept", "device"))
@@ -1480,7 +1593,9 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
         h, w = hidden.clone().requires_grad_(), weight.clone().requires_grad_()
         expected = torch.nn.functional.cross_entropy(h @ w.T, target)
         grad_h, grad_w = torch.autograd.grad(expected * grad_output, (h, w))
-        if not math.isclose(loss, float(expected.detach()), rel_tol=1e-9, abs_tol=1e-12):
+        loss_right = math.isclose(loss, float(expected.detach()), rel_tol=1e-9, abs_tol=1e-12)
+        right.append(loss_right)
+        if not loss_right:
             parts["forward"].fail(
                 f"{where}: the loss is off",
                 "each chunk's logits are hidden[chunk] @ weight.T; the mean divides the chunks' summed losses by N",
@@ -1492,17 +1607,27 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
             )
         grads = returned[:2] + [None] * (2 - len(returned[:2]))
         for what, got_grad, want in (("hidden", grads[0], grad_h), ("weight", grads[1], grad_w)):
-            if not isinstance(got_grad, torch.Tensor) or got_grad.shape != want.shape:
+            if not isinstance(got_grad, torch.Tensor):  # no gradient at all: backward's own idea is missing
+                parts["reference"].fail(f"{where}: backward returned no {what} gradient", LINEAR_GRAD_HINT)
+                parts["interface"].fail(f"{where}: the {what} gradient is missing", same_mistake_as="reference")
+            elif got_grad.shape != want.shape:
                 parts["interface"].fail(f"{where}: the {what} gradient is not a tensor of its input's shape", None)
             elif not torch.allclose(got_grad, want, rtol=1e-7, atol=1e-10):
-                parts["reference"].fail(
-                    f"{where}: the {what} gradient is off",
-                    "per chunk, the logits' gradient G = (softmax - one_hot) * grad_output / N gives G @ weight for "
-                    "the chunk's hidden states and adds G.T @ hidden[chunk] to the weight's",
-                )
+                parts["reference"].fail(f"{where}: the {what} gradient is off", LINEAR_GRAD_HINT)
+            else:
+                right.append(True)
         kept = answers.integer(entry["kept"], f"the memory kept for backward in case {case}")
         _judge_linear_memory(parts["chunked"], where, case, largest, kept, ALLOCATION_GRANULE[entry["device"]])
+    if not any(right):  # neither a loss nor a gradient right: what it left alone earns nothing
+        for name in ("interface", "chunked"):
+            parts[name].passed, parts[name].messages = None, ["not scored: neither a loss nor a gradient is right yet"]
     return verdict_of(list(parts.values()), points, "LinearCrossEntropy.apply(hidden, weight, target, chunk)")
+
+
+LINEAR_GRAD_HINT = (
+    "per chunk, the logits' gradient G = (softmax - one_hot) * grad_output / N gives G @ weight for the chunk's hidden "
+    "states and adds G.T @ hidden[chunk] to the weight's"
+)
 
 
 def _judge_linear_memory(part: Part, where: str, case: Sequence[Any], largest: list, kept: int, granule: int) -> None:

@@ -7,6 +7,7 @@ import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: these kernels run in the interpreter
 
+import math  # noqa: E402
 import random  # noqa: E402
 
 import pytest  # noqa: E402
@@ -268,7 +269,9 @@ def test_ignored_rows_fall_anywhere_in_the_batch():
 
 def test_a_kernel_that_reads_only_the_first_chunk_fails_where_rows_are_longer():
     points, failed, report = score(first_chunk_only)
-    assert "values" in failed and points <= 3.0, report
+    # no case right: from its values alone it cannot be told from a kernel that computes nothing, and earns nothing
+    assert failed == {"values", "rescale", "tail", "stability"} and points == 0.0, report
+    assert "loop over its chunks" in report, report
 
 
 def test_forged_data_is_refused():
@@ -346,6 +349,7 @@ def test_the_first_rows_target_read_everywhere_is_one_mistake_though_ignored_row
     points, failed, report = forward_score(forward_reads_the_first_rows_target, cases=cases)
     assert failed <= {"loss", "ignored"} and "loss" in failed, report
     assert points == one_share_lost(4, nb06.CE_FORWARD_PARTS), report
+    assert "used row 0's target" in report and report.count("Hint:") == 1, report
 
 
 @triton.jit
@@ -367,6 +371,26 @@ def forward_wrong_axis(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ign
     tl.store(loss_ptr + row, tl.where(counted, lse - picked, 0.0))
 
 
+@triton.jit
+def forward_in_float32(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
+    """Right but for precision: float64 rows summed in float32 (the loss follows from the log-sum-exp: once)."""
+    row = tl.program_id(0)
+    m = tl.full([], float("-inf"), tl.float32)
+    s = tl.zeros([], tl.float32)
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    lse = (m + tl.log(s)).to(lse_ptr.dtype.element_ty)
+    target = tl.load(target_ptr + row)
+    counted = target != ignore_index
+    picked = tl.load(logits_ptr + row * stride + tl.where(counted, target, 0)).to(lse_ptr.dtype.element_ty)
+    tl.store(lse_ptr + row, lse)
+    tl.store(loss_ptr + row, tl.where(counted, lse - picked, 0.0))
+
+
 def forward_score(kernel, **params):
     return verdict_of_call(nb06.check_ce_forward, kernel, **(params or {"cases": ce_forward_cases()}))
 
@@ -380,13 +404,14 @@ def test_a_right_forward_kernel_gets_full_marks_on_visible_and_drawn_cases():
 @pytest.mark.parametrize(
     ("kernel", "part", "hint"),
     [
-        (forward_ignores_nothing, "ignored", "contributes nothing"),
-        (forward_wrong_axis, "loss", "logit of its own target"),
+        (forward_ignores_nothing, {"ignored"}, "contributes nothing"),
+        (forward_wrong_axis, {"loss"}, "logit of its own target"),
+        (forward_in_float32, {"lse", "loss"}, "a float64 row was accumulated in float32"),
     ],
 )
 def test_each_forward_mistake_costs_its_own_part(kernel, part, hint):
     points, failed, report = forward_score(kernel)
-    assert failed == {part}, report
+    assert failed == part, report
     assert points == one_share_lost(4, nb06.CE_FORWARD_PARTS) and hint in report
 
 
@@ -470,6 +495,21 @@ def backward_no_scale(logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, igno
         tl.store(grad_ptr + row * stride + cols, tl.where(counted, g, 0.0), mask=cols < V)
 
 
+@triton.jit
+def backward_in_float32(
+    logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr
+):
+    row = tl.program_id(0)
+    target = tl.load(target_ptr + row)
+    lse = tl.load(lse_ptr + row).to(tl.float32)  # a precision slip: float64 rows computed in float32
+    counted = target != ignore_index
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=0.0).to(tl.float32)
+        g = (tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)) * scale
+        tl.store(grad_ptr + row * stride + cols, tl.where(counted, g, 0.0).to(lse_ptr.dtype.element_ty), mask=cols < V)
+
+
 def backward_score(kernel, **params):
     return verdict_of_call(nb06.check_ce_backward, kernel, **(params or {"cases": ce_backward_cases()}))
 
@@ -487,6 +527,7 @@ def test_a_right_backward_kernel_gets_full_marks_on_visible_and_drawn_cases():
         (backward_ignores_nothing, {"ignored"}, "gradient of 0 in every column"),
         (backward_own_sum, {"uses_lse"}, "not from a sum of your own"),
         (backward_no_scale, {"values", "tail", "ignored", "uses_lse"}, "(softmax - one_hot) * scale"),
+        (backward_in_float32, {"values", "tail", "ignored", "uses_lse"}, "a float64 row was computed in float32"),
     ],
 )
 def test_each_backward_mistake_costs_one_share(kernel, failed_parts, hint):
@@ -511,36 +552,38 @@ def naive(x):
     return torch.log(torch.exp(x).sum(dim=-1))
 
 
-def online(x, chunk):
-    m = torch.full(x.shape[:-1], -float("inf"), dtype=x.dtype)
-    s = torch.zeros(x.shape[:-1], dtype=x.dtype)
-    for start in range(0, x.shape[-1], chunk):
-        part = x[:, start : start + chunk]
-        m_new = torch.maximum(m, part.max(dim=-1).values)
+def online(chunks):
+    m, s = -float("inf"), 0.0
+    for part in chunks:
+        m_new = part.max(dim=-1).values.clamp(min=m)
         s = s * torch.exp(m - m_new) + torch.exp(part - m_new[:, None]).sum(dim=-1)
         m = m_new
     return m + torch.log(s)
 
 
-def online_no_rescale(x, chunk):
-    m = torch.full(x.shape[:-1], -float("inf"), dtype=x.dtype)
-    s = torch.zeros(x.shape[:-1], dtype=x.dtype)
-    for start in range(0, x.shape[-1], chunk):
-        part = x[:, start : start + chunk]
-        m = torch.maximum(m, part.max(dim=-1).values)
+def online_no_rescale(chunks):
+    m, s = -float("inf"), 0.0
+    for part in chunks:
+        m = part.max(dim=-1).values.clamp(min=m)
         s = s + torch.exp(part - m[:, None]).sum(dim=-1)
     return m + torch.log(s)
 
 
-def online_drops_tail(x, chunk):
-    m = torch.full(x.shape[:-1], -float("inf"), dtype=x.dtype)
-    s = torch.zeros(x.shape[:-1], dtype=x.dtype)
-    for start in range(0, x.shape[-1] - chunk + 1, chunk):
-        part = x[:, start : start + chunk]
-        m_new = torch.maximum(m, part.max(dim=-1).values)
-        s = s * torch.exp(m - m_new) + torch.exp(part - m_new[:, None]).sum(dim=-1)
-        m = m_new
-    return m + torch.log(s)
+def online_two_loops(chunks):
+    m = torch.stack([part.max(dim=-1).values for part in chunks]).max(dim=0).values
+    s = sum(torch.exp(part - m[:, None]).sum(dim=-1) for part in chunks)  # the second loop: none on a stream
+    return m + torch.log(torch.as_tensor(s, dtype=m.dtype))
+
+
+def online_keeps_the_chunks(chunks):
+    return torch.logsumexp(torch.cat(list(chunks), dim=-1), dim=-1)
+
+
+def online_indexes_the_chunks(chunks):
+    m = chunks[0].max(dim=-1).values
+    for part in chunks[1:]:
+        m = torch.maximum(m, part.max(dim=-1).values)
+    return m + torch.log(sum(torch.exp(part - m[:, None]).sum(dim=-1) for part in chunks))
 
 
 def test_logsumexp_by_hand():
@@ -550,27 +593,69 @@ def test_logsumexp_by_hand():
     assert (points, failed) == (1.0, {"overflow"}) and "subtract each row's maximum" in report
 
 
-def online_max_of_the_first_chunk(x, chunk):
-    m = x[:, :chunk].max(dim=-1).values  # never updated: exact unless a later logit stands far above it
-    s = torch.zeros(x.shape[:-1], dtype=x.dtype)
-    for start in range(0, x.shape[-1], chunk):
-        s = s + torch.exp(x[:, start : start + chunk] - m[:, None]).sum(dim=-1)
+def online_max_of_the_first_chunk(chunks):
+    chunks = iter(chunks)
+    first = next(chunks)
+    m = first.max(dim=-1).values  # never updated: exact unless a later logit stands far above it
+    s = torch.exp(first - m[:, None]).sum(dim=-1)
+    for part in chunks:
+        s = s + torch.exp(part - m[:, None]).sum(dim=-1)
     return m + torch.log(s)
+
+
+# Right answers written differently, each one pass: with logaddexp; starting from the first chunk (which, on a
+# list, double counts the first chunk: right on the stream the exercise describes, so right); row by row.
+def online_logaddexp(chunks):
+    lse = None
+    for part in chunks:
+        here = torch.logsumexp(part, dim=-1)
+        lse = here if lse is None else torch.logaddexp(lse, here)
+    return lse
+
+
+def online_from_the_first_chunk(chunks):
+    first = next(iter(chunks))
+    m = first.max(dim=-1).values
+    s = torch.exp(first - m[:, None]).sum(dim=-1)
+    for part in chunks:  # a list starts again here; a stream goes on
+        m_new = torch.maximum(m, part.max(dim=-1).values)
+        s = s * torch.exp(m - m_new) + torch.exp(part - m_new[:, None]).sum(dim=-1)
+        m = m_new
+    return m + torch.log(s)
+
+
+def online_row_by_row(chunks):
+    m, s = None, None
+    for part in chunks:
+        if m is None:
+            m, s = [-math.inf] * part.shape[0], [0.0] * part.shape[0]
+        for r, row in enumerate(part.tolist()):
+            m_new = max(m[r], *row)
+            s[r] = s[r] * math.exp(m[r] - m_new) + sum(math.exp(v - m_new) for v in row)
+            m[r] = m_new
+    return torch.tensor([a + math.log(b) for a, b in zip(m, s)], dtype=torch.float64)
+
+
+@pytest.mark.parametrize("fn", [online, online_logaddexp, online_from_the_first_chunk, online_row_by_row])
+def test_online_logsumexp_right_answers_written_differently_keep_full_marks(fn):
+    assert verdict_of_call(nb06.check_online_lse, fn, cases=online_cases())[:2] == (3.0, set())
+    assert verdict_of_call(nb06.check_online_lse, fn, **draw_online_lse(random.Random(2), 2))[:2] == (3.0, set())
 
 
 @pytest.mark.parametrize(
     ("fn", "failed_parts", "hint"),
     [
-        (online_no_rescale, {"rescale"}, "multiply it by exp(m - m')"),
-        (online_max_of_the_first_chunk, {"rescale"}, "multiply it by exp(m - m')"),
-        (online_drops_tail, {"tail"}, "shorter"),
+        (online_no_rescale, {"rescale", "one_pass"}, "multiply it by exp(m - m')"),
+        (online_max_of_the_first_chunk, {"rescale", "one_pass"}, "multiply it by exp(m - m')"),
+        (online_two_loops, {"one_pass"}, "a second loop over them"),
+        (online_keeps_the_chunks, {"one_pass"}, "valid only until the next one arrives"),
+        (online_indexes_the_chunks, {"one_pass"}, "no length and no indexing"),
     ],
 )
 def test_online_logsumexp_mistakes_cost_their_part(fn, failed_parts, hint):
-    assert verdict_of_call(nb06.check_online_lse, online, cases=online_cases())[:2] == (3.0, set())
-    assert verdict_of_call(nb06.check_online_lse, online, **draw_online_lse(random.Random(2), 2))[:2] == (3.0, set())
     points, failed, report = verdict_of_call(nb06.check_online_lse, fn, cases=online_cases())
     assert (points, failed) == (2.0, failed_parts) and hint in report, report
+    assert report.count("Hint:") == 1, report  # the one mistake, named once
 
 
 def test_a_blank_exercise_says_it_is_not_written():
@@ -708,6 +793,7 @@ def test_each_function_mistake_costs_its_part(options, failed_parts, hint):
 def test_a_function_of_torch_operations_earns_no_kernel_part():
     points, failed, report = fused_score(make_function(torch_only=True))
     assert {"forward", "reference"} <= failed and "launched no Triton kernel" in report, report
+    assert failed == {"forward", "reference"}, report  # its loss and gradient are right: every other part scores
 
 
 # ------------------------------------------------------------------------------------------ memory and bf16
@@ -744,6 +830,7 @@ def test_new_saved_bytes():
     ] == (3.0, set())
     points, failed, report = verdict_of_call(nb06.check_new_saved_bytes, saved_counting_inputs)
     assert failed == {"inputs", "distinct"} and points == 1.0, report
+    assert "an input's memory" in report and "count each storage once" in report, report
 
 
 BF16_HINTS = {
@@ -910,6 +997,56 @@ def test_linear_cross_entropy_mistakes(options, failed_parts, hint):
     assert failed == failed_parts and points == 3.75 and hint in report, report
 
 
+# Non-answers: a Function that computes nothing earns nothing, however its other parts look (a constant loss has a
+# zero gradient that agrees with its central differences; forward saved nothing; backward's return has the right
+# length). Several variants of doing nothing.
+class ZeroLoss(Function):
+    @staticmethod
+    def forward(ctx, logits, target, ignore_index=-100):
+        ctx.save_for_backward(logits)
+        return logits.sum() * 0
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (logits,) = ctx.saved_tensors
+        return torch.zeros_like(logits), None, None
+
+
+class LossOfTheFirstLogit(Function):
+    @staticmethod
+    def forward(ctx, logits, target, ignore_index=-100):
+        ctx.save_for_backward(logits)
+        return logits[0, 0].clone()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (logits,) = ctx.saved_tensors
+        grad = torch.zeros_like(logits)
+        grad[0, 0] = grad_output
+        return grad, None, None
+
+
+class NoBackward(Function):
+    @staticmethod
+    def forward(ctx, *inputs):
+        return inputs[0].sum() * 0
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return (None,) * 4
+
+
+@pytest.mark.parametrize("answer", [ZeroLoss, LossOfTheFirstLogit, NoBackward])
+def test_a_function_that_computes_nothing_earns_nothing(answer):
+    for check, params in (
+        (nb06.check_fused_ce, {"cases": fused_ce_cases()}),
+        (nb06.check_bf16, {}),
+        *([(nb06.check_linear_ce, {"cases": linear_ce_cases()})] if answer is NoBackward else []),
+    ):
+        points, failed, report = verdict_of_call(check, answer, **params)
+        assert points == 0.0 and "not scored" in report, report
+
+
 # ------------------------------------------------------------------------------------------ the notebook's shape
 def contract_cases():
     """(check, correct, wrong, blank, params) for tests/test_probe_contract.py."""
@@ -1030,37 +1167,78 @@ def test_a_kernel_only_the_gpu_compiler_refuses_loses_exactly_the_compile_share(
     assert hint in report and "sm_90" in report, report
 
 
-def test_a_blank_kernel_earns_nothing_for_compiling():
-    @triton.jit
-    def blank(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
-        pass
+@triton.jit
+def blank_row_lse(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    pass
 
-    verdict = nb06.check_row_lse.decide(nb06.check_row_lse.probe(blank, cases=CASES), cases=CASES)
-    compiles = next(p for p in verdict.parts if p.name == "compiles")
-    assert compiles.passed is None, verdict.report()  # unscored: a blank kernel compiles, and earns nothing for it
-    assert "not scored: the kernel earns nothing in the interpreter yet" in verdict.report()
+
+@triton.jit
+def blank_forward(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
+    pass
+
+
+@triton.jit
+def blank_backward(logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("check", "kernel", "cases"),
+    [
+        (nb06.check_row_lse, blank_row_lse, CASES),
+        (nb06.check_ce_forward, blank_forward, ce_forward_cases()),
+        (nb06.check_ce_backward, blank_backward, ce_backward_cases()),
+    ],
+    ids=["row_lse", "ce_forward", "ce_backward"],
+)
+def test_a_kernel_that_computes_nothing_earns_nothing(check, kernel, cases):
+    """Neither for compiling nor for what it left alone (the bounds), nor by a wrong part read as the consequence of
+    another: each of its parts fails on its own."""
+    points, failed, report = verdict_of_call(check, kernel, cases=cases)
+    assert points == 0.0 and "bounds" not in failed and "compiles" not in failed, report
+    assert report.count("not scored: the kernel earns nothing in the interpreter yet") == 2, report
+    assert "the same mistake as" not in report, report
 
 
 # The wrong-answer catalogue the issue asks for, each a mistake of the kind learners make, each costing its part.
 CATALOGUE = {
-    "no max subtraction": (nb06.check_row_lse, no_max, {"cases": CASES}, {"stability", "rescale"}),
+    "no max subtraction": (
+        nb06.check_row_lse,
+        no_max,
+        {"cases": CASES},
+        {"stability", "rescale"},
+        "subtract the running maximum",
+    ),
     "mask on the wrong index (the chunk's lanes instead of the row's columns)": (
         nb06.check_row_lse,
         mask_on_the_row,
         {"cases": CASES},
         {"tail"},
+        "mask the columns at or beyond V",
     ),
-    "target picked along the wrong axis": (nb06.check_ce_forward, forward_wrong_axis, {"cases": None}, {"loss"}),
-    "ignore_index counted in the mean": (None, "mean_over_all", None, {"mean", "reference"}),
-    "softmax saved instead of recomputed": (None, "save_softmax", None, {"memory"}),
-    "bf16 accumulation": (nb06.check_bf16, "lse_bf16", {}, {"gradient"}),
-    "a chunk loop that drops the tail": (nb06.check_online_lse, online_drops_tail, {"cases": None}, {"tail"}),
+    "target picked along the wrong axis": (
+        nb06.check_ce_forward,
+        forward_wrong_axis,
+        {"cases": None},
+        {"loss"},
+        "the target names a column of this row",
+    ),
+    "ignore_index counted in the mean": (None, "mean_over_all", None, {"mean", "reference"}, "number of counted rows"),
+    "softmax saved instead of recomputed": (None, "save_softmax", None, {"memory"}, "recomputes the softmax"),
+    "bf16 accumulation": (nb06.check_bf16, "lse_bf16", {}, {"gradient"}, "keep the log-sum-exp in float32"),
+    "a log-sum-exp in two passes over the chunks": (
+        nb06.check_online_lse,
+        online_two_loops,
+        {"cases": None},
+        {"one_pass"},
+        "a second loop over them",
+    ),
 }
 
 
 @pytest.mark.parametrize("mistake", list(CATALOGUE))
 def test_the_catalogued_mistakes_cost_their_part(mistake):
-    check, answer, params, parts = CATALOGUE[mistake]
+    check, answer, params, parts, hint = CATALOGUE[mistake]
     if check is None:
         check, answer, params = nb06.check_fused_ce, make_function(**{answer: True}), {"cases": fused_ce_cases()}
     elif isinstance(answer, str):
@@ -1068,7 +1246,8 @@ def test_the_catalogued_mistakes_cost_their_part(mistake):
     if params == {"cases": None}:
         params = {"cases": ce_forward_cases() if check is nb06.check_ce_forward else online_cases()}
     points, failed, report = verdict_of_call(check, answer, **params)
-    assert failed == parts, report
+    assert failed == parts and hint in report, report
+    assert report.count("Hint:") == 1, report  # the one mistake, named once
 
 
 # ------------------------------------------------------------ Function exercises graded around the course's kernels

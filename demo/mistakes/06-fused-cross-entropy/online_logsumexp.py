@@ -1,9 +1,7 @@
-def online_logsumexp(x, chunk):
-    m = torch.full(x.shape[:1], -math.inf, dtype=x.dtype)
-    s = torch.zeros(x.shape[:1], dtype=x.dtype)
-    for start in range(0, x.shape[1], chunk):
-        part = x[:, start : start + chunk]
+def online_logsumexp(chunks):
+    m, s = -math.inf, 0.0
+    for part in chunks:
         # The classic slip: the new maximum is kept, but the sum so far is not rescaled to it.
-        m = torch.maximum(m, part.max(dim=1).values)
+        m = part.max(dim=1).values.clamp(min=m)
         s = s + torch.exp(part - m[:, None]).sum(dim=1)
     return m + torch.log(s)
