@@ -1,17 +1,15 @@
 """The one way to declare a check: a *probe* (inside the sandbox) and a *judge* (outside it), found by import.
 
-Both halves live in the notebook's checks module, ``autograder/nbNN.py``: the probes above its judges line,
-the judges below it::
+A notebook's checks live in its folder, ``autograder/nbNN/``, one side per file::
 
-    checks = NotebookChecks(__name__)
-    def probe_x(obj, **params): ...
-    check_x = checks.add("check_x", probe_x, by_hand=True)
+    nbNN/__init__.py   checks = NotebookChecks(__name__)
+                       check_x = checks.add("check_x", probe_x, by_hand=True)   # what test cells import
+    nbNN/probes.py     def probe_x(obj, **params): ...                          # runs in the sandbox
+    nbNN/cases.py      the inputs both sides build from the same params
+    nbNN/judges.py     @decides("check_x", draw=draw_x)                         # never enters the sandbox
+                       def judge_x(data, **params): ...
 
-    # ==== judges: decided outside the grading sandbox; ... ====
-    @decides("check_x", draw=draw_x)
-    def judge_x(data, **params): ...
-
-The grading sandbox sees a copy of the package in which each checks module ends at that line
+The grading sandbox sees a copy of the package without any ``judges`` module or folder, nor ``grading/``
 (:mod:`autograder.grading.probe_view`): the learner's code can neither import nor read a judge or a reference.
 
 * ``probe(obj, **params) -> data``: the only code that touches the learner's object. It calls it
@@ -52,8 +50,8 @@ FAILED = "__check_failed__"
 
 
 def import_notebook_modules() -> None:
-    """Import every notebook's checks module (autograder.nbNN): where the notebooks declare their checks and add
-    their Function exercises' inputs (above the judges line) and references (below it)."""
+    """Import every notebook's checks (autograder.nbNN): where the notebooks declare their checks and add their
+    Function exercises' inputs (cases.py) and references (judges.py)."""
     import pkgutil
 
     for module in pkgutil.iter_modules(importlib.import_module("autograder").__path__):
@@ -107,8 +105,8 @@ class Check:
             importlib.import_module(self.judges_module)
         if self.name not in JUDGES:
             raise LookupError(
-                f"{self.name} has no judge here: one is declared with @decides below the judges line of"
-                f" {self.judges_module}, which the grading sandbox does not see"
+                f"{self.name} has no judge here: one is declared with @decides in {self.judges_module}, which the"
+                " grading sandbox does not see"
             )
         return JUDGES[self.name]
 
@@ -178,10 +176,10 @@ CHECKS: dict[str, Check] = {}
 class NotebookChecks:
     """One notebook's checks, declared in its checks module: `checks = NotebookChecks(__name__)`, then
     `check_x = checks.add("check_x", probe_x, by_hand=...)`. by_hand is said for every check (no default to forget);
-    the judge is the function decorated `@decides("check_x", draw=...)` below the module's judges line."""
+    the judge is the function decorated `@decides("check_x", draw=...)` in the notebook's judges module."""
 
-    module: str  # the checks module's __name__
-    judges: str | None = None  # where the judges are declared, if not in `module` (the generic Function check)
+    module: str  # the notebook's checks package's __name__ (autograder.nbNN)
+    judges: str | None = None  # where the judges are declared, if not `module`.judges (the generic Function check)
     show: Show | None = None  # the learner-side hook of the checks that draw their report (pictures)
     crash_hint: str | None = None
     names: list[str] = field(default_factory=list)  # the checks declared, in order: the module's __all__
@@ -190,12 +188,12 @@ class NotebookChecks:
         """Register a check under the name test cells call it by; returns the callable check."""
         if name in CHECKS:
             raise ValueError(f"a check named {name} is already registered")
-        if not callable(probe) or probe.__module__.startswith("autograder.judges"):
-            raise TypeError(f"{name}: the probe is a function of a checks module, which the sandbox sees")
+        if not callable(probe) or "judges" in probe.__module__.split("."):
+            raise TypeError(f"{name}: the probe is a function of a probes module, which the sandbox sees")
         check = Check(
             name,
             probe,
-            self.judges or self.module,
+            self.judges or f"{self.module}.judges",
             show=self.show if show else None,
             crash_hint=crash_hint or self.crash_hint,
             by_hand=by_hand,

@@ -65,12 +65,12 @@ def test_the_grading_commands_public_functions_are_typed():
 
 
 def test_the_checks_public_functions_are_typed():
-    """The probes (each notebook's checks module and the shared probes/) and the judges: their public functions say
+    """The probes (each notebook's checks folder and the shared probes/) and the judges: their public functions say
     what they take and return (ProbeData: the plain data a probe hands the judge)."""
     package = Path(autograder.__file__).parent
-    modules = sorted(package.glob("nb[0-9]*.py"))
-    assert len(modules) >= 5
-    assert untyped_public_functions(package / "probes", package / "judges", *modules) == []
+    folders = sorted(p for p in package.glob("nb[0-9]*") if p.is_dir())
+    assert len(folders) >= 5
+    assert untyped_public_functions(package / "probes", package / "judges", *folders) == []
 
 
 def test_the_typing_rule_finds_what_is_left_out(tmp_path):

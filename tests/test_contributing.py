@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from autograder.coursedir import REPO
-from autograder.grading.probe_view import JUDGES_LINE, probe_half
+from autograder.grading.probe_view import build
 from autograder.submissions import fill_answers, solution_sources
 
 pytestmark = [pytest.mark.grading, pytest.mark.slow]
@@ -26,7 +26,7 @@ WRONG_SLOPE = "def square_slope(x):\n    return x\n"
 
 def guide_blocks() -> list[tuple[str, str, str, str]]:
     """(kind, target, attributes, code) of each ```python cell=... / file=...``` block of CONTRIBUTING.md (a file
-    block's attributes say where it goes: where=above-judges or where=end)."""
+    block's attributes say where it goes: where=end)."""
     text = (REPO / "CONTRIBUTING.md").read_text()
     return re.findall(r"```python (cell|file)=(\S+)([^\n]*)\n(.*?)```", text, re.S)
 
@@ -68,15 +68,9 @@ def add_cells(notebook: Path, blocks: list[tuple[str, str, str, str]]) -> None:
 
 
 def add_code(path: Path, attributes: str, code: str) -> None:
-    """Put a guide's block where it says: at the end of the file, or just above a checks module's judges line."""
-    text = path.read_text()
-    if "where=above-judges" in attributes:
-        head, line, tail = text.partition("\n" + JUDGES_LINE)
-        assert line, f"{path} has no judges line"
-        path.write_text(head.rstrip("\n") + "\n\n\n" + code + "\n" + line + tail)
-    else:
-        assert "where=end" in attributes, attributes
-        path.write_text(text + "\n\n" + code)
+    """Put a guide's block where it says: at the end of the file."""
+    assert "where=end" in attributes, attributes
+    path.write_text(path.read_text() + "\n\n" + code)
 
 
 def run(root: Path, *command: str) -> subprocess.CompletedProcess:
@@ -112,7 +106,8 @@ def test_adding_an_exercise_as_contributing_says_touches_three_files_and_grades_
     add_cells(root / "solutions" / ASSIGNMENT / NOTEBOOK, cells)
     for _, target, attributes, code in files:
         add_code(root / target, attributes, code)
-    seen = probe_half((root / "autograder" / "nb01.py").read_text())  # what the grading sandbox gets of the module
+    view = build(root / "autograder", tmp_path / "view" / "autograder")  # what the grading sandbox gets
+    seen = "".join(p.read_text() for p in (view / "nb01").glob("*.py"))
     assert "def probe_square_slope" in seen and "check_square_slope = " in seen
     assert "judge_square_slope" not in seen and "draw_square_points" not in seen
 
@@ -127,26 +122,40 @@ def test_adding_an_exercise_as_contributing_says_touches_three_files_and_grades_
     assert rows["right"].score == rows["right"].max_score == 17.0, rows["right"]
     assert rows["wrong"].score == 15.0 and rows["wrong"].flags == [], rows["wrong"]
     changed = {path for path, digest in snapshot(root).items() if before.get(path) != digest}
-    assert changed == {f"solutions/{ASSIGNMENT}/{NOTEBOOK}", "autograder/nb01.py", "tests/test_nb01_checks.py"}
+    assert changed == {
+        f"solutions/{ASSIGNMENT}/{NOTEBOOK}",
+        "autograder/nb01/__init__.py",
+        "autograder/nb01/probes.py",
+        "autograder/nb01/judges.py",
+        "tests/test_nb01_checks.py",
+    }
 
 
-TOY_CHECKS = '''"""Checks of notebook 09 (a toy): the names its test cells import, and their probes."""
+TOY_CHECKS = '''"""Checks of notebook 09 (a toy): the names its test cells import, registered."""
 
 from __future__ import annotations
 
-from .feedback import as_float
-from .probes.call import call_learner
-from .registry import NotebookChecks
+from ..registry import NotebookChecks
+from . import probes
 
 checks = NotebookChecks(__name__)
+__all__ = checks.names
 '''
-TOY_JUDGES = f'''{JUDGES_LINE} ====
+TOY_PROBES = '''"""Notebook 09's probes."""
+
+from __future__ import annotations
+
+from ..feedback import as_float
+from ..probes.call import call_learner
+'''
+TOY_JUDGES = '''"""Notebook 09's judges."""
+
 import torch
 
-from .feedback import close, mismatch
-from .judges import answers
-from .nb01 import _fail, _value
-from .registry import decides
+from ..feedback import close, mismatch
+from ..judges import answers
+from ..nb01.judges import _fail, _value
+from ..registry import decides
 '''
 TOY_TESTS = '''import pytest
 
@@ -169,10 +178,10 @@ def test_adding_a_notebook_as_contributing_says_touches_three_files_and_grades_i
         [(k, t, a, code.replace("autograder.nb01", "autograder.nb09")) for k, t, a, code in blocks if k == "cell"],
     )
     code = {target: code for kind, target, _, code in blocks if kind == "file"}
-    probes, judges = (c for kind, target, a, c in blocks if target == "autograder/nb01.py")
-    (root / "autograder" / "nb09.py").write_text(
-        TOY_CHECKS + "\n\n" + probes + "\n__all__ = checks.names\n\n\n" + TOY_JUDGES + "\n\n" + judges
-    )
+    folder = root / "autograder" / "nb09"
+    folder.mkdir()
+    for name, head in (("__init__", TOY_CHECKS), ("probes", TOY_PROBES), ("judges", TOY_JUDGES)):
+        (folder / f"{name}.py").write_text(head + "\n\n" + code[f"autograder/nb01/{name}.py"])
     (root / "tests" / "test_nb09_checks.py").write_text(TOY_TESTS + "\n\n" + code["tests/test_nb01_checks.py"])
 
     run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_nb09_checks.py")
@@ -186,4 +195,10 @@ def test_adding_a_notebook_as_contributing_says_touches_three_files_and_grades_i
     assert rows["right"].score == rows["right"].max_score == 2.0, rows["right"]
     assert rows["wrong"].score == 0.0, rows["wrong"]
     changed = {path for path, digest in snapshot(root).items() if before.get(path) != digest}
-    assert changed == {"solutions/09-toy/toy.ipynb", "autograder/nb09.py", "tests/test_nb09_checks.py"}  # + README
+    assert changed == {  # + its README line
+        "solutions/09-toy/toy.ipynb",
+        "autograder/nb09/__init__.py",
+        "autograder/nb09/probes.py",
+        "autograder/nb09/judges.py",
+        "tests/test_nb09_checks.py",
+    }

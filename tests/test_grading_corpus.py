@@ -96,7 +96,7 @@ def test_gradebook_is_intact_and_nbgrader_reads_it(graded, tmp_path):
     assert "flags" in csv_text.splitlines()[0] and "reaches_for_grader" in csv_text
     table = format_table(list(rows.values()))
     assert "FLAG patched" in table and "x_malformed_json" in table
-    assert not (REPO / "autograder" / "nb01.py").read_text().startswith("owned")
+    assert not (REPO / "autograder" / "nb01" / "__init__.py").read_text().startswith("owned")
 
 
 def test_feedback_never_shows_hidden_tests_or_solutions(graded):

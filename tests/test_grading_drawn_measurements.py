@@ -78,8 +78,8 @@ def _scores(check, answer, params) -> float:
 @pytest.mark.nb05
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_table_of_the_shown_saved_bytes_fails_the_drawn_cases_and_a_measurement_passes(seed):
-    table = tabulated(saved_bytes, nb05.saved_bytes_problem, nb05.SAVED_BYTES_PROBLEMS)
-    shown = {"problems": list(nb05.SAVED_BYTES_PROBLEMS)}
+    table = tabulated(saved_bytes, nb05.cases.saved_bytes_problem, nb05.cases.SAVED_BYTES_PROBLEMS)
+    shown = {"problems": list(nb05.cases.SAVED_BYTES_PROBLEMS)}
     assert _scores(nb05.check_saved_bytes, table, shown) == 1.0  # the table does answer the public cases
     drawn = hidden("check_saved_bytes", seed)
     assert drawn["seed"] != 0
@@ -90,7 +90,7 @@ def test_a_table_of_the_shown_saved_bytes_fails_the_drawn_cases_and_a_measuremen
 @pytest.mark.nb06
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_table_of_the_shown_new_saved_bytes_fails_the_drawn_cases_and_a_measurement_passes(seed):
-    table = tabulated(new_saved_bytes, lambda name: nb06.saved_problem(name, 0), nb06.SAVED_PROBLEMS)
+    table = tabulated(new_saved_bytes, lambda name: nb06.cases.saved_problem(name, 0), nb06.cases.SAVED_PROBLEMS)
     assert _scores(nb06.check_new_saved_bytes, table, {}) == 1.0
     drawn = hidden("check_new_saved_bytes", seed)
     assert _scores(nb06.check_new_saved_bytes, table, drawn) < 1.0
@@ -99,7 +99,7 @@ def test_a_table_of_the_shown_new_saved_bytes_fails_the_drawn_cases_and_a_measur
 
 def test_drawn_cases_vary_their_sizes_and_dtypes():
     seeds = range(1, 40)
-    drawn05 = [nb05.saved_bytes_problem("exp_twice", s)[1][0] for s in seeds]
-    drawn06 = [nb06.saved_problem("exp", s)[1][0] for s in seeds]
+    drawn05 = [nb05.cases.saved_bytes_problem("exp_twice", s)[1][0] for s in seeds]
+    drawn06 = [nb06.cases.saved_problem("exp", s)[1][0] for s in seeds]
     assert len({x.numel() for x in drawn05}) > 30 and {x.dtype for x in drawn05} == {torch.float32, torch.float64}
     assert len({tuple(z.shape) for z in drawn06}) > 30 and {z.dtype for z in drawn06} == {torch.float32, torch.float64}

@@ -106,7 +106,7 @@ def test_counting_launches_uses_tritons_own_launch_even_when_replaced():
     """A learner's replacement of Triton's run method (to fake a launch) is not what the probe counts through."""
     from triton.runtime.interpreter import InterpretedFunction
 
-    from autograder.nb05 import counting_launches
+    from autograder.nb05.probes import counting_launches
 
     original = InterpretedFunction.run
     calls = []
@@ -385,7 +385,7 @@ def test_honest_helpers_and_check_yourself_cells_are_not_flagged():
 @pytest.mark.parametrize(
     "source, reason",
     [
-        ("import sys\nsys.modules['autograder.nb04'].probe_hvp = print", "sys.modules"),
+        ("import sys\nsys.modules['autograder.nb04.probes'].probe_hvp = print", "sys.modules"),
         ("from sys import modules", "modules from sys"),
         ("__revad_probe__.replaying = True", "__revad_probe__"),
     ],
@@ -442,13 +442,14 @@ def grade_routes(tmp_path, assignment: str, routes: dict[str, dict]) -> dict:
 
 FAKE_KERNEL_PROBE = '''import sys
 import torch.nn.functional as _F
-_probes = sys.modules["autograder.nb05"]
+_probes = sys.modules["autograder.nb05.probes"]
+_cases = sys.modules["autograder.nb05.cases"]
 
 def _made_up(kernel, kind="forward", sizes=((10, 16),), seed=0, dtypes=("float64", "float32")):
     out = []
     for n, block in sizes:
         for dtype in dtypes:
-            case = _probes.kernel_case(seed, n, dtype)
+            case = _cases.kernel_case(seed, n, dtype)
             x = case["x"].double().requires_grad_()
             (g,) = torch.autograd.grad(_F.silu(x), x, case["g"].double())
             v = (_F.silu(x) if kind == "forward" else g).detach().to(getattr(torch, dtype)).double()
@@ -478,7 +479,7 @@ def test_notebook_05_graded_a_probe_swapped_through_sys_modules_runs_as_installe
     made_up, honest = rows["made_up"], rows["honest"]
     assert made_up.by_cell["test_silu_forward_kernel"][0] == 0 and made_up.by_cell["test_silu_backward_kernel"][0] == 0
     assert {f.split(":")[0] for f in made_up.flags} == {"reaches_for_grader", "patched"}, made_up.flags
-    assert any("autograder.nb05.probe_kernel" in f for f in made_up.flags), made_up.flags
+    assert any("autograder.nb05.probes.probe_kernel" in f for f in made_up.flags), made_up.flags
     assert honest.score == honest.max_score and honest.flags == [], (honest.flags, honest.messages)
 
 
@@ -626,8 +627,8 @@ def test_a_kernel_subclass_with_its_own_run_is_not_a_kernel():
 
     fake = Pretend(_silu_forward.fn)
     with pytest.raises(CheckFailed, match="as Triton makes it"):
-        nb05.interpreted(fake, "silu_forward_kernel")
-    wrapped = nb05.interpreted(_silu_forward, "silu_forward_kernel")
+        nb05.probes.interpreted(fake, "silu_forward_kernel")
+    wrapped = nb05.probes.interpreted(_silu_forward, "silu_forward_kernel")
     assert type(wrapped) is InterpretedFunction and wrapped is not _silu_forward and wrapped.fn is _silu_forward.fn
 
 

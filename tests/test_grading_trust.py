@@ -193,17 +193,20 @@ def test_the_gradebook_keeps_one_secret(tmp_path):
 @pytest.mark.parametrize(
     "code",
     [
-        "from autograder.nb01 import reference_adjoints",
-        "import autograder.nb04 as m; m.judge_inplace",
-        "import autograder.nb06; from autograder.registry import JUDGES; assert 'check_bf16' in JUDGES",
+        "from autograder.nb01.judges import reference_adjoints",
+        "import autograder.nb04.judges as m; m.judge_inplace",
+        "import autograder.nb06.judges; from autograder.registry import JUDGES; assert 'check_bf16' in JUDGES",
+        "import autograder.nb06; from autograder.registry import CHECKS; CHECKS['check_bf16'].judge",
         "import autograder.judges.answers",
         "from autograder.judges.function import judge_function",
         "import autograder.grading.record",
         "import os, autograder; assert os.listdir(os.path.join(os.path.dirname(autograder.__file__), 'judges')) != []",
         "import os, autograder; assert '@decides' in open(os.path.join(os.path.dirname(autograder.__file__),"
-        " 'nb05.py')).read()",
+        " 'nb05', 'judges.py')).read()",
         "import glob, os, autograder; assert any(b'reference_adjoints' in open(f, 'rb').read() for f in"
-        " glob.glob(os.path.join(os.path.dirname(autograder.__file__), '__pycache__', 'nb01.*')))",
+        " glob.glob(os.path.join(os.path.dirname(autograder.__file__), 'nb01', '__pycache__', 'judges.*')))",
+        "import autograder.nb01.cases as c, os; assert os.path.exists(os.path.join(os.path.dirname(c.__file__),"
+        " 'judges.py'))",
     ],
 )
 def test_judges_and_the_grading_command_are_not_in_the_sandbox(tmp_path, code):
@@ -215,7 +218,8 @@ def test_judges_and_the_grading_command_are_not_in_the_sandbox(tmp_path, code):
     assert out.returncode != 0, out.stdout
     compiled = (
         "import os, py_compile, autograder\n"
-        "for n in ('nb01', 'nb04'): py_compile.compile(os.path.join(os.path.dirname(autograder.__file__), n + '.py'))\n"
+        "for n in ('nb01', 'nb04'):\n"
+        "    py_compile.compile(os.path.join(os.path.dirname(autograder.__file__), n, 'judges.py'))\n"
     )
     outside = subprocess.run(  # outside the sandbox every one succeeds (the modules compiled to __pycache__ first)
         [sys.executable, "-c", compiled + code],
@@ -307,11 +311,11 @@ def test_a_crash_during_a_test_scores_it_zero_with_the_checks_crash_hint(tmp_pat
     from autograder.grading.jobs import NotebookResult
     from autograder.grading.spec import CheckCall
     from autograder.grading.worker import Plan, judge
-    from autograder.nb01 import probe_primal_trace
+    from autograder.nb01.probes import probe_primal_trace
     from autograder.registry import Check
 
     name = "check_crash_hint_example"  # registered for this test only
-    hinted = Check(name, probe_primal_trace, "autograder.nb01", crash_hint="likely an unmasked tl.load/tl.store")
+    hinted = Check(name, probe_primal_trace, "autograder.nb01.judges", crash_hint="likely an unmasked tl.load/tl.store")
     monkeypatch.setitem(CHECKS, name, hinted)
     call = CheckCall(name, "kernel", {"at": [(1.0, 2.0)]}, 1, 1, False)
     records = RecordCollector(tmp_path / "probe", tmp_path / "taken", {1: ("test_k", 1)})

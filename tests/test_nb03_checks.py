@@ -517,7 +517,7 @@ def test_published_linear_mistake_runs_only_when_batch_equals_inputs_and_the_hid
     verdict, message = run(F, "linear", seed=3, cases=6)
     report = message if verdict is None else verdict.report()
     assert "batch size equals the number of inputs" in report, report
-    from autograder.nb03 import _LINEAR_CASES
+    from autograder.nb03.cases import _LINEAR_CASES
 
     assert _LINEAR_CASES[5][0] == _LINEAR_CASES[5][1] != _LINEAR_CASES[5][2]
 

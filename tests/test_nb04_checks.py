@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
+import autograder.nb04.judges  # noqa: E402,F401  (nb04.judges.* below)
 from autograder import nb04
 from autograder.feedback import CheckFailed
 from autograder.judges import answers
@@ -1014,16 +1015,16 @@ def test_reference_answers_get_full_marks_on_drawn_cases(name):
 
 def test_drawers_cover_what_the_visible_tests_do_not():
     rng = random.Random(4)
-    elementwise = [nb04.draw_elementwise_cases(rng, 4) for _ in range(20)]
+    elementwise = [nb04.judges.common.draw_elementwise_cases(rng, 4) for _ in range(20)]
     assert all(len(d["cases"]) == 4 and [] in d["cases"] for d in elementwise)  # a 0-dimensional tensor each time
     assert len({d["seed"] for d in elementwise}) == 20
-    linear = [nb04.draw_linear_cases(rng, 4)["cases"] for _ in range(20)]
+    linear = [nb04.judges.common.draw_linear_cases(rng, 4)["cases"] for _ in range(20)]
     assert all(any(i == o and b != i for b, i, o, _ in cases) for cases in linear)  # a square weight, batch != in
     assert all(any(b == 1 for b, *_ in cases) for cases in linear)
-    hvp_draws = [nb04.draw_hvp_problems(rng, 4) for _ in range(20)]
-    assert {n for d in hvp_draws for n in d["problems"]} == set(nb04.HVP_PROBLEMS)
+    hvp_draws = [nb04.judges.common.draw_hvp_problems(rng, 4) for _ in range(20)]
+    assert {n for d in hvp_draws for n in d["problems"]} == set(nb04.cases.HVP_PROBLEMS)
     assert len({d["size"] for d in hvp_draws}) > 1
-    layers = [nb04.draw_layer_training(rng, 1) for _ in range(20)]
+    layers = [nb04.judges.common.draw_layer_training(rng, 1) for _ in range(20)]
     assert len({tuple(d["features"]) for d in layers}) > 1
 
 

@@ -26,7 +26,7 @@ from autograder.coursedir import SOLUTIONS  # noqa: E402
 from autograder.feedback import CheckFailed  # noqa: E402
 from autograder.grading import grade_assignment, sandbox  # noqa: E402
 from autograder.judges.verdict import PART_TITLES  # noqa: E402
-from autograder.nb05 import RECOMPUTE_PROBLEMS, SAVED_BYTES_PROBLEMS  # noqa: E402
+from autograder.nb05.cases import RECOMPUTE_PROBLEMS, SAVED_BYTES_PROBLEMS  # noqa: E402
 from autograder.registry import CHECKS  # noqa: E402
 from autograder.release import generate_in_course  # noqa: E402
 from autograder.submissions import fill_answers, solution_sources  # noqa: E402
@@ -897,7 +897,7 @@ def test_a_kernel_check_refuses_something_that_is_not_a_kernel():
 
 def test_messages_do_not_reveal_the_expected_values():
     _, message = run(nb05.check_backward_kernel, backward_without_grad_kernel, **CHECK_CALLS["backward_kernel"][1])
-    from autograder.nb05 import kernel_case
+    from autograder.nb05.cases import kernel_case
 
     case = kernel_case(0, 10, "float64")
     x = case["x"].requires_grad_()
@@ -943,7 +943,7 @@ def test_kernels_pass_on_any_size_and_the_unmasked_one_never_does_past_a_block(n
 
 def test_targets_of_the_composed_expressions():
     """The notebook's memory targets rest on these counts: composed SiLU keeps 2 tensors, tanh-GELU 4."""
-    from autograder.nb05 import composed_saved_bytes
+    from autograder.nb05.judges.activations import composed_saved_bytes
 
     assert composed_saved_bytes("silu", (1000,), torch.float32) == 2 * 4000
     assert composed_saved_bytes("gelu_tanh", (1000,), torch.float32) == 4 * 4000
@@ -1074,7 +1074,7 @@ def test_kernels_using_tl_helpers_pass_whichever_mode_triton_was_imported_in(int
 def test_a_kernel_runs_compiled_on_a_gpu_and_interpreted_without_one(monkeypatch):
     from triton.runtime.jit import JITFunction
 
-    from autograder import nb05 as probes
+    from autograder.nb05 import probes
 
     compiled = JITFunction(silu_forward_kernel.fn)
     launcher, device, _ = probes.kernel_launcher(compiled, "k")

@@ -14,9 +14,10 @@ import pytest  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+import autograder.nb06.judges  # noqa: E402,F401  (nb06.judges.* below)
 from autograder import nb06  # noqa: E402
 from autograder.feedback import CheckFailed  # noqa: E402
-from autograder.nb06 import draw_row_lse, row_lse_cases  # noqa: E402
+from autograder.nb06.judges.kernels import draw_row_lse, row_lse_cases  # noqa: E402
 
 pytestmark = pytest.mark.nb06
 CASES = row_lse_cases()
@@ -169,10 +170,12 @@ def accumulates_in_float32(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr
 def test_each_classic_mistake_costs_its_own_part_with_its_hint(kernel, parts, hint):
     points, failed, report = score(kernel)
     assert failed == parts, report
-    assert points == one_share_lost(5, nb06.ROW_LSE_PARTS), "one idea of six lost, wherever it shows"
+    assert points == one_share_lost(5, nb06.judges.kernels.ROW_LSE_PARTS), "one idea of six lost, wherever it shows"
     assert hint in report
     drawn = draw_row_lse(random.Random(7), 1)
-    assert score(kernel, **drawn)[0] == one_share_lost(5, nb06.ROW_LSE_PARTS), "the hidden cases charge it once too"
+    assert score(kernel, **drawn)[0] == one_share_lost(5, nb06.judges.kernels.ROW_LSE_PARTS), (
+        "the hidden cases charge it once too"
+    )
 
 
 @triton.jit
@@ -249,7 +252,7 @@ def test_a_read_outside_the_row_costs_the_bounds_part_even_when_the_values_hide_
         points, failed, report = score(kernel)
         assert (
             failed == {"bounds"}
-            and points == one_share_lost(5, nb06.ROW_LSE_PARTS)
+            and points == one_share_lost(5, nb06.judges.kernels.ROW_LSE_PARTS)
             and "memory outside its tensors" in report
         ), report
     assert score(reads_the_next_row_into_nothing)[:2] == (5.0, set())
@@ -261,7 +264,7 @@ def test_the_no_mask_mistake_is_charged_once_where_its_values_show_it():
 
 
 def test_ignored_rows_fall_anywhere_in_the_batch():
-    from autograder.nb06 import ce_targets
+    from autograder.nb06.cases import ce_targets
 
     where = {tuple((ce_targets(seed, 8, 20, 2, -100) == -100).nonzero().flatten().tolist()) for seed in range(12)}
     assert len(where) > 4 and any(7 not in rows for rows in where)
@@ -282,7 +285,7 @@ def test_forged_data_is_refused():
 
 
 # ------------------------------------------------------------------------------------------ the forward kernel
-from autograder.nb06 import ce_forward_cases, draw_ce_forward  # noqa: E402
+from autograder.nb06.judges.kernels import ce_forward_cases, draw_ce_forward  # noqa: E402
 
 
 @triton.jit
@@ -348,7 +351,7 @@ def test_the_first_rows_target_read_everywhere_is_one_mistake_though_ignored_row
     cases = [case for case in ce_forward_cases() if case[4]]  # the cases with ignored rows
     points, failed, report = forward_score(forward_reads_the_first_rows_target, cases=cases)
     assert failed <= {"loss", "ignored"} and "loss" in failed, report
-    assert points == one_share_lost(4, nb06.CE_FORWARD_PARTS), report
+    assert points == one_share_lost(4, nb06.judges.kernels.CE_FORWARD_PARTS), report
     assert "used row 0's target" in report and report.count("Hint:") == 1, report
 
 
@@ -412,11 +415,11 @@ def test_a_right_forward_kernel_gets_full_marks_on_visible_and_drawn_cases():
 def test_each_forward_mistake_costs_its_own_part(kernel, part, hint):
     points, failed, report = forward_score(kernel)
     assert failed == part, report
-    assert points == one_share_lost(4, nb06.CE_FORWARD_PARTS) and hint in report
+    assert points == one_share_lost(4, nb06.judges.kernels.CE_FORWARD_PARTS) and hint in report
 
 
 # ------------------------------------------------------------------------------------------ the backward kernel
-from autograder.nb06 import ce_backward_cases, draw_ce_backward  # noqa: E402
+from autograder.nb06.judges.kernels import ce_backward_cases, draw_ce_backward  # noqa: E402
 
 
 @triton.jit
@@ -533,14 +536,16 @@ def test_a_right_backward_kernel_gets_full_marks_on_visible_and_drawn_cases():
 def test_each_backward_mistake_costs_one_share(kernel, failed_parts, hint):
     points, failed, report = backward_score(kernel)
     assert failed == failed_parts, report
-    assert points == one_share_lost(5, nb06.CE_BACKWARD_PARTS), "one idea of six lost, however many cases show it"
+    assert points == one_share_lost(5, nb06.judges.kernels.CE_BACKWARD_PARTS), (
+        "one idea of six lost, however many cases show it"
+    )
     assert hint in report
 
 
 # ------------------------------------------------------------------------------------------ log-sum-exp in PyTorch
 import torch  # noqa: E402
 
-from autograder.nb06 import draw_logsumexp, draw_online_lse, logsumexp_cases, online_cases  # noqa: E402
+from autograder.nb06.judges.by_hand import draw_logsumexp, draw_online_lse, logsumexp_cases, online_cases  # noqa: E402
 
 
 def stable(x):
@@ -669,7 +674,7 @@ def test_a_blank_exercise_says_it_is_not_written():
 # ------------------------------------------------------------------------------------------ the Function
 from torch.autograd import Function  # noqa: E402
 
-from autograder.nb06 import draw_fused_ce, fused_ce_cases  # noqa: E402
+from autograder.nb06.judges.functions import draw_fused_ce, fused_ce_cases  # noqa: E402
 
 
 def accumulation_dtype(dtype):
@@ -756,7 +761,7 @@ def make_function(
     return Fused
 
 
-FUSED_IDEAS = len(nb06.FUSED_PARTS) - 1  # gradcheck and reference test one idea, the backward
+FUSED_IDEAS = len(nb06.judges.functions.FUSED_PARTS) - 1  # gradcheck and reference test one idea, the backward
 FUSED_ONE_SHARE_LOST = round(5 * (FUSED_IDEAS - 1) / FUSED_IDEAS, 2)
 
 
@@ -797,7 +802,7 @@ def test_a_function_of_torch_operations_earns_no_kernel_part():
 
 
 # ------------------------------------------------------------------------------------------ memory and bf16
-from autograder.nb06 import draw_saved_problems  # noqa: E402
+from autograder.nb06.judges.functions import draw_saved_problems  # noqa: E402
 
 
 def new_saved_bytes(fn, *inputs):
@@ -891,7 +896,7 @@ def test_a_backward_that_raises_costs_the_backward_only_with_its_message():
 
 
 # ------------------------------------------------------------------------------------------ linear cross-entropy
-from autograder.nb06 import draw_linear_ce, linear_ce_cases  # noqa: E402
+from autograder.nb06.judges.functions import draw_linear_ce, linear_ce_cases  # noqa: E402
 
 
 def make_linear(
@@ -1163,7 +1168,7 @@ def test_a_kernel_only_the_gpu_compiler_refuses_loses_exactly_the_compile_share(
     kernel, hint = COMPILE_ONLY[mistake]
     points, failed, report = score(kernel)
     assert failed == {"compiles"}, report
-    assert points == one_share_lost(5, nb06.ROW_LSE_PARTS), report
+    assert points == one_share_lost(5, nb06.judges.kernels.ROW_LSE_PARTS), report
     assert hint in report and "sm_90" in report, report
 
 
@@ -1335,7 +1340,7 @@ def test_without_the_course_kernels_the_same_kernel_mistake_would_cost_the_funct
     """The control: the binding is what spares the Function exercise (the learner's kernel ignores ignore_index)."""
     import contextlib
 
-    monkeypatch.setattr(nb06, "course_kernels", lambda obj: contextlib.nullcontext([]))
+    monkeypatch.setattr(nb06.probes, "course_kernels", lambda obj: contextlib.nullcontext([]))
     namespace = functions_around(forward_ignores_nothing, backward_right)
     assert fused_score(namespace["FusedCE"])[0] < 5.0
 

@@ -1,7 +1,7 @@
-"""The grading sandbox's copy of autograder: each checks module cut at its judges line, no judges/, no grading/.
+"""The grading sandbox's copy of autograder: no judges module or folder anywhere, no grading/.
 
 The sandbox tests (tests/test_grading_trust.py, the hostile corpus) try to reach a judge from inside; these test the
-cut itself, and that a judge written where the sandbox would see it is refused before any kernel starts."""
+copy itself, and that a judge written where the sandbox would see it is refused before any kernel starts."""
 
 from __future__ import annotations
 
@@ -15,32 +15,44 @@ from pathlib import Path
 import pytest
 
 import autograder
-from autograder.grading.probe_view import JUDGES_LINE, build, probe_half, probe_view
+from autograder.grading.probe_view import build, outside, probe_view, refuse_judges
 from autograder.registry import CHECKS, JUDGES
 
 pytestmark = pytest.mark.grading
 PACKAGE = Path(autograder.__file__).resolve().parent
-CHECKS_MODULES = sorted(p.stem for p in PACKAGE.glob("nb[0-9][0-9].py"))
-LINE = JUDGES_LINE + " ===="
+CHECKS_MODULES = sorted(p.name for p in PACKAGE.glob("nb[0-9][0-9]") if (p / "__init__.py").exists())
 
 
 @pytest.mark.parametrize("name", CHECKS_MODULES)
-def test_each_checks_module_keeps_its_probes_in_view_and_every_judge_out_of_it(name):
-    source = (PACKAGE / f"{name}.py").read_text()
-    assert sum(line.startswith(JUDGES_LINE) for line in source.splitlines()) == 1, f"{name}: one judges line"
-    seen = probe_half(source, name)
+def test_each_notebooks_folder_keeps_its_probes_in_view_and_every_judge_out_of_it(name):
+    folder = PACKAGE / name
+    assert not (PACKAGE / f"{name}.py").exists(), f"{name}: one folder, no module beside it"
     module = importlib.import_module(f"autograder.{name}")
-    declared = [c for c in CHECKS.values() if c.judges_module == module.__name__]
+    declared = [c for c in CHECKS.values() if c.judges_module.startswith(module.__name__ + ".")]
     assert declared, f"{name} declares no check"
     for check in declared:
-        assert f'"{check.name}"' in seen, f"{check.name}: declared below the judges line, where the sandbox lacks it"
-        assert check.name in JUDGES and JUDGES[check.name].judge.__module__ == module.__name__
-        judge = JUDGES[check.name].judge.__name__
-        assert f"def {judge}(" in source and f"def {judge}(" not in seen, f"{judge} is in the sandbox's copy"
+        assert check.probe.__module__.startswith(module.__name__) and not outside(
+            Path(*check.probe.__module__.split(".")[1:])
+        ), f"{check.name}: its probe is where the sandbox lacks it"
+        assert check.decision and check.name in JUDGES
+        judge = JUDGES[check.name].judge
+        assert outside(Path(*judge.__module__.split(".")[1:])), f"{judge.__name__} is in the sandbox's copy"
+    for source in folder.rglob("*.py"):
+        relative = source.relative_to(PACKAGE)
+        if not outside(relative):
+            refuse_judges(source.read_text(), str(relative))  # what the sandbox sees declares and imports no judge
+        assert len(source.read_text().splitlines()) <= 660, f"{relative}: a module reads in one sitting"
+
+
+def test_what_stays_out_is_chosen_by_name():
+    for relative in ("grading/worker.py", "judges/answers.py", "nb05/judges.py", "nb04/judges/ctx.py"):
+        assert outside(Path(relative)), relative
+    for relative in ("nb05/probes.py", "nb05/cases.py", "nb05/__init__.py", "probes/function.py", "registry.py"):
+        assert not outside(Path(relative)), relative
 
 
 @pytest.mark.parametrize(
-    "above",
+    "seen",
     [
         '@decides("check_x", draw=draw_x)\ndef judge_x(data):\n    pass\n',
         '@registry.decides("check_x", draw=draw_x)\ndef judge_x(data):\n    pass\n',
@@ -51,47 +63,57 @@ def test_each_checks_module_keeps_its_probes_in_view_and_every_judge_out_of_it(n
         "import autograder.judges.answers as answers\n",
         "from . import judges\n",
         "from autograder import judges\n",
+        "from autograder.nb05 import judges\n",
+        "from autograder.nb05.judges.kernels import judge_kernel\n",
+        "import autograder.nb05.judges\n",
         "def helper():\n    from ..judges import answers\n    return answers\n",
     ],
 )
-def test_a_judge_or_a_judges_import_above_the_line_is_refused(above):
-    source = f'"""A checks module."""\n\n{above}\n{LINE}\nimport random\n'
-    with pytest.raises(ValueError, match="above the judges line"):
-        probe_half(source, "nb77.py")
+def test_a_judge_or_a_judges_import_where_the_sandbox_sees_it_is_refused(seen):
+    with pytest.raises(ValueError, match="a module the grading sandbox sees"):
+        refuse_judges(f'"""A probes module."""\n\n{seen}', "nb77/probes.py")
 
 
-def test_two_judges_lines_are_refused_and_the_words_alone_are_not():
-    with pytest.raises(ValueError, match="2 judges lines"):
-        probe_half(f"x = 1\n{LINE}\ny = 2\n{LINE}\n", "nb77.py")
-    honest = '"""Mentions @decides and autograder.judges in words only."""\n# from .judges import answers\nx = 1\n'
-    assert probe_half(honest) == honest  # a module without a judges line is seen whole
-    assert probe_half(f"x = 1\n{LINE}\n@decides('c', draw=d)\ndef judge(data):\n    pass\n") == "x = 1\n"
+def test_the_words_alone_are_not_refused():
+    words = '"""Mentions @decides and autograder.judges in words only."""\n# from .judges import answers\nx = 1\n'
+    refuse_judges(words)
 
 
 def scratch_package(root: Path) -> Path:
     package = root / "autograder"
-    for sub in ("judges", "grading", "probes", "__pycache__"):
+    for sub in ("judges", "grading", "probes", "nb77/__pycache__", "nb78/judges"):
         (package / sub).mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "judges" / "__init__.py").write_text("SECRET = 'judges package'\n")
     (package / "grading" / "__init__.py").write_text("SECRET = 'grading command'\n")
     (package / "probes" / "__init__.py").write_text("VISIBLE = 'probes'\n")
-    (package / "__pycache__" / "nb77.cpython-311.pyc").write_bytes(b"stale whole-module bytecode reference_answer")
-    (package / "nb77.py").write_text(
-        f"def probe_x(obj):\n    return obj\n\n\n{LINE}\ndef reference_answer(x):\n    return 2 * x\n"
-    )
+    (package / "nb77" / "__init__.py").write_text("from .probes import probe_x\n")
+    (package / "nb77" / "probes.py").write_text("def probe_x(obj):\n    return obj\n")
+    (package / "nb77" / "judges.py").write_text("def reference_answer(x):\n    return 2 * x\n")
+    (package / "nb77" / "__pycache__" / "judges.cpython-311.pyc").write_bytes(b"stale bytecode reference_answer")
+    (package / "nb78" / "__init__.py").write_text("")
+    (package / "nb78" / "judges" / "__init__.py").write_text("SECRET = 'a judges folder'\n")
     return package
 
 
-def test_the_copy_is_cut_compiled_from_the_cut_and_readable_by_every_user(tmp_path):
+def test_the_copy_leaves_out_every_judge_compiles_what_is_left_and_is_readable_by_every_user(tmp_path):
     view = build(scratch_package(tmp_path / "src"), tmp_path / "view" / "autograder")
-    assert sorted(p.name for p in view.iterdir()) == ["__init__.py", "__pycache__", "nb77.py", "probes"]
-    assert "reference_answer" not in (view / "nb77.py").read_text()
-    (compiled,) = (view / "__pycache__").glob("nb77.*.pyc")
-    code = marshal.loads(compiled.read_bytes()[16:])
-    assert "probe_x" in code.co_names and "reference_answer" not in code.co_names
+    assert sorted(p.name for p in view.iterdir()) == ["__init__.py", "__pycache__", "nb77", "nb78", "probes"]
+    assert sorted(p.name for p in (view / "nb77").iterdir()) == ["__init__.py", "__pycache__", "probes.py"]
+    assert sorted(p.name for p in (view / "nb78").iterdir()) == ["__init__.py", "__pycache__"]
+    compiled = sorted(p.name.split(".")[0] for p in (view / "nb77" / "__pycache__").iterdir())
+    assert compiled == ["__init__", "probes"], "no bytecode of a judge, stale or fresh"
+    code = marshal.loads(next((view / "nb77" / "__pycache__").glob("probes.*.pyc")).read_bytes()[16:])
+    assert "probe_x" in code.co_names or any(getattr(c, "co_name", "") == "probe_x" for c in code.co_consts)
     for path in [view, *view.rglob("*")]:
         assert path.stat().st_mode & 0o777 == (0o755 if path.is_dir() else 0o644), path
+
+
+def test_a_probes_module_that_imports_its_judges_is_refused_when_the_copy_is_built(tmp_path):
+    package = scratch_package(tmp_path / "src")
+    (package / "nb77" / "probes.py").write_text("from .judges import reference_answer\n")
+    with pytest.raises(ValueError, match="nb77/probes.py:1"):
+        build(package, tmp_path / "view" / "autograder")
 
 
 def test_the_installed_packages_copy_imports_every_probe_and_no_judge():

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+import autograder.nb05.judges  # noqa: E402,F401  (nb05.judges.* below)
+import autograder.nb06.judges  # noqa: E402,F401  (nb06.judges.* below)
 from autograder.feedback import CheckFailed
 from autograder.judges.verdict import Part, share_earned, verdict_of
 
@@ -76,14 +78,19 @@ def test_a_report_names_each_part_by_its_own_title_without_changing_anyone_elses
     before = dict(PART_TITLES)
     p = parts("forward", "gradcheck")
     p[1].fail("off")
-    report = nb05._verdict({q.name: q for q in p}, 2, "FusedSiLU").report()
+    report = nb05.judges.common.verdict_of_parts({q.name: q for q in p}, 2, "FusedSiLU").report()
     assert "numerical derivative (central differences of your forward)" in report  # notebook 05's own title
     assert PART_TITLES == before, "a notebook's titles stay its own"
     generic = parts("forward", "gradcheck")
     generic[1].fail("off")
     assert "[FAIL] backward agrees with the numerical Jacobian (gradcheck)" in verdict_of(generic, 2, "t").report()
-    for titles in (nb06.ROW_LSE_PARTS, nb06.CE_FORWARD_PARTS, nb06.CE_BACKWARD_PARTS, nb06.ONLINE_PARTS):
-        titled = list(nb06.titled_parts(titles).values())
+    for titles in (
+        nb06.judges.kernels.ROW_LSE_PARTS,
+        nb06.judges.kernels.CE_FORWARD_PARTS,
+        nb06.judges.kernels.CE_BACKWARD_PARTS,
+        nb06.judges.by_hand.ONLINE_PARTS,
+    ):
+        titled = list(nb06.judges.common.titled_parts(titles).values())
         titled[-1].fail("off")
         shown = verdict_of(titled, 4, "t").report()
         assert all(f"] {title}" in shown for title in titles.values()) and "] values" not in shown

@@ -10,7 +10,7 @@
   assemble  the notebook the sandbox runs (in-kernel setup: autograder.probes.kernel)
   execute   the sandboxed kernel (nbclient), limits, a fresh kernel after a crash (SandboxedRun)
   sandbox   bubblewrap, uids, resource limits
-  probe_view the autograder the sandbox sees: checks modules cut at their judges lines, no judges/, no grading/
+  probe_view the autograder the sandbox sees: no judges module or folder anywhere, no grading/
   judge     probe data read back, judged with the instructor's parameters
   write     the autograded notebook and the feedback HTML
   record    nbgrader's gradebook, and what is done (resume)

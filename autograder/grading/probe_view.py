@@ -1,9 +1,11 @@
 """The autograder package as the grading sandbox sees it: the probes, and no judge.
 
-A notebook's checks module (``autograder/nbNN.py``) holds both halves of its checks: the probes above its judges
-line (:data:`JUDGES_LINE`), the judges, drawers and references below it. The sandbox binds, over the package, a
-copy in which each checks module ends at that line and ``judges/`` and ``grading/`` are absent: the learner's code
-can neither import nor read what decides a score or computes a reference, from the module or its bytecode.
+The boundary is a file boundary. A notebook's checks are a folder, ``autograder/nbNN/``: its probes (``probes.py``),
+its cases (``cases.py``), its registrations (``__init__.py``) and its judges (``judges.py``, or a ``judges/`` folder).
+The sandbox binds, over the package, a copy without any judges module or folder and without ``grading/``: the
+learner's code can neither import nor read what decides a score or computes a reference, from the source or its
+bytecode. A module the sandbox sees that declares a judge or imports a judges module is refused when the copy is
+built.
 """
 
 from __future__ import annotations
@@ -18,60 +20,53 @@ from pathlib import Path
 
 import autograder
 
-JUDGES_LINE = "# ==== judges: decided outside the grading sandbox"  # how a checks module's judges line begins
-OUTSIDE_ONLY = ("judges", "grading")  # autograder's subpackages the sandbox does not contain
+OUTSIDE_ONLY = ("grading",)  # autograder's subpackages the sandbox does not contain, besides every judges module
+JUDGES = "judges"  # a module or folder of this name, anywhere in the package, never enters the sandbox
 
 
-def probe_half(source: str, path: str = "<module>") -> str:
-    """The part of a module the sandbox sees: up to its judges line, or all of it when it has none.
-    Refuses a module whose visible part still declares a judge or imports the judges."""
-    lines = source.splitlines(keepends=True)
-    cut = [i for i, line in enumerate(lines) if line.startswith(JUDGES_LINE)]
-    if len(cut) > 1:
-        raise ValueError(f"{path}: {len(cut)} judges lines; a checks module has one, above its first judge")
-    visible = "".join(lines[: cut[0]] if cut else lines)
-    for node in ast.walk(ast.parse(visible, path)):
+def outside(relative: Path) -> bool:
+    """Whether a path of the package (relative to it) stays out of the sandbox."""
+    parts = relative.parts
+    return bool(parts) and parts[0] in OUTSIDE_ONLY or any(p == JUDGES or p == f"{JUDGES}.py" for p in parts)
+
+
+def refuse_judges(source: str, path: str = "<module>") -> None:
+    """Refuse a module the sandbox would see that declares a judge or imports a judges module."""
+    for node in ast.walk(ast.parse(source, path)):
         if _judge_side(node):
             raise ValueError(
-                f"{path}:{getattr(node, 'lineno', '?')}: a judge or an import of autograder.judges above the judges"
-                f" line, where the grading sandbox would see it; move it below the line '{JUDGES_LINE} ...'"
+                f"{path}:{getattr(node, 'lineno', '?')}: a judge, or an import of a judges module, in a module the"
+                " grading sandbox sees; judges live in a notebook's judges.py (or judges/) or in autograder/judges/"
             )
-    return visible
 
 
 def _judge_side(node: ast.AST) -> bool:
-    """A judge's declaration (`@decides(...)`) or an import of autograder.judges."""
+    """A judge's declaration (`@decides(...)`) or an import of a judges module."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         calls = [d.func if isinstance(d, ast.Call) else d for d in node.decorator_list]
         return any(getattr(c, "id", getattr(c, "attr", None)) == "decides" for c in calls)
     if isinstance(node, ast.Import):
-        return any(a.name.startswith("autograder.judges") for a in node.names)
+        return any(JUDGES in a.name.split(".") for a in node.names)
     if isinstance(node, ast.ImportFrom):
-        module = node.module or ""
-        if node.level == 0:
-            return module.startswith("autograder.judges") or module == "autograder" and _names(node, "judges")
-        return module.split(".")[0] == "judges" or not module and _names(node, "judges")
+        return JUDGES in (node.module or "").split(".") or any(a.name == JUDGES for a in node.names)
     return False
-
-
-def _names(node: ast.ImportFrom, name: str) -> bool:
-    return any(a.name == name for a in node.names)
 
 
 def build(package: Path, dest: Path) -> Path:
     """Write the sandbox's copy of `package` into `dest` (a new folder), compiled, readable by every user."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(package, dest, ignore=lambda d, names: [*ignore(d, names), *_outside(package, d, names)])
+
+    def left_out(folder: str, names: list[str]) -> list[str]:
+        here = Path(folder).relative_to(package)
+        return [*ignore(folder, names), *(n for n in names if outside(here / n))]
+
+    shutil.copytree(package, dest, ignore=left_out)
     for module in sorted(dest.rglob("*.py")):
-        module.write_text(probe_half(module.read_text(), str(module.relative_to(dest.parent))))
+        refuse_judges(module.read_text(), str(module.relative_to(dest.parent)))
     compileall.compile_dir(dest, quiet=1, workers=1)
     for path in [dest, *dest.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return dest
-
-
-def _outside(package: Path, folder: str, names: list[str]) -> list[str]:
-    return [n for n in names if Path(folder) == package and n in OUTSIDE_ONLY]
 
 
 @functools.cache

@@ -9,8 +9,8 @@ The kernel that executes a submission is started as
 
 The file system inside is an allow-list: the system directories (/usr, /etc and their links), the
 Python installation and the two course packages that notebooks import (autograder, coursetools),
-all read-only, autograder being the probes' copy of it (:mod:`autograder.grading.probe_view`: each checks
-module cut at its judges line, no judges/, no grading/: references and the grading command never enter);
+all read-only, autograder being the probes' copy of it (:mod:`autograder.grading.probe_view`: no judges
+module or folder, no grading/: references and the grading command never enter);
 a fresh /tmp; and the submission's scratch copy, writable. The course directory (solutions, gradebook,
 other submissions), the repository's other folders and /root are not there.
 There is no network: the kernel talks to the grader over Unix sockets in the scratch directory.

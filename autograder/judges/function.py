@@ -13,6 +13,7 @@ autograd on the reference, never from hand-written backward formulas.
 
 from __future__ import annotations
 
+import importlib
 import math
 import random
 from collections.abc import Callable
@@ -36,7 +37,7 @@ from ..probes.function_cases import (
     tensor_slots,
     unit_grad_outputs,
 )
-from ..registry import ProbeData, decides, import_notebook_modules
+from ..registry import CHECKS, ProbeData, decides, import_notebook_modules
 from . import answers
 from .verdict import Part, Verdict, verdict_of
 
@@ -70,10 +71,17 @@ def add_reference(reference: FunctionReference) -> FunctionReference:
     return reference
 
 
+def import_notebook_judges() -> None:
+    """Import every notebook's judges: where the Function exercises' references are added (nbNN/judges)."""
+    import_notebook_modules()
+    for module in sorted({check.judges_module for check in CHECKS.values()}):
+        importlib.import_module(module)
+
+
 def exercise(name: str) -> SimpleNamespace:
     """Inputs and reference of one exercise, as one object (the notebooks' judge modules load on first use)."""
     if name not in REFERENCES:
-        import_notebook_modules()
+        import_notebook_judges()
     if name not in REFERENCES:
         raise ValueError(f"no reference named {name!r}; known: {sorted(REFERENCES)}")
     inputs, reference = inputs_for(name), REFERENCES[name]

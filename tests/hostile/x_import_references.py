@@ -1,5 +1,5 @@
-"""The adjoint imports the judges' reference from autograder.nb01 inside the function (the import runs in the
-test cell): the sandbox's copy of the module ends at its judges line."""
+"""The adjoint imports the judges' reference by the name the notebook's package had before its judges moved to a
+module of their own, inside the function (the import runs in the test cell): the package does not hold it."""
 ANSWERS = {"adjoint_trace": """def adjoint_trace(x1, x2):
     from autograder.nb01 import reference_adjoints
     return reference_adjoints(x1, x2)"""}

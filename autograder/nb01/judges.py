@@ -1,216 +1,27 @@
-"""Checks of notebook 01 (reverse accumulation by hand): the names its test cells import, and their probes.
+"""Judges of notebook 01 (reverse accumulation by hand).
 
-A probe runs inside the grading sandbox: it calls the learner's function and returns numbers. The judges
-(references from PyTorch's autograd, and the hidden cases' drawers) are below the judges line, which the
-sandbox's copy of this module ends at.
+References come from PyTorch's own autograd and forward-mode AD on the same trace, never from
+hand-written derivative formulas, so this module does not contain the exercises' answers.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from collections.abc import Callable, Mapping, Sequence
+import random
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from .feedback import CheckFailed, as_float
-from .probes.call import call_learner
-from .registry import NotebookChecks, ProbeData
-
-TRACE = ("w1", "w2", "w3", "w4", "w5")
-
-
-def _as_trace(result, name: str, call: str) -> dict:
-    if not isinstance(result, Mapping):
-        raise CheckFailed(
-            f"`{call}` should return a dict with keys {', '.join(TRACE)}; it returned a {type(result).__name__}."
-        )
-    missing = [k for k in TRACE if k not in result]
-    if missing:
-        raise CheckFailed(
-            f"The dict returned by `{call}` has no entry for {', '.join(missing)}. "
-            f"It needs one entry per node of the trace: {', '.join(TRACE)}."
-        )
-    return {k: as_float(result[k], f"entry '{k}' of `{call}`") for k in TRACE}
-
-
-def _probe_traces(fn: Any, name: str, calls: Sequence[Any]) -> list:
-    """Call the learner's trace function on each argument tuple; return its dicts as floats."""
-    results = []
-    for args in calls:
-        call = f"{name}({', '.join(map(str, args))})"
-        results.append(_as_trace(call_learner(fn, *args, name=name), name, call))
-    return results
-
-
-def probe_primal_trace(primal_trace: Any, at: Sequence[Any]) -> ProbeData:
-    return _probe_traces(primal_trace, "primal_trace", at)
-
-
-def probe_adjoint_trace(adjoint_trace: Any, at: Sequence[Any]) -> ProbeData:
-    return _probe_traces(adjoint_trace, "adjoint_trace", at)
-
-
-def probe_tangent_trace(tangent_trace: Any, cases: Sequence[Any]) -> ProbeData:
-    return _probe_traces(tangent_trace, "tangent_trace", cases)
-
-
-def _inside(module: str) -> bool:
-    """Whether code of `module` is on the stack (a CPU backward runs on the thread that asked for it)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_globals.get("__name__") == module:
-            return True
-        frame = frame.f_back
-    return False
-
-
-def sweep_counter(counter: dict) -> Callable[[torch.Tensor], torch.Tensor]:
-    """An identity Function that counts the sweeps through it into `counter`: reverse (backward) and
-    forward (jvp). It has setup_context, jvp and a generated vmap rule, so that torch.func's jvp, jacrev
-    and jacfwd work through it too (a vectorised sweep over all rows at once counts once). The counter
-    is reached through the closure: torch.func copies non-tensor arguments."""
-
-    class CountSweeps(torch.autograd.Function):
-        generate_vmap_rule = True
-
-        @staticmethod
-        def forward(y):
-            return y.clone()
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            pass
-
-        @staticmethod
-        def backward(ctx, grad):
-            counter["sweeps"] += 1
-            if "library_sweeps" in counter:  # sweeps that torch.autograd.functional ran for the caller
-                counter["library_sweeps"] += _inside("torch.autograd.functional")
-            return grad
-
-        @staticmethod
-        def jvp(ctx, y_tangent):
-            counter["forward_sweeps"] += 1
-            return y_tangent
-
-    return CountSweeps.apply
-
-
-def jacobian_problem(n: int, m: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    gen = torch.Generator().manual_seed(seed)
-    A = torch.randn(m, n, generator=gen, dtype=torch.float64)
-    x = torch.randn(n, generator=gen, dtype=torch.float64)
-    return A, x
-
-
-def probe_jacobian_reverse(jacobian_reverse: Any, cases: Sequence[Any]) -> ProbeData:
-    data = []
-    for n, m, seed in cases:
-        A, x = jacobian_problem(n, m, seed)
-        counter = {"sweeps": 0, "forward_sweeps": 0, "library_sweeps": 0}
-        count_sweeps = sweep_counter(counter)
-
-        def F(v, A=A, count_sweeps=count_sweeps):
-            return count_sweeps(A @ torch.tanh(v))
-
-        J = call_learner(jacobian_reverse, F, x.clone(), name="jacobian_reverse")
-        if not isinstance(J, torch.Tensor):
-            raise CheckFailed(
-                f"`jacobian_reverse(F, x)` should return a torch.Tensor; it returned a {type(J).__name__}."
-            )
-        data.append(
-            {
-                "J": J.detach().to("cpu", torch.float64).clone(),
-                "sweeps": int(counter["sweeps"]),
-                "forward_sweeps": int(counter["forward_sweeps"]),
-                "library_sweeps": int(counter["library_sweeps"]),
-            }
-        )
-    return data
-
-
-SCALAR_FUNCTIONS = {"sin": math.sin, "exp": math.exp, "cube": lambda x: x**3}
-
-
-def probe_central_difference(central_difference: Any, cases: Sequence[Any]) -> ProbeData:
-    data = []
-    for fname, x, h in cases:
-        f = SCALAR_FUNCTIONS[fname]
-        calls = []
-
-        def counted(v, f=f, calls=calls):
-            calls.append(v)
-            return f(v)
-
-        call = f"central_difference({fname}, {x}, h={h})"
-        got = as_float(call_learner(central_difference, counted, x, h, name="central_difference"), f"`{call}`")
-        data.append({"value": got, "evaluations": len(calls)})
-    return data
-
-
-def gradient_problem(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    gen = torch.Generator().manual_seed(seed)
-    a = torch.randn(n, generator=gen, dtype=torch.float64)
-    x = torch.randn(n, generator=gen, dtype=torch.float64)
-    return a, x
-
-
-def probe_numerical_gradient(numerical_gradient: Any, cases: Sequence[Any]) -> ProbeData:
-    data = []
-    for n, seed in cases:
-        a, x = gradient_problem(n, seed)
-        evaluations, counter = [], {"sweeps": 0, "forward_sweeps": 0}
-        count_sweeps = sweep_counter(counter)  # autograd through f, however it is reached, is counted
-
-        def f(v, a=a, evaluations=evaluations, count_sweeps=count_sweeps):
-            evaluations.append(1)
-            return count_sweeps(torch.sum(a * torch.sin(v)) + 0.5 * torch.sum(v**2))
-
-        x_before = x.clone()
-        g = call_learner(numerical_gradient, f, x, 1e-6, name="numerical_gradient")
-        if not isinstance(g, torch.Tensor):
-            raise CheckFailed(
-                f"`numerical_gradient(f, x, h=1e-6)` should return a torch.Tensor; it returned a {type(g).__name__}."
-            )
-        data.append(
-            {
-                "gradient": g.detach().to("cpu", torch.float64).clone(),
-                "evaluations": len(evaluations),
-                "x_changed": not torch.equal(x, x_before),
-                "sweeps": int(counter["sweeps"]),
-                "forward_sweeps": int(counter["forward_sweeps"]),
-            }
-        )
-    return data
-
-
-# ------------------------------------------------------------------ the checks
-# judges below the judges line; by hand: the point of these exercises is the derivative worked out, not
-# autograd's (the primal trace is plain arithmetic, and jacobian_reverse is about driving autograd's reverse sweeps)
-checks = NotebookChecks(__name__)
-check_primal_trace = checks.add("check_primal_trace", probe_primal_trace, by_hand=False)
-check_adjoint_trace = checks.add("check_adjoint_trace", probe_adjoint_trace, by_hand=True)
-check_tangent_trace = checks.add("check_tangent_trace", probe_tangent_trace, by_hand=True)
-check_jacobian_reverse = checks.add("check_jacobian_reverse", probe_jacobian_reverse, by_hand=False)
-check_central_difference = checks.add("check_central_difference", probe_central_difference, by_hand=True)
-check_numerical_gradient = checks.add("check_numerical_gradient", probe_numerical_gradient, by_hand=True)
-
-__all__ = checks.names
-
-
-# ==== judges: decided outside the grading sandbox; the sandbox's copy of this module ends at this line ====
-# Judges of notebook 01 (reverse accumulation by hand).
-#
-# References come from PyTorch's own autograd and forward-mode AD on the same trace, never from
-# hand-written derivative formulas, so this module does not contain the exercises' answers.
-
-import random
-
-from .feedback import close, mismatch
-from .judges import answers
-from .registry import decides
+from ..feedback import CheckFailed, close, mismatch
+from ..judges import answers
+from ..registry import ProbeData, decides
+from .cases import (
+    SCALAR_FUNCTIONS,
+    TRACE,
+    gradient_problem,
+    jacobian_problem,
+)
 
 # ---------------------------------------------------------------- hidden cases, drawn at grading time
 
