@@ -98,6 +98,7 @@ class Check:
     show: Show | None = None  # shows a result in the notebook (verdict, failure)
     crash_hint: str | None = None  # said when the kernel dies during this check's test cell
     by_hand: bool = False  # the exercise is done by hand: autograd in the answer is flagged
+    measures_memory: bool = False  # the check measures PyTorch's memory: NumPy in the answer (unmeasured) is flagged
 
     @property
     def decision(self) -> Decision:
@@ -184,7 +185,16 @@ class NotebookChecks:
     crash_hint: str | None = None
     names: list[str] = field(default_factory=list)  # the checks declared, in order: the module's __all__
 
-    def add(self, name: str, probe: Probe, *, by_hand: bool, show: bool = True, crash_hint: str | None = None) -> Check:
+    def add(
+        self,
+        name: str,
+        probe: Probe,
+        *,
+        by_hand: bool,
+        show: bool = True,
+        crash_hint: str | None = None,
+        measures_memory: bool = False,
+    ) -> Check:
         """Register a check under the name test cells call it by; returns the callable check."""
         if name in CHECKS:
             raise ValueError(f"a check named {name} is already registered")
@@ -197,6 +207,7 @@ class NotebookChecks:
             show=self.show if show else None,
             crash_hint=crash_hint or self.crash_hint,
             by_hand=by_hand,
+            measures_memory=measures_memory,
         )
         CHECKS[name] = check
         self.names.append(name)

@@ -688,3 +688,57 @@ def test_the_probes_keep_their_own_torch_equal(monkeypatch):
         **FUSED_PARAMS,
     )
     assert "memory" in {p.name for p in verdict.parts if p.passed is False} and "but not x" in report, report
+
+
+# ============================================================ screening: NumPy where memory is measured (notebook 06)
+LINEAR_CE_WITH_NUMPY = '''import numpy as np
+
+
+class LinearCrossEntropy(Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, target, chunk):
+        logits = torch.from_numpy(np.asarray(hidden.detach()) @ np.asarray(weight.detach()).T)  # N x V, unmeasured
+        ctx.save_for_backward(hidden, weight, target)
+        return torch.nn.functional.cross_entropy(logits, target)
+'''
+
+
+@pytest.mark.nb06
+@pytest.mark.parametrize(
+    "grade_id, source, how",
+    [
+        ("linear_cross_entropy", LINEAR_CE_WITH_NUMPY, "import numpy"),
+        ("linear_cross_entropy", "from numpy import matmul\n" + LINEAR_CE_WITH_NUMPY.split("\n", 1)[1], "from numpy"),
+        (
+            "fused_cross_entropy",
+            "class FusedCrossEntropy(Function):\n    @staticmethod\n"
+            "    def forward(ctx, logits, target, ignore_index=-100):\n"
+            "        ctx.p = logits.detach().numpy().copy()\n        return logits.sum()\n",
+            ".numpy",
+        ),
+    ],
+)
+def test_numpy_in_an_answer_whose_memory_is_measured_is_flagged(grade_id, source, how):
+    """Before: an N×V array made with NumPy was out of the memory part's sight, with no flag. Now the answer (or a
+    helper cell it uses) is flagged memory_out_of_sight, naming the exercise; the score is the checks' own."""
+    flags = screened("06-fused-cross-entropy", replace={grade_id: source})
+    found = [f for f in flags if f.code == "memory_out_of_sight"]
+    assert len(found) == 1 and how in found[0].detail and "test_" in found[0].detail, flags
+
+
+def test_numpy_in_a_helper_the_answer_uses_is_flagged_and_elsewhere_it_is_not():
+    helper = (
+        "import numpy as np\n\n\ndef logits_of(h, w):\n    return torch.from_numpy(np.asarray(h) @ np.asarray(w).T)\n"
+    )
+    answer = LINEAR_CE_WITH_NUMPY.split("\n", 1)[1].replace(
+        "torch.from_numpy(np.asarray(hidden.detach()) @ np.asarray(weight.detach()).T)",
+        "logits_of(hidden.detach(), weight.detach())",
+    )
+    flags = screened(
+        "06-fused-cross-entropy", replace={"linear_cross_entropy": answer}, add=[("new_saved_bytes", helper)]
+    )
+    found = [f for f in flags if f.code == "memory_out_of_sight"]
+    assert len(found) == 1 and "a cell you added" in found[0].detail, flags
+    elsewhere = [("logsumexp_stable", "import numpy as np\nprint(np.pi)")]  # a cell no measured exercise uses
+    assert [f for f in screened("06-fused-cross-entropy", add=elsewhere) if f.code == "memory_out_of_sight"] == []
+    assert [f for f in screened("06-fused-cross-entropy") if f.code == "memory_out_of_sight"] == []  # the solution

@@ -114,6 +114,11 @@ FLAG_KINDS = {
         "an exercise meant to be worked out by hand calls PyTorch's autograd",
         "a by-hand exercise's answer calls PyTorch's autograd; the score stands, the exercise's point may not",
     ),
+    "memory_out_of_sight": FlagKind(
+        "an exercise whose memory is measured uses NumPy, whose memory the check cannot see",
+        "an answer to a memory-measured exercise uses NumPy (its allocations are not measured): check that it keeps "
+        "no N×V array (the detail names where)",
+    ),
     "symlink": FlagKind(
         "your submission holds links or special files, which the grader does not follow",
         "links or special files in the submission were left out, never followed (the detail lists them)",

@@ -1,6 +1,6 @@
 """Screening the learner's code that the judged run executes: flags for the instructor, never a score.
 
-Two kinds, each naming the exercise (the answer cell's grade_id, or "a cell you added") and the reason:
+Three kinds, each naming the exercise (the answer cell's grade_id, or "a cell you added") and the reason:
 - ``reaches_for_grader``: code that looks at or changes the machinery around it instead of computing:
   stack or frame inspection, ``gc``, ``ctypes``, code objects and closures, threads, IPython internals,
   ``autograder`` imports (other than ``from autograder.nbNN import name``, as the notebooks themselves
@@ -10,6 +10,8 @@ Two kinds, each naming the exercise (the answer cell's grade_id, or "a cell you 
 - ``by_hand_with_autograd``: a cell that answers a by-hand exercise (a check registered with
   ``by_hand=True``) and hands it to PyTorch's autograd (torch.autograd.grad/backward/functional/
   gradcheck, forward_ad, torch.func, or ``.backward()`` on tensors that require grad or on nn.Parameters).
+- ``memory_out_of_sight``: a cell that answers an exercise whose check measures memory (``measures_memory=True``)
+  and uses NumPy, whose allocations the check cannot see.
 ``getattr(x, "name")`` with a constant name is read as ``x.name``.
 
 Patches of torch, builtins or the checks are the ``patched`` flags of :mod:`autograder.grading.flags`.
@@ -289,14 +291,31 @@ def _defined_names(tree) -> set[str]:
     return names
 
 
-def by_hand_names(spec_nb: NotebookSpec, checks: dict) -> dict[str, str]:
-    """Learner name -> the exercise's test cell, for every by-hand check call of the notebook."""
+def by_hand_names(spec_nb: NotebookSpec, checks: dict, attribute: str = "by_hand") -> dict[str, str]:
+    """Learner name -> the exercise's test cell, for every check call of the notebook whose check has `attribute`
+    (by-hand exercises; exercises whose memory is measured)."""
     out: dict[str, str] = {}
     for cell in spec_nb.cells:
         for call in cell.calls:
-            if checks[call.check].by_hand:
+            if getattr(checks[call.check], attribute):
                 out.setdefault(call.expr.split(".")[0].split("[")[0], cell.grade_id)
     return out
+
+
+def uses_numpy(source: str) -> list[str]:
+    """How a cell reaches NumPy: importing it, or turning a tensor into an array (`.numpy()`, `torch.from_numpy`)."""
+    tree = _parsed(source)
+    if tree is None:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "numpy" for a in node.names):
+            found.append("import numpy")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "numpy":
+            found.append(f"from {node.module} import ...")
+        elif isinstance(node, ast.Attribute) and node.attr in ("numpy", "from_numpy", "__array__"):
+            found.append(f".{node.attr}")
+    return list(dict.fromkeys(found))
 
 
 def _free_names(tree) -> set[str]:
@@ -374,4 +393,9 @@ def screen(
                         f"{where} answers {', '.join(sorted(exercises))} (done by hand) with PyTorch's autograd: {how}",
                     )
                 )
+    for where, exercises in by_hand_cells(learners, by_hand_names(spec_nb, checks, "measures_memory")).items():
+        hows = uses_numpy(sources[where]) if exercises else []
+        if hows:
+            served = ", ".join(sorted(exercises))
+            flags.append(Flag("memory_out_of_sight", f"{where} answers {served} with NumPy: {', '.join(hows)}"))
     return flags

@@ -31,11 +31,11 @@ check_ce_forward = checks.add("check_ce_forward", probes.probe_ce_forward, by_ha
 check_ce_backward = checks.add("check_ce_backward", probes.probe_ce_backward, by_hand=False)
 # by hand: the Function's backward is the learner's kernel, so a backward handed to torch.autograd is flagged
 check_fused_ce = NotebookChecks(__name__, show=show_verdict, names=checks.names).add(
-    "check_fused_ce", probes.probe_fused_ce, by_hand=True
+    "check_fused_ce", probes.probe_fused_ce, by_hand=True, measures_memory=True
 )
 check_new_saved_bytes = checks.add("check_new_saved_bytes", probes.probe_new_saved_bytes, by_hand=False)
 check_bf16 = checks.add("check_bf16", probes.probe_bf16, by_hand=True)
 check_linear_ce = NotebookChecks(__name__, show=show_verdict, names=checks.names).add(
-    "check_linear_ce", probes.probe_linear_ce, by_hand=True
+    "check_linear_ce", probes.probe_linear_ce, by_hand=True, measures_memory=True
 )
 __all__ = [*checks.names, "column_chunks"]

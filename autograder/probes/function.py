@@ -74,10 +74,10 @@ def _summary(value: Any, keep_value: bool = True) -> dict:
 
 
 def _learner_callable(obj: Any, name: str):
-    """(callable, is_function_class): a Function subclass, called through PyTorch's own apply; anything else is
-    refused (a plain function would have autograd differentiate it, and the exercise is the Function's backward)."""
+    """A Function subclass, called through PyTorch's own apply; anything else is refused (a plain function would
+    have autograd differentiate it, and the exercise is the Function's backward)."""
     if isinstance(obj, type) and issubclass(obj, torch.autograd.Function):
-        return function_apply(obj, name), True
+        return function_apply(obj, name)
     function_class(obj, name)  # raises, saying what was passed instead
     raise AssertionError("unreachable")
 
@@ -93,34 +93,26 @@ def _forward(fn, args, name) -> tuple:
     return outputs
 
 
-def _backward_once(fn, is_function, args, grad_outputs, name, retain=False):
-    """Call the learner's backward with these grad_outputs. Returns (raw returns tuple, grad_output_modified)."""
-    outputs = _forward(fn, args, f"{name}.forward" if is_function else name)
+def _backward_once(fn, args, grad_outputs, name, retain=False):
+    """Call the learner's backward with these grad_outputs, directly and (on a fresh forward) through autograd's
+    engine. Returns (outputs, raw returns tuple, grad_output_modified)."""
+    outputs = _forward(fn, args, f"{name}.forward")
     kept = [g.clone() for g in grad_outputs]
-    if is_function:
-        node = outputs[0].grad_fn
-        if node is None:
-            raise CheckFailed(
-                f"The output of `{name}.apply` is not connected to the graph (no grad_fn): "
-                "return a tensor computed by forward, not a detached copy."
-            )
-        raw = _learner_call(node.apply, *grad_outputs, name=f"{name}.backward")
-        returns = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
-        slots = [i for i, a in enumerate(args) if is_float_tensor(a) and a.requires_grad]
+    node = outputs[0].grad_fn
+    if node is None:
+        raise CheckFailed(
+            f"The output of `{name}.apply` is not connected to the graph (no grad_fn): "
+            "return a tensor computed by forward, not a detached copy."
+        )
+    raw = _learner_call(node.apply, *grad_outputs, name=f"{name}.backward")
+    returns = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+    slots = [i for i, a in enumerate(args) if is_float_tensor(a) and a.requires_grad]
 
-        def again() -> tuple:
-            inputs = fresh_args(args, [i in slots for i in range(len(args))])
-            return _forward(fn, inputs, f"{name}.forward"), inputs
+    def again() -> tuple:
+        inputs = fresh_args(args, [i in slots for i in range(len(args))])
+        return _forward(fn, inputs, f"{name}.forward"), inputs
 
-        engine_agrees(again, kept, returns, name)  # (the grad_outputs as they were before backward)
-    else:
-        tensors = [a for a in args if is_float_tensor(a) and a.requires_grad]
-        try:
-            grads = torch.autograd.grad(outputs, tensors, grad_outputs, allow_unused=True, retain_graph=retain)
-        except Exception as exc:  # the learner's backward ran inside autograd
-            raise CheckFailed(f"The backward of `{name}` raised an error: {translate(exc)}") from exc
-        it = iter(grads)
-        returns = tuple(next(it) if is_float_tensor(a) and a.requires_grad else None for a in args)
+    engine_agrees(again, kept, returns, name)  # (the grad_outputs as they were before backward)
     modified = any(not _equal(g, k) for g, k in zip(grad_outputs, kept))
     return outputs, returns, modified
 
@@ -129,10 +121,10 @@ def _flat_outputs(outputs) -> torch.Tensor:
     return torch.cat([o.detach().reshape(-1).to("cpu", torch.float64) for o in outputs])
 
 
-def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) -> dict:
+def _probe_case(fn, name, spec, seed, case, double_backward, cuda) -> dict:
     args = case_args(spec, seed, case)
     slots = tensor_slots(args)
-    label = f"{name}.forward" if is_function else name
+    label = f"{name}.forward"
     data: dict[str, Any] = {"case": case}
     outputs = _forward(fn, fresh_args(args), label)
     data["outputs"] = [o.detach().to("cpu").clone() for o in outputs]
@@ -141,12 +133,12 @@ def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) 
     shapes = [tuple(o.shape) for o in outputs]
     full = use_full_jacobian(args, numel_out(outputs))
     data["mode"] = "full" if full else "fast"
-    data["saved"] = _saved(outputs, args, slots) if is_function and outputs[0].grad_fn is not None else None
+    data["saved"] = _saved(outputs, args, slots) if outputs[0].grad_fn is not None else None
     calls = unit_grad_outputs(shapes) if full else random_grad_outputs(shapes, seed, case, count=2)
     data["returns"], data["grad_output_modified"], data["backward_error"] = [], False, None
     for grad_outputs in calls:
         try:
-            _, returns, modified = _backward_once(fn, is_function, fresh_args(args), grad_outputs, name)
+            _, returns, modified = _backward_once(fn, fresh_args(args), grad_outputs, name)
         except CheckFailed as failure:
             data["backward_error"] = str(failure)
             break
@@ -154,14 +146,12 @@ def _probe_case(fn, is_function, name, spec, seed, case, double_backward, cuda) 
         data["grad_output_modified"] |= modified
     data["perturbed"] = _perturbed_outputs(fn, label, args, slots, full, numel_out(outputs), seed, case)
     if data["backward_error"] is None:
-        data["needs_input_grad"] = _needs_input_grad(fn, is_function, name, args, slots, shapes)
-        data["float32"] = _float32(fn, is_function, name, args, shapes)
+        data["needs_input_grad"] = _needs_input_grad(fn, name, args, slots, shapes)
+        data["float32"] = _float32(fn, name, args, shapes)
     else:
         data["needs_input_grad"], data["float32"] = [], None
-    data["double_backward"] = (
-        _probe_double_backward(fn, name, is_function, args, shapes, seed, case) if double_backward else None
-    )
-    data["cuda"] = _probe_cuda(fn, is_function, name, args, shapes) if cuda else None
+    data["double_backward"] = _probe_double_backward(fn, name, args, shapes, seed, case) if double_backward else None
+    data["cuda"] = _probe_cuda(fn, name, args, shapes) if cuda else None
     return data
 
 
@@ -207,28 +197,26 @@ def _perturbed_outputs(fn, label, args, slots, full, out_numel, seed, case) -> l
     return perturbed
 
 
-def _needs_input_grad(fn, is_function, name, args, slots, shapes) -> list[dict]:
+def _needs_input_grad(fn, name, args, slots, shapes) -> list[dict]:
     """Each tensor input in turn not requiring a gradient: what backward returned for it."""
     found = []
     ones = [torch.ones(s, dtype=torch.float64) for s in shapes]
     for i in slots if len(slots) > 1 else []:
         requires = [k != i for k in range(len(args))]
         try:
-            _, returns, _ = _backward_once(fn, is_function, fresh_args(args, requires), [g.clone() for g in ones], name)
+            _, returns, _ = _backward_once(fn, fresh_args(args, requires), [g.clone() for g in ones], name)
             found.append({"off": i, "returned": [_summary(r, keep_value=False)["kind"] for r in returns]})
         except CheckFailed as failure:
             found.append({"off": i, "error": str(failure)})
     return found
 
 
-def _float32(fn, is_function, name, args, shapes) -> dict:
+def _float32(fn, name, args, shapes) -> dict:
     """float32 inputs, grad_outputs of ones: the outputs and the gradients, their dtypes (float32 both, for a right
     answer) and their values."""
     try:
         f32 = fresh_args(args, dtype=torch.float32)
-        outs32, returns32, _ = _backward_once(
-            fn, is_function, f32, [torch.ones(s, dtype=torch.float32) for s in shapes], name
-        )
+        outs32, returns32, _ = _backward_once(fn, f32, [torch.ones(s, dtype=torch.float32) for s in shapes], name)
         return {
             "output_dtypes": [str(o.dtype).replace("torch.", "") for o in outs32],
             "grad_dtypes": [_summary(r, keep_value=False).get("dtype") for r in returns32],
@@ -242,12 +230,12 @@ def _float32(fn, is_function, name, args, shapes) -> dict:
         return {"error": str(failure)}
 
 
-def _probe_double_backward(fn, name, is_function, args, shapes, seed, case) -> dict:
+def _probe_double_backward(fn, name, args, shapes, seed, case) -> dict:
     """The gradient of (u . f) as a function of the inputs, differentiated again: analytically (autograd through
     the learner's backward, create_graph=True) and numerically (the learner's backward at perturbed inputs)."""
     u = random_grad_outputs(shapes, seed, case + 1000, count=1)[0]
     slots = tensor_slots(args)
-    label = f"{name}.forward" if is_function else name
+    label = f"{name}.forward"
 
     def vjp(values, create_graph):
         inputs = fresh_args(values)
@@ -292,13 +280,13 @@ def _probe_double_backward(fn, name, is_function, args, shapes, seed, case) -> d
         return {"error": translate(exc)}
 
 
-def _probe_cuda(fn, is_function, name, args, shapes) -> dict:
+def _probe_cuda(fn, name, args, shapes) -> dict:
     if not torch.cuda.is_available():
         return {"skipped": f"no CUDA device is visible to torch {torch.__version__}: the CUDA part is not run"}
     try:
         on_gpu = fresh_args(args, device="cuda")
         ones = [torch.ones(s, dtype=torch.float64, device="cuda") for s in shapes]
-        outs, returns, modified = _backward_once(fn, is_function, on_gpu, ones, name)
+        outs, returns, modified = _backward_once(fn, on_gpu, ones, name)
         return {
             "output_devices": [o.device.type for o in outs],
             "outputs": [o.detach().cpu() for o in outs],
@@ -340,13 +328,11 @@ def probe_function(
     """
     spec = inputs_for(reference)
     name = name or str(getattr(obj, "__name__", spec.title.split(".")[0]))
-    fn, is_function = _learner_callable(obj, name)
+    fn = _learner_callable(obj, name)
     data = []
     for case in range(cases or spec.cases):
-        data.append(
-            _probe_case(fn, is_function, name, spec, seed, case, double_backward and spec.double_backward, cuda)
-        )
-    return {"name": name, "function_class": is_function, "cases": data}
+        data.append(_probe_case(fn, name, spec, seed, case, double_backward and spec.double_backward, cuda))
+    return {"name": name, "function_class": True, "cases": data}
 
 
 # One generic check for every Function exercise of every notebook (judge: autograder/judges/function.py). By hand:
