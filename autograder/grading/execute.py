@@ -15,7 +15,7 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
-from . import sandbox
+from . import sandbox, warm
 from .jobs import Job
 from .kernel_start import KernelStartFailed, start_with_retries
 from .records import RecordCollector
@@ -123,9 +123,13 @@ class SandboxedRun:
         self.info = sandbox.SandboxInfo(job.sandbox.tool, job.sandbox.as_root, job.sandbox.drop_uid)
         self.uid = job.kernel_uid
         env = kernel_environment(scratch / "home", job.threads, self.info.active)
-        self.argv = sandbox.kernel_command(
-            self.info, self.limits, scratch, job.kernel_uid, env, [Path(p) for p in job.hide]
-        )
+        factory = warm.current_for(scratch)
+        if factory is not None and job.kernel_uid is not None:  # a warm kernel, forked for this submission
+            self.argv = warm.kernel_command(factory, scratch, job.kernel_uid, env, self.limits)
+        else:
+            self.argv = sandbox.kernel_command(
+                self.info, self.limits, scratch, job.kernel_uid, env, [Path(p) for p in job.hide]
+            )
         if self.uid is not None:
             for path in [scratch, *scratch.rglob("*")]:
                 os.lchown(path, self.uid, self.uid)

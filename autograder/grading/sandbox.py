@@ -165,9 +165,15 @@ def kernel_paths() -> list[Path]:
 
 
 def bwrap_argv(
-    info: SandboxInfo, scratch_dir: Path | None, hide: list[Path] | None = None, tmp_mb: int = 0
+    info: SandboxInfo,
+    scratch_dir: Path | None,
+    hide: list[Path] | None = None,
+    tmp_mb: int = 0,
+    extra_binds: list[Path] | None = None,
+    caps: str | None = None,
 ) -> list[str]:
-    """The bubblewrap command line (without the command to run inside)."""
+    """The bubblewrap command line (without the command to run inside). `extra_binds`: folders bound writable
+    besides the scratch folder; `caps`: capabilities kept inside (warm kernels' factory only, grader as root)."""
     if info.tool is None:
         raise RuntimeError("bwrap_argv needs bubblewrap, which is not installed")
     argv = [info.tool, "--die-with-parent", "--new-session", "--tmpfs", "/"]
@@ -204,6 +210,8 @@ def bwrap_argv(
     ]
     argv += _readonly_mounts(hide)
     argv += _scratch_mount(scratch_dir)
+    for extra in extra_binds or []:
+        argv += _parents(extra) + ["--bind", str(extra), str(extra)]
     argv += ["--remount-ro", "/", "--remount-ro", "/dev"]
     argv += [
         "--unshare-ipc",
@@ -217,6 +225,9 @@ def bwrap_argv(
     ]
     if not info.as_root:
         argv += ["--unshare-user"]
+    if caps:
+        for cap in caps.split(","):
+            argv += ["--cap-add", cap]
     return argv
 
 
@@ -245,16 +256,19 @@ def _readonly_mounts(hide: list[Path] | None) -> list[str]:
     return argv
 
 
+def _parents(folder: Path) -> list[str]:
+    """A mount point's parents, world-traversable (bwrap would make them 0700)."""
+    argv: list[str] = []
+    for parent in sorted({str(q) for q in Path(folder).parents if str(q) not in ("/", "/tmp", "/var/tmp")}, key=len):
+        argv += ["--perms", "0755", "--dir", parent]
+    return argv
+
+
 def _scratch_mount(scratch_dir: Path | None) -> list[str]:
     """The job's scratch folder, the only place bound writable, and the kernel's working directory in it."""
     if scratch_dir is None:
         return []
-    argv: list[str] = []
-    for parent in sorted(
-        {str(q) for q in Path(scratch_dir).parents if str(q) not in ("/", "/tmp", "/var/tmp")}, key=len
-    ):
-        argv += ["--perms", "0755", "--dir", parent]
-    return argv + ["--bind", str(scratch_dir), str(scratch_dir), "--chdir", str(scratch_dir / "work")]
+    return _parents(scratch_dir) + ["--bind", str(scratch_dir), str(scratch_dir), "--chdir", str(scratch_dir / "work")]
 
 
 def address_space_mb(info: SandboxInfo, limits: Limits) -> int:
@@ -293,6 +307,28 @@ def kernel_command(
             cmd += [*_drop_to(uid), "--"]
     cmd += [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     return cmd
+
+
+def factory_command(
+    info: SandboxInfo, limits: Limits, kernels_dir: Path, socket_dir: Path, env: dict[str, str], hide: list[Path]
+) -> list[str]:
+    """The command that starts the warm kernels' factory (autograder/probes/kernel_fork.py): the same limits and
+    sandbox as a kernel's, with the folder its kernels' scratch folders live in and the folder of its socket bound
+    writable, kept as root with the capabilities it needs to give each kernel namespaces and a uid of its own."""
+    from ..probes.kernel_fork import CAPABILITIES
+
+    cmd = [
+        "prlimit",
+        f"--as={address_space_mb(info, limits) * 2**20}",
+        f"--cpu={limits.cpu_s}",
+        f"--fsize={limits.fsize_mb * 2**20}",
+        "--core=0",
+        "--",
+    ]
+    cmd += bwrap_argv(info, None, hide, tmp_mb=limits.tmp_mb, extra_binds=[kernels_dir, socket_dir], caps=CAPABILITIES)
+    for key, value in env.items():
+        cmd += ["--setenv", key, value]
+    return cmd + ["--", sys.executable, "-m", "autograder.probes.kernel_fork", str(socket_dir / "factory.sock")]
 
 
 def _drop_to(uid: int | None) -> list[str]:

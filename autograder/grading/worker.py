@@ -24,7 +24,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from ..registry import CHECKS
-from . import intake
+from . import intake, sandbox, warm
 from .assemble import build_execution
 from .execute import execute
 from .flags import static_patches, structural_flags
@@ -182,8 +182,8 @@ def assemble(
     channel.mkdir(parents=True, exist_ok=True)
     run_nb, test_index = build_execution(nb, spec_nb, state, calls, modules, str(channel))
     tests = {index: (gid, len(calls[gid] or [])) for gid, index in test_index.items() if calls.get(gid)}
-    # the records' folder is beside the scratch folder the sandbox holds, not in it
-    records = RecordCollector(channel, scratch.parent / f"{scratch.name}.records", tests)
+    # the records' folder is in the worker's folder, beside what the sandbox holds, never in it
+    records = RecordCollector(channel, Path(job.scratch) / f"{scratch.name}.records", tests)
     return Plan(run_nb, calls, untrusted, test_index, records)
 
 
@@ -319,11 +319,15 @@ def grade_submission(job: Job) -> SubmissionResult:
             f"None of the assignment's notebooks ({', '.join(n + '.ipynb' for n in spec.notebooks)}) "
             f"is in your submission (found: {listing})."
         )
+    info = sandbox.SandboxInfo(job.sandbox.tool, job.sandbox.as_root, job.sandbox.drop_uid)
+    factory = warm.factory_for(info, job.limits, Path(job.scratch), job.threads, [Path(p) for p in job.hide])
     for name, spec_nb in spec.notebooks.items():
-        scratch = Path(job.scratch) / name.replace("/", "_")[:40]
+        # a warm kernel's scratch folder lives where its factory's sandbox holds it; the records never do
+        scratch = (factory.kernels_dir if factory else Path(job.scratch)) / name.replace("/", "_")[:40]
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
         (scratch / "work").mkdir(parents=True)
+        scratch.chmod(0o700)
         if found[name] is not None:
             for item in folder.iterdir():  # the learner's own files travel with the notebook
                 if item.is_file() and item.stat().st_size <= OWN_FILE_LIMIT and item.suffix != ".ipynb":
@@ -332,7 +336,7 @@ def grade_submission(job: Job) -> SubmissionResult:
             nb_result, graded = grade_notebook(name, found[name], spec_nb, job, scratch, out_dir)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-            shutil.rmtree(scratch.parent / f"{scratch.name}.records", ignore_errors=True)
+            shutil.rmtree(Path(job.scratch) / f"{scratch.name}.records", ignore_errors=True)
         nb_result.flags += [Flag(**f) for f in taken.flags()]
         if found[name] is None and taken.refuses(f"{name}.ipynb"):
             nb_result.status, nb_result.messages = "refused", []  # not "missing": the learner's message says why

@@ -1,0 +1,134 @@
+"""Warm kernels for a grading worker: one factory per worker process (autograder/probes/kernel_fork.py), started in
+the sandbox when the worker takes its first job and kept while the job settings stay the same.
+
+Until the factory is warm (it starts in the background at the worker's first job), kernels start cold. A kernel
+is then started by `kernel_command`, a small client (grading/fork_client.py) that jupyter_client launches
+like any kernel: it asks the factory for a kernel on the connection file and waits for it to end; killed, it takes
+the kernel with it. The factory has already imported torch, IPython and the checks, so a submission's kernel starts
+in a fraction of a second and its setup cell has nothing left to import.
+
+Used only where the sandbox is whole (bubblewrap, the grader as root, an unprivileged uid per submission), unless
+REVAD_WARM_KERNELS=0 (REVAD_WARM_KERNELS=wait: every kernel warm, the first job waiting for the factory); anywhere
+else, or when the factory cannot start, kernels start cold as before.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import sandbox
+
+
+@dataclass
+class Factory:
+    key: tuple
+    proc: subprocess.Popen
+    kernels_dir: Path  # the kernels' scratch folders live here (bound writable into the factory's sandbox)
+    socket: Path
+    ready: bool = False
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def poll_ready(self) -> bool:
+        """Whether it has said "ready" (without waiting): it warms up while the worker grades cold."""
+        if not self.ready and self.alive():
+            assert self.proc.stdout is not None
+            if select.select([self.proc.stdout], [], [], 0)[0]:
+                self.ready = self.proc.stdout.readline().strip() == b"ready"
+        return self.ready and self.alive()
+
+    def stop(self) -> None:
+        if self.alive():
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+_factory: Factory | None = None
+_failed: set[tuple] = set()  # settings whose factory died: their kernels start cold, without another try
+
+
+def enabled(info: sandbox.SandboxInfo) -> bool:
+    return (
+        os.environ.get("REVAD_WARM_KERNELS", "1") != "0"
+        and info.active
+        and info.as_root
+        and info.drop_uid
+        and sys.platform == "linux"
+    )
+
+
+def factory_for(
+    info: sandbox.SandboxInfo, limits: sandbox.Limits, base: Path, threads: int, hide: list[Path]
+) -> Factory | None:
+    """This worker's factory for these settings, once it is warm; None: this kernel starts cold (the factory is
+    started, in the background, for the worker's next jobs)."""
+    global _factory
+    if not enabled(info):
+        return None
+    key = (info.tool, repr(limits), threads, tuple(map(str, hide)), str(base))
+    if key in _failed:
+        return None
+    if _factory is None or _factory.key != key:
+        stop()
+        try:
+            _factory = _start(key, info, limits, base, threads, hide)
+        except OSError as exc:
+            print(f"warm kernels: the factory did not start ({exc}); kernels start cold", file=sys.stderr)
+            _failed.add(key)
+            return None
+    if not _factory.alive():
+        _failed.add(key)
+        stop()
+        return None
+    if os.environ.get("REVAD_WARM_KERNELS") == "wait":  # tests: every kernel warm, from the first job on
+        deadline = time.monotonic() + 120
+        while not _factory.poll_ready() and _factory.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    return _factory if _factory.poll_ready() else None
+
+
+def current_for(scratch: Path) -> Factory | None:
+    """The warm factory whose kernels' folder holds this scratch folder."""
+    if _factory is not None and _factory.ready and _factory.alive() and scratch.parent == _factory.kernels_dir:
+        return _factory
+    return None
+
+
+def _start(
+    key: tuple, info: sandbox.SandboxInfo, limits: sandbox.Limits, base: Path, threads: int, hide: list[Path]
+) -> Factory:
+    from .execute import kernel_environment
+
+    kernels_dir, socket_dir = base / "kernels", base / "factory"
+    for folder in (kernels_dir, socket_dir):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    kernels_dir.chmod(0o711)  # each kernel reaches its own folder by name, and lists none
+    socket_dir.chmod(0o700)  # root only: no kernel can ask for another
+    env = kernel_environment(socket_dir / "home", threads, True)
+    argv = sandbox.factory_command(info, limits, kernels_dir, socket_dir, env, hide)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    return Factory(key, proc, kernels_dir, socket_dir / "factory.sock")
+
+
+def kernel_command(factory: Factory, scratch: Path, uid: int, env: dict[str, str], limits: sandbox.Limits) -> list[str]:
+    """jupyter_client's command for one kernel from the factory (`{connection_file}` filled in by it)."""
+    client = Path(__file__).with_name("fork_client.py")
+    argv = [sys.executable, "-I", "-S", str(client), str(factory.socket), "{connection_file}"]
+    argv += [f"--cwd={scratch / 'work'}", f"--uid={uid}", f"--tmp-mb={limits.tmp_mb}", f"--nproc={limits.nproc}"]
+    return argv + [f"--env={key}={value}" for key, value in env.items()]
+
+
+def stop() -> None:
+    global _factory
+    if _factory is not None:
+        _factory.stop()
+        _factory = None
