@@ -192,7 +192,7 @@ def test_each_kernel_from_the_factory_draws_fresh_random_numbers_and_dies_with_i
     import time
 
     monkeypatch.setenv("REVAD_WARM_KERNELS", "wait")
-    factory = warm.factory_for(sandbox.detect(), sandbox.Limits(), tmp_path, 1, [])
+    factory = warm.factory_for(sandbox.detect(), sandbox.Limits(), 1, [])
     try:
         seeds, pids = [], []
         for k in range(2):

@@ -15,6 +15,10 @@ a fresh /tmp; and the submission's scratch copy, writable. The course directory 
 other submissions), the repository's other folders and /root are not there.
 There is no network: the kernel talks to the grader over Unix sockets in the scratch directory.
 
+Where the sandbox is whole, a worker's kernels are forked, warm, by a factory in a sandbox of the same kind
+(:mod:`autograder.grading.warm`, :mod:`autograder.probes.kernel_fork`): the same limits and mounts, and, for each
+kernel, namespaces, a uid and a /tmp that nothing before it touched.
+
 Without bubblewrap (or where it cannot start), grading still works -- the limits and the
 unprivileged uid still apply -- and :func:`detect` says which protections are off;
 ``require=True`` refuses instead.
@@ -231,6 +235,16 @@ def bwrap_argv(
     return argv
 
 
+def hidden_in_view(hide: list[Path] | None) -> list[Path]:
+    """The paths of `hide` that the sandbox would otherwise show (under one of the roots it binds)."""
+    roots = _readonly_roots()
+    return [
+        Path(path).resolve()
+        for path in hide or []
+        if path and Path(path).exists() and any(Path(path).resolve().is_relative_to(r) for r in roots)
+    ]
+
+
 def _readonly_mounts(hide: list[Path] | None) -> list[str]:
     """The roots the kernel needs (Python, the packages), read-only, autograder replaced by its probes' copy (no
     judge, no grading command); the paths in `hide` covered by empty folders."""
@@ -250,9 +264,8 @@ def _readonly_mounts(hide: list[Path] | None) -> list[str]:
     for root in roots:
         argv += ["--ro-bind", str(root), str(root)]
     argv += ["--ro-bind", str(probe_view()), str(Path(autograder.__file__).resolve().parent)]
-    for path in hide or []:  # in case one of them sits under an allowed root
-        if path and Path(path).exists() and any(Path(path).resolve().is_relative_to(r) for r in _readonly_roots()):
-            argv += ["--tmpfs", str(Path(path).resolve()), "--remount-ro", str(Path(path).resolve())]
+    for path in hidden_in_view(hide):  # in case one of them sits under an allowed root
+        argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
     return argv
 
 

@@ -14,11 +14,13 @@ else, or when the factory cannot start, kernels start cold as before.
 
 from __future__ import annotations
 
+import atexit
 import os
 import select
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,21 +67,21 @@ def enabled(info: sandbox.SandboxInfo) -> bool:
     )
 
 
-def factory_for(
-    info: sandbox.SandboxInfo, limits: sandbox.Limits, base: Path, threads: int, hide: list[Path]
-) -> Factory | None:
-    """This worker's factory for these settings, once it is warm; None: this kernel starts cold (the factory is
-    started, in the background, for the worker's next jobs)."""
+def factory_for(info: sandbox.SandboxInfo, limits: sandbox.Limits, threads: int, hide: list[Path]) -> Factory | None:
+    """This worker process's factory for these settings, once it is warm; None: this kernel starts cold (the factory
+    is started, in the background, for the worker's next jobs). It outlives jobs and grading runs (a Celery worker
+    keeps one across its tasks): its folders are the process's own."""
     global _factory
     if not enabled(info):
         return None
-    key = (info.tool, repr(limits), threads, tuple(map(str, hide)), str(base))
+    hidden = tuple(str(p) for p in sandbox.hidden_in_view(hide))  # the only paths of `hide` its sandbox could show
+    key = (info.tool, repr(limits), threads, hidden)
     if key in _failed:
         return None
     if _factory is None or _factory.key != key:
         stop()
         try:
-            _factory = _start(key, info, limits, base, threads, hide)
+            _factory = _start(key, info, limits, _base(), threads, [Path(p) for p in hidden])
         except OSError as exc:
             print(f"warm kernels: the factory did not start ({exc}); kernels start cold", file=sys.stderr)
             _failed.add(key)
@@ -93,6 +95,18 @@ def factory_for(
         while not _factory.poll_ready() and _factory.alive() and time.monotonic() < deadline:
             time.sleep(0.05)
     return _factory if _factory.poll_ready() else None
+
+
+_folder: list[Path] = []
+
+
+def _base() -> Path:
+    """This process's folder for its factory: the kernels' scratch folders and the factory's socket."""
+    if not _folder:
+        _folder.append(Path(tempfile.mkdtemp(prefix="revad-warm-")))
+        _folder[0].chmod(0o755)
+        atexit.register(shutil.rmtree, _folder[0], True)
+    return _folder[0]
 
 
 def current_for(scratch: Path) -> Factory | None:

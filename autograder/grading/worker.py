@@ -320,7 +320,7 @@ def grade_submission(job: Job) -> SubmissionResult:
             f"is in your submission (found: {listing})."
         )
     info = sandbox.SandboxInfo(job.sandbox.tool, job.sandbox.as_root, job.sandbox.drop_uid)
-    factory = warm.factory_for(info, job.limits, Path(job.scratch), job.threads, [Path(p) for p in job.hide])
+    factory = warm.factory_for(info, job.limits, job.threads, [Path(p) for p in job.hide])
     for name, spec_nb in spec.notebooks.items():
         # a warm kernel's scratch folder lives where its factory's sandbox holds it; the records never do
         scratch = (factory.kernels_dir if factory else Path(job.scratch)) / name.replace("/", "_")[:40]
