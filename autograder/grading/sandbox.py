@@ -15,9 +15,9 @@ a fresh /tmp; and the submission's scratch copy, writable. The course directory 
 other submissions), the repository's other folders and /root are not there.
 There is no network: the kernel talks to the grader over Unix sockets in the scratch directory.
 
-Where the sandbox is whole, a worker's kernels are forked, warm, by a factory in a sandbox of the same kind
-(:mod:`autograder.grading.warm`, :mod:`autograder.probes.kernel_fork`): the same limits and mounts, and, for each
-kernel, namespaces, a uid and a /tmp that nothing before it touched.
+Where the sandbox is whole and REVAD_WARM_KERNELS=1, a worker's kernels are forked, warm, by a factory in a
+sandbox of the same kind (:mod:`autograder.grading.warm`, :mod:`autograder.probes.kernel_fork`): the same limits
+and mounts, and, for each kernel, namespaces, a uid and a /tmp that nothing before it touched.
 
 Without bubblewrap (or where it cannot start), grading still works -- the limits and the
 unprivileged uid still apply -- and :func:`detect` says which protections are off;
