@@ -217,7 +217,13 @@ def bwrap_argv(
     for extra in extra_binds or []:
         argv += _parents(extra) + ["--bind", str(extra), str(extra)]
     argv += ["--remount-ro", "/", "--remount-ro", "/dev"]
-    argv += [
+    return argv + _namespaces(info, caps)
+
+
+def _namespaces(info: SandboxInfo, caps: str | None) -> list[str]:
+    """Namespaces of its own (a user namespace where the grader is not root), a clean environment, and the
+    capabilities `caps` kept (as root only: the warm kernels' factory)."""
+    argv = [
         "--unshare-ipc",
         "--unshare-pid",
         "--unshare-net",
@@ -229,9 +235,8 @@ def bwrap_argv(
     ]
     if not info.as_root:
         argv += ["--unshare-user"]
-    if caps:
-        for cap in caps.split(","):
-            argv += ["--cap-add", cap]
+    for cap in caps.split(",") if caps else []:
+        argv += ["--cap-add", cap]
     return argv
 
 
