@@ -1,6 +1,6 @@
 """Grading throughput: the course's hardened command (2 workers) against stock `nbgrader autograde` (sequential).
 
-    make bench-grading            # or: python -m benchmarks.grading [--n 40] [--workers 2] [--warm]
+    make bench-grading            # or: python -m benchmarks.grading [--n 40] [--workers 2]
 
 Builds identical scratch courses with N submissions of notebook 01 (the demo's correct, partly wrong and
 blank learners, in turn), grades one with `autograder.grading.grade_assignment` (sandboxed, verdicts decided
@@ -12,7 +12,6 @@ other; prints seconds per submission for each and the ratios.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import time
 from pathlib import Path
@@ -62,11 +61,6 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="workers of the course's command (default 2)")
     parser.add_argument("--dir", type=Path, default=REPO / "build" / "bench-grading")
     parser.add_argument(
-        "--warm",
-        action="store_true",
-        help="also grade with warm kernels (REVAD_WARM_KERNELS=1: each worker forks its kernels from a factory)",
-    )
-    parser.add_argument(
         "--celery",
         action="store_true",
         help="also grade the same submissions on 1 and on 2 Celery workers (redis-server on a free port)",
@@ -92,12 +86,6 @@ def main() -> None:
         return time.perf_counter() - start
 
     ours, every_cell = ours_on(ours_root), ours_on(every_cell_root)
-    if args.warm:
-        os.environ["REVAD_WARM_KERNELS"] = "1"  # the workers inherit it; their first job starts cold
-        build(ours_root, args.n)
-        build(every_cell_root, args.n, measurements=False)
-        warm_ours, warm_every_cell = ours_on(ours_root), ours_on(every_cell_root)
-        os.environ["REVAD_WARM_KERNELS"] = "0"
 
     api = nbgrader_api(stock_root, db_url=f"sqlite:///{stock_root / 'gradebook.db'}")
     start = time.perf_counter()
@@ -118,16 +106,6 @@ def main() -> None:
         f"({stock:.0f} s)" + (f"  [{len(errors)} failed]" if errors else "")
     )
     print(f"speed-up: {stock / ours:.2f}x")
-    if args.warm:
-        print(
-            f"warm kernels ({args.workers} workers, same):                      {warm_ours / args.n:6.2f} s per "
-            "submission "
-            f"({warm_ours:.0f} s; {stock / warm_ours:.2f}x stock, {ours / warm_ours:.2f}x cold)"
-        )
-        print(
-            f"  warm, running the measurement cells too:                   {warm_every_cell / args.n:6.2f} s per "
-            f"submission ({warm_every_cell:.0f} s; {stock / warm_every_cell:.2f}x stock)"
-        )
     if args.celery:
         for count in (1, 2):
             seconds = on_celery(args.dir / f"celery{count}", args.n, count)
