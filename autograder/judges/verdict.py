@@ -50,6 +50,10 @@ class Part:
             if h and h not in self.hints:
                 self.hints.append(h)
 
+    def unscore(self, why: str) -> None:
+        """Not scored, with the reason as its only message (a part that cannot be earned alongside nothing else)."""
+        self.passed, self.messages = None, [why]
+
     @property
     def costs(self) -> str:
         """The idea a failure of this part costs: its own, or the part's it follows from."""

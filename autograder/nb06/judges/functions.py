@@ -27,6 +27,9 @@ from .common import (
 
 # --------------------------------------------------------------------------------------------- the Function
 
+# a Function with neither a loss nor a gradient right: what it left alone, or got vacuously, earns nothing
+NOTHING_RIGHT = "not scored: neither a loss nor a gradient is right yet"
+
 FUSED_PARTS = {
     "layout": "logits of any layout (a transposed view): made contiguous for the kernels",
     "forward": "forward: the loss, from your forward kernel",
@@ -182,7 +185,7 @@ def judge_fused_ce(
         _judge_fused_layout(parts, data["layout"], cases[0], seed, ignore_index)
     if not any(right):  # neither a loss nor a gradient right: what it left alone, or got vacuously, earns nothing
         for name in ("layout", "mean", "gradcheck", "interface", "memory"):
-            parts[name].passed, parts[name].messages = None, ["not scored: neither a loss nor a gradient is right yet"]
+            parts[name].unscore(NOTHING_RIGHT)
     return verdict_of(list(parts.values()), points, title)
 
 
@@ -388,8 +391,7 @@ def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, poi
 
 def _bf16_verdict(parts: dict[str, Part], points: float) -> Verdict:
     if parts["loss"].passed is False and parts["gradient"].passed is False:  # a dtype alone earns nothing
-        parts["dtype"].passed = None
-        parts["dtype"].messages = ["not scored: neither the loss nor the gradient is right"]
+        parts["dtype"].unscore("not scored: neither the loss nor the gradient is right")
     return verdict_of(list(parts.values()), points, "FusedCrossEntropy on bfloat16 logits")
 
 
@@ -511,7 +513,7 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
         _judge_linear_memory(parts["chunked"], where, case, largest, kept, ALLOCATION_GRANULE[entry["device"]])
     if not any(right):  # neither a loss nor a gradient right: what it left alone earns nothing
         for name in ("interface", "chunked"):
-            parts[name].passed, parts[name].messages = None, ["not scored: neither a loss nor a gradient is right yet"]
+            parts[name].unscore(NOTHING_RIGHT)
     return verdict_of(list(parts.values()), points, "LinearCrossEntropy.apply(hidden, weight, target, chunk)")
 
 

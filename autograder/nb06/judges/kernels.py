@@ -292,8 +292,7 @@ def _judge_compiles(parts: dict[str, Part], record: Any, cases: Sequence[Any], p
     """The kernel's own source compiled for a GPU, once per (BLOCK_V, dtype) of the cases (the part comes last)."""
     others = [part for name, part in parts.items() if name != "bounds"]
     if share_earned(others)[0] == 0:  # a kernel that computes nothing right earns nothing for what it left alone
-        parts["bounds"].passed = None
-        parts["bounds"].messages = ["not scored: the kernel earns nothing in the interpreter yet"]
+        parts["bounds"].unscore("not scored: the kernel earns nothing in the interpreter yet")
     parts["compiles"] = kernel_compile.compile_part()
     kernel_compile.judge_compiles(
         parts["compiles"],
