@@ -432,8 +432,9 @@ def test_a_submission_that_kills_its_worker_every_time_ends_failed_and_the_queue
     def poison():  # what such a submission does: once its code runs in a kernel, its worker's process dies
         import psutil
 
+        killed = set()  # a killed process lingers a moment with its kernel: kill it once, count it once
         while not stop.is_set():
-            for pid in worker.children():
+            for pid in set(worker.children()) - killed:
                 try:
                     kernels = [
                         p for p in psutil.Process(pid).children(recursive=True) if "ipykernel" in " ".join(p.cmdline())
@@ -442,6 +443,7 @@ def test_a_submission_that_kills_its_worker_every_time_ends_failed_and_the_queue
                     continue
                 if kernels:
                     subprocess.run(["kill", "-9", str(pid)])
+                    killed.add(pid)
                     kills.append((ledger.state(db_url, keys[poisoned]) or {}).get("attempts"))
             time.sleep(0.1)
 
