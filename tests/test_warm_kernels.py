@@ -101,7 +101,7 @@ def grade_in_turn(tmp_path) -> tuple[dict, dict]:
 
 
 @pytest.mark.skipif(not WHOLE, reason="warm kernels need the whole sandbox (bubblewrap, root, a uid per submission)")
-@pytest.mark.parametrize("warm_kernels", ["wait", "0"], ids=["warm", "cold (the control)"])
+@pytest.mark.parametrize("warm_kernels", ["1", "0"], ids=["warm", "cold (the control)"])
 def test_nothing_one_submission_leaves_reaches_the_next(tmp_path, monkeypatch, warm_kernels):
     monkeypatch.setenv("REVAD_WARM_KERNELS", warm_kernels)
     scores, printed = grade_in_turn(tmp_path)
@@ -117,7 +117,7 @@ def test_nothing_one_submission_leaves_reaches_the_next(tmp_path, monkeypatch, w
 def test_a_kernel_from_the_factory_is_the_submissions_own(tmp_path, monkeypatch):
     """Its uid, its groups, no capabilities, no new privileges, its own working folder; the factory's socket out
     of its reach."""
-    monkeypatch.setenv("REVAD_WARM_KERNELS", "wait")
+    monkeypatch.setenv("REVAD_WARM_KERNELS", "1")
     answers = solution_sources(SOLUTIONS / ASSIGNMENT / "reverse_accumulation.ipynb")
     checks = r"""import os
 status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\t" in line)
@@ -192,7 +192,7 @@ def printed_by(client, code: str) -> str:
 def test_each_kernel_from_the_factory_draws_fresh_random_numbers_and_dies_with_its_client(tmp_path, monkeypatch):
     import time
 
-    monkeypatch.setenv("REVAD_WARM_KERNELS", "wait")
+    monkeypatch.setenv("REVAD_WARM_KERNELS", "1")
     factory = warm.factory_for(sandbox.detect(), sandbox.Limits(), 1, [])
     try:
         seeds, pids = [], []

@@ -15,7 +15,7 @@ a fresh /tmp; and the submission's scratch copy, writable. The course directory 
 other submissions), the repository's other folders and /root are not there.
 There is no network: the kernel talks to the grader over Unix sockets in the scratch directory.
 
-Where the sandbox is whole and REVAD_WARM_KERNELS=1, a worker's kernels are forked, warm, by a factory in a
+Where the sandbox is whole (unless REVAD_WARM_KERNELS=0), a worker's kernels are forked, warm, by a factory in a
 sandbox of the same kind (:mod:`autograder.grading.warm`, :mod:`autograder.probes.kernel_fork`): the same limits
 and mounts, and, for each kernel, namespaces, a uid and a /tmp that nothing before it touched.
 

@@ -1,16 +1,15 @@
 """Warm kernels for a grading worker: one factory per worker process (autograder/probes/kernel_fork.py), started in
 the sandbox when the worker takes its first job and kept while the job settings stay the same.
 
-Until the factory is warm (it starts in the background at the worker's first job), kernels start cold. A kernel
-is then started by `kernel_command`, a small client (grading/fork_client.py) that jupyter_client launches
-like any kernel: it asks the factory for a kernel on the connection file and waits for it to end; killed, it takes
-the kernel with it. The factory has already imported torch, IPython and the checks, so a submission's kernel starts
-in a fraction of a second and its setup cell has nothing left to import.
+A worker's first kernel waits for its factory (the factory's start costs what a cold kernel's imports cost); every
+kernel after it is forked warm. A kernel is started by `kernel_command`, a small client (grading/fork_client.py) that
+jupyter_client launches like any kernel: it asks the factory for a kernel on the connection file and waits for it to
+end; killed, it takes the kernel with it. The factory has already imported torch, IPython, the checks and what the
+course's cells import later, so a submission's kernel starts in a fraction of a second.
 
-Opt-in for now (REVAD_WARM_KERNELS=1; =wait: every kernel warm, the first job waiting for the factory), and used
-only where the sandbox is whole (bubblewrap, the grader as root, an unprivileged uid per submission); anywhere else,
-or when the factory cannot start, kernels start cold as before. (Not yet the default: the hostile corpus has not
-passed with warm kernels, and a factory started for a run of one or two submissions costs more than it saves.)
+On by default where the sandbox is whole (bubblewrap, the grader as root, an unprivileged uid per submission);
+REVAD_WARM_KERNELS=0 turns it off. Anywhere else, or when the factory cannot start or is not ready in time, kernels
+start cold as before.
 """
 
 from __future__ import annotations
@@ -55,12 +54,13 @@ class Factory:
 
 
 _factory: Factory | None = None
+READY_WITHIN_S = 120  # a factory slower than this to warm up (a machine under load): this kernel starts cold
 _failed: set[tuple] = set()  # settings whose factory died: their kernels start cold, without another try
 
 
 def enabled(info: sandbox.SandboxInfo) -> bool:
     return (
-        os.environ.get("REVAD_WARM_KERNELS", "0") != "0"
+        os.environ.get("REVAD_WARM_KERNELS", "1") != "0"
         and info.active
         and info.as_root
         and info.drop_uid
@@ -69,9 +69,9 @@ def enabled(info: sandbox.SandboxInfo) -> bool:
 
 
 def factory_for(info: sandbox.SandboxInfo, limits: sandbox.Limits, threads: int, hide: list[Path]) -> Factory | None:
-    """This worker process's factory for these settings, once it is warm; None: this kernel starts cold (the factory
-    is started, in the background, for the worker's next jobs). It outlives jobs and grading runs (a Celery worker
-    keeps one across its tasks): its folders are the process's own."""
+    """This worker process's factory for these settings, started (and waited for) if it has none; None: this kernel
+    starts cold. It outlives jobs and grading runs (a Celery worker keeps one across its tasks): its folders are the
+    process's own."""
     global _factory
     if not enabled(info):
         return None
@@ -91,10 +91,9 @@ def factory_for(info: sandbox.SandboxInfo, limits: sandbox.Limits, threads: int,
         _failed.add(key)
         stop()
         return None
-    if os.environ.get("REVAD_WARM_KERNELS") == "wait":  # tests: every kernel warm, from the first job on
-        deadline = time.monotonic() + 120
-        while not _factory.poll_ready() and _factory.alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
+    deadline = time.monotonic() + READY_WITHIN_S
+    while not _factory.poll_ready() and _factory.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
     return _factory if _factory.poll_ready() else None
 
 
