@@ -59,3 +59,18 @@ def test_environment_yml_is_valid_for_conda_if_available():
         [conda, "env", "create", "--dry-run", "-f", str(REPO / "environment.yml")], capture_output=True
     )
     assert out.returncode == 0, out.stderr.decode()[-2000:]
+
+
+def test_importing_jsonschema_builds_no_grammar():
+    """Every grading worker, gradebook and nbgrader command imports jsonschema (through nbformat): from 4.25 on it
+    builds an IRI grammar with lark at import, 2.3 CPU-seconds each time (requirements.txt pins 4.24)."""
+    import sys
+
+    IMPORT_AND_LIST_LARK = "import sys, nbformat, jsonschema; print(sorted(m for m in sys.modules if 'lark' in m))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", IMPORT_AND_LIST_LARK],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert loaded == "[]", loaded
