@@ -436,8 +436,10 @@ def test_a_submission_that_kills_its_worker_every_time_ends_failed_and_the_queue
         while not stop.is_set():
             for pid in set(worker.children()) - killed:
                 try:
-                    kernels = [
-                        p for p in psutil.Process(pid).children(recursive=True) if "ipykernel" in " ".join(p.cmdline())
+                    kernels = [  # a cold kernel, or the client of a warm one (the kernel is forked in the sandbox)
+                        p
+                        for p in psutil.Process(pid).children(recursive=True)
+                        if any(name in " ".join(p.cmdline()) for name in ("ipykernel", "fork_client"))
                     ]
                 except psutil.Error:
                     continue

@@ -212,3 +212,45 @@ def test_each_kernel_from_the_factory_draws_fresh_random_numbers_and_dies_with_i
         assert seeds[0] != seeds[1], seeds  # a fork copies the factory's generators: each kernel reseeds them
     finally:
         warm.stop()
+
+
+TRITON_REDUCTION = r"""import os
+import torch
+if not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"   # as notebooks 05 and 06 do, in their first cell
+import triton
+import triton.language as tl
+
+@triton.jit
+def row_max(x_ptr, out_ptr, V, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + tl.program_id(0) * V + cols, mask=cols < V, other=float("-inf"))
+    tl.store(out_ptr + tl.program_id(0), tl.max(x, axis=0) + tl.sum(tl.where(cols < V, 0.0, 0.0), axis=0))
+
+x = torch.randn(3, 5)
+out = torch.empty(3)
+row_max[(3,)](x, out, 5, BLOCK=8)
+print(torch.equal(out, x.max(dim=1).values))
+"""
+
+
+@pytest.mark.skipif(not WHOLE, reason="warm kernels need the whole sandbox (bubblewrap, root, a uid per submission)")
+def test_a_kernel_from_the_factory_runs_triton_reductions_in_the_interpreter(monkeypatch):
+    """The factory imports Triton (torch's compiler does) before any cell sets TRITON_INTERPRET: tl.max and tl.sum,
+    themselves Triton functions, are interpreted only if the factory knew (the kernel environment says so on a grader
+    without a GPU). A warm kernel that did not know failed every reduction of notebook 06's correct answers."""
+    monkeypatch.setenv("REVAD_WARM_KERNELS", "1")
+    factory = warm.factory_for(sandbox.detect(), sandbox.Limits(), 1, [])
+    assert factory is not None
+    try:
+        proxy, client = kernel_from(factory, factory.kernels_dir / "triton", 62995)
+        try:
+            assert printed_by(client, "import os\n" + SEES_FACTORY) == "FACTORY True"
+            printed = printed_by(client, TRITON_REDUCTION)  # nothing printed: the cell raised
+            assert printed.splitlines()[-1:] == ["True"], printed
+        finally:
+            proxy.kill()
+            proxy.wait()
+            client.stop_channels()
+    finally:
+        warm.stop()

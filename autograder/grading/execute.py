@@ -68,13 +68,19 @@ def execute(run_nb: NotebookNode, scratch: Path, job: Job, records: RecordCollec
 
 
 def kernel_environment(home: Path, threads: int, sandboxed: bool) -> dict[str, str]:
-    """The kernel's whole environment: its own home and caches, headless plotting, a bounded thread count, and the
-    grader's PYTHONPATH where it has one (where its course packages come from: the kernel imports the same ones)."""
+    """The kernel's whole environment: its own home and caches, headless plotting, a bounded thread count, the
+    grader's PYTHONPATH where it has one (where its course packages come from: the kernel imports the same ones), and,
+    on a grader without a GPU, Triton's interpreter: the only way its kernels run there, what the notebooks set
+    themselves, and what a warm kernel's factory must know before it imports Triton (with torch's compiler)."""
     for sub in ("mpl", "ipython", "runtime", "data", "tmp"):
         (home / sub).mkdir(parents=True, exist_ok=True)
     where = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+    import torch
+
+    interpret = {} if torch.cuda.is_available() else {"TRITON_INTERPRET": "1"}
     return {
         **where,
+        **interpret,
         "HOME": str(home),
         "MPLBACKEND": "Agg",
         "MPLCONFIGDIR": str(home / "mpl"),
