@@ -104,6 +104,8 @@ def answer_everything(work: Path) -> None:
         answers[first] = answers[first] + "\n# my own note: I am not sure about this one\n"
         if rest:
             answers.pop(rest[-1])  # left blank
+        if "central_difference" in answers:  # the wrong one: a forward difference, a classic slip
+            answers["central_difference"] = "def central_difference(f, x, h):\n    return (f(x + h) - f(x)) / h\n"
         nbformat.write(fill_answers(notebook, answers), notebook)
     (work / "01-reverse-accumulation" / "my_notes.md").write_text("What I learned today.\n")
 
