@@ -156,26 +156,28 @@ def _notebook_id(notebook) -> str:
     return f"{notebook.parent.name}/{notebook.name}" if isinstance(notebook, Path) else str(notebook)
 
 
-# The modules that take longest (seconds, `make test` run one test at a time on 2 cores, 2026-11-25): started first,
-# so that no worker is left with a long one at the end. A module missing here starts after them if it is slow.
+# The modules that take longest (seconds of test time, `make test` on 2 workers, warm kernels, 2026-11-26): started
+# first, so that no worker is left with a long one at the end. A module missing here starts after them if it is slow.
 LONGEST_FIRST = {
-    "test_grading_corpus": 240,
-    "test_celery": 530,  # its tests spread over the workers; the longest alone takes 220 s
-    "test_lifecycle_work": 224,
-    "test_demo": 175,  # with test_browser: both use the session's demo run
-    "test_browser": 128,
-    "test_hub": 148,
-    "test_solutions": 114,
-    "test_celery_on_submit": 97,
-    "test_lifecycle_exchange": 86,
-    "test_postgres": 80,
-    "test_grading_resume": 79,
-    "test_release": 72,
-    "test_contributing": 71,
-    "test_grading_hostile_123": 70,
-    "test_nb05_checks": 63,  # the longest of `make test-fast`, so that its run ends with short tests too
-    "test_grading_trust": 53,
-    "test_nb06_checks": 50,
+    "test_celery": 511,  # its tests spread over the workers; the longest alone takes 210 s (mostly the broker's wait)
+    "test_demo": 243,  # with test_browser: both use the session's demo run
+    "test_browser": 242,
+    "test_lifecycle_work": 186,
+    "test_grading_corpus": 161,
+    "test_solutions": 141,
+    "test_hub": 138,
+    "test_nb06_checks": 125,
+    "test_celery_on_submit": 111,
+    "test_postgres": 96,
+    "test_contributing": 87,
+    "test_grading_resume": 84,
+    "test_grading_hostile_123": 81,
+    "test_grading_hostile_45": 77,
+    "test_release": 75,
+    "test_nb05_checks": 72,  # the longest of `make test-fast`, so that its run ends with short tests too
+    "test_lifecycle_exchange": 70,
+    "test_warm_kernels": 68,
+    "test_grading_trust": 39,
     "test_nb02_checks": 36,
 }
 
