@@ -66,9 +66,9 @@ def test_importing_jsonschema_builds_no_grammar():
     builds an IRI grammar with lark at import, 2.3 CPU-seconds each time (requirements.txt pins 4.24)."""
     import sys
 
-    IMPORT_AND_LIST_LARK = "import sys, nbformat, jsonschema; print(sorted(m for m in sys.modules if 'lark' in m))"
+    script = "import sys, nbformat, jsonschema; print(sorted(m for m in sys.modules if 'lark' in m))"
     loaded = subprocess.run(
-        [sys.executable, "-c", IMPORT_AND_LIST_LARK],
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         check=True,

@@ -54,8 +54,10 @@ class Factory:
 
 
 _factory: Factory | None = None
-READY_WITHIN_S = 120  # a factory slower than this to warm up (a machine under load): this kernel starts cold
 _failed: set[tuple] = set()  # settings whose factory died: their kernels start cold, without another try
+
+
+READY_WITHIN_S = 120  # a factory slower than this to warm up (a machine under load): this kernel starts cold
 
 
 def enabled(info: sandbox.SandboxInfo) -> bool:

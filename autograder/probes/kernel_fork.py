@@ -42,7 +42,7 @@ def _check(result: int, what: str) -> None:
 def warm() -> None:
     """What every kernel would import before its first cell, and what the course's cells import later: done once,
     here. (Profiled, a cold kernel grading notebook 01 spends nine tenths of its CPU time importing: torch;
-    torch._dynamo and sympy, which torch.func's first jvp brings in; pyplot and its font cache; the debugger.) The
+    torch._dynamo and sympy, which torch.func.jacrev brings in; pyplot and its font cache; the debugger.) The
     factory's environment is a kernel's (MPLBACKEND=Agg), so pyplot chooses the backend a cold kernel would."""
     import ipykernel.debugger  # noqa: F401
     import ipykernel.ipkernel  # noqa: F401
@@ -59,7 +59,7 @@ def warm() -> None:
     import_notebook_modules()
     from autograder.probes import kernel  # noqa: F401  (the grader's in-kernel setup)
 
-    torch.func.jvp(torch.sin, (torch.zeros(1),), (torch.ones(1),))  # what else the first jvp loads
+    torch.func.jvp(torch.sin, (torch.zeros(1),), (torch.ones(1),))  # forward mode's first call loads the rest
 
 
 def isolate() -> None:
