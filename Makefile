@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PYTHONWARNINGS := ignore::DeprecationWarning
 
-.PHONY: venv lab formgrader demo release test test-fast clean bench-engine grade sandbox system-deps bench-grading bench-checks check collect feedback lint hand-out
+.PHONY: venv lab formgrader demo release test test-fast clean bench-engine grade sandbox system-deps bench-grading bench-on-submit bench-checks check collect feedback lint hand-out
 
 venv: $(STAMP)
 
@@ -83,6 +83,10 @@ grade: $(STAMP)  ## instructors: grade submitted/*/$(ASSIGNMENT) (sandboxed, par
 
 feedback: $(STAMP)  ## instructors: nbgrader release_feedback $(ASSIGNMENT): learners get it with "Fetch Feedback"
 	$(BIN)/nbgrader release_feedback $(ASSIGNMENT)
+
+bench-on-submit: $(STAMP)  ## grade on submit, 2 Celery workers: landing to feedback, median and slowest (notebooks 01 and 06), then a burst of 100
+	$(BIN)/python -m benchmarks.on_submit --assignment 01-reverse-accumulation --n 12 --every 10 --burst 100
+	$(BIN)/python -m benchmarks.on_submit --assignment 06-fused-cross-entropy --n 12 --every 10
 
 bench-grading: $(STAMP)  ## 40 submissions of notebook 01: the course's command (2 workers) vs stock nbgrader autograde; BENCH_ARGS=--celery adds 1 and 2 Celery workers
 	$(BIN)/python -m benchmarks.grading $(BENCH_ARGS)

@@ -172,26 +172,25 @@ def grade_assignment(
     workers = max(1, workers or os.cpu_count() or 1)
     info = _sandbox_for(course_root, require_sandbox, log)
     students = _known_students(course_root, assignment, students, log)
-    run = _prepare(course_root, assignment, db_url, source, release, info, limits, workers, students)
-    run.left_out, run.recorder = left_out or {}, recorder
-    done = record.completed(db_url, assignment)
-    todo = [s for s in students if force or done.get(s) != run.hashes[s]]
-    if len(students) > len(todo):
-        log(
-            f"{len(students) - len(todo)} submission(s) already graded and unchanged: skipped (use --force to grade "
-            "them again)."
-        )
-    size = min(workers, max(len(todo), 1))
-    log(f"Grading {len(todo)} submission(s) of {assignment} with {size} worker(s) ...")
     own_pool = pool is None
-    pool = pool or [Worker(slot, run.state_dir) for slot in range(size)]
-    bar = Progress(len(todo), progress)
+    if pool is None:  # started now: they import torch and the checks while the run is prepared
+        state_dir = _state_dir(course_root, assignment)
+        pool = [Worker(slot, state_dir).started() for slot in range(min(workers, max(len(students), 1)))]
+    run = None
     try:
+        run = _prepare(course_root, assignment, db_url, source, release, info, limits, workers, students)
+        run.left_out, run.recorder = left_out or {}, recorder
+        todo = _todo(run, students, force, log)
+        size = min(workers, max(len(todo), 1))
+        log(f"Grading {len(todo)} submission(s) of {assignment} with {size} worker(s) ...")
+        pool = _without_spares(pool, size) if own_pool else pool
+        bar = Progress(len(todo), progress)
+        graded = run
         run_jobs(
             pool,
             todo,
-            start=lambda worker, student: _start(run, worker, student),
-            finish=lambda worker, state: bar.update(*_end(run, worker, state)),
+            start=lambda worker, student: _start(graded, worker, student),
+            finish=lambda worker, state: bar.update(*_end(graded, worker, state)),
         )
     finally:
         for worker in pool:
@@ -199,8 +198,28 @@ def grade_assignment(
                 worker.stop()
                 worker.job = None
             sandbox.kill_uid(worker.uid)
-        shutil.rmtree(run.scratch_base, ignore_errors=True)
+        if run is not None:
+            shutil.rmtree(run.scratch_base, ignore_errors=True)
     return read_scores(db_url, assignment, students)
+
+
+def _without_spares(pool: list[Worker], size: int) -> list[Worker]:
+    """The first `size` workers; those after them, started before the run knew how many it needed, stopped."""
+    for spare in pool[size:]:
+        spare.stop()
+    return pool[:size]
+
+
+def _todo(run: GradingRun, students: list[str], force: bool, log: Callable) -> list[str]:
+    """The students whose submission is new or changed since it was last graded (all of them with `force`)."""
+    done = record.completed(run.db_url, run.assignment)
+    todo = [s for s in students if force or done.get(s) != run.hashes[s]]
+    if len(students) > len(todo):
+        log(
+            f"{len(students) - len(todo)} submission(s) already graded and unchanged: skipped (use --force to grade "
+            "them again)."
+        )
+    return todo
 
 
 def _sandbox_for(course_root: Path, require_sandbox: bool, log: Callable) -> sandbox.SandboxInfo:
@@ -230,12 +249,18 @@ def _known_students(course_root: Path, assignment: str, asked: list[str] | None,
     return [s for s in students if s in submitted]
 
 
+def _state_dir(course_root: Path, assignment: str) -> Path:
+    """Where a run keeps its spec and its workers' logs."""
+    state_dir = course_root / ".grading" / "work" / assignment
+    state_dir.mkdir(parents=True, exist_ok=True)
+    return state_dir
+
+
 def _prepare(course_root, assignment, db_url, source, release, info, limits, workers, students) -> GradingRun:
     """The run's spec (written where the workers read it), the submissions' hashes, a scratch folder."""
     spec = assignment_spec(course_root, assignment, db_url, source, release)
     spec_text = spec.to_json()
-    state_dir = course_root / ".grading" / "work" / assignment
-    state_dir.mkdir(parents=True, exist_ok=True)
+    state_dir = _state_dir(course_root, assignment)
     spec_path = state_dir / "spec.json"
     spec_path.write_text(spec_text)
     scratch_base = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp" if Path("/tmp").is_dir() else None))

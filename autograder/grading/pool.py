@@ -74,10 +74,15 @@ class Worker:
         os.set_blocking(self.proc.stdout.fileno(), False)
         self._buffer = b""
 
-    def submit(self, student: str, job_dir: Path, limit: float) -> None:
-        """Hand the worker a job (starting a fresh process if it has none); it is overdue after `limit` s."""
+    def started(self) -> Worker:
+        """This worker with its process running (it imports what grading needs before its first job)."""
         if self.proc is None or self.proc.poll() is not None:
             self._spawn()
+        return self
+
+    def submit(self, student: str, job_dir: Path, limit: float) -> None:
+        """Hand the worker a job (starting a fresh process if it has none); it is overdue after `limit` s."""
+        self.started()
         assert self.proc is not None and self.proc.stdin is not None
         self.job = (student, job_dir)
         self.deadline = time.monotonic() + limit
