@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import nbformat
@@ -82,3 +83,47 @@ def test_the_score_table_gives_each_recorded_flag_its_instructor_sentence():
     retired = NotebookFlag("nb", "retired_code", "d")
     assert retired.instructor_line == "retired_code: d", "an old record still reads"
     assert retired.csv_text == "retired_code (nb: d)"
+
+
+def _graded_notebook(with_image: bool) -> nbformat.NotebookNode:
+    """The released notebook 01 as the feedback template sees it: scored grade cells, an error and a stream output."""
+    from autograder.coursedir import REPO
+
+    nb = nbformat.read(next((REPO / "course" / "01-reverse-accumulation").glob("*.ipynb")), as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            meta["score"], meta["points"] = 1.0, 2.0
+        if cell.cell_type == "code":
+            cell.outputs = [
+                nbformat.v4.new_output("stream", name="stdout", text="x < y & z\n"),
+                nbformat.v4.new_output("error", ename="E", evalue="v", traceback=["\x1b[31mE\x1b[0m: <v>"]),
+            ]
+    if with_image:
+        png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+        last_code = [c for c in nb.cells if c.cell_type == "code"][-1]
+        last_code.outputs.append(nbformat.v4.new_output("display_data", data={"image/png": png}))
+    return nb
+
+
+def test_the_feedback_page_is_nbconverts_page_without_its_accessibility_pass_only_where_that_pass_changes_nothing():
+    """The feedback exporter skips nbconvert's BeautifulSoup pass (half a page's cost) on pages with no image and
+    no JupyterLab cell: the page is what nbconvert writes, up to that pass's re-serialisation; a page with an
+    image is nbconvert's own, alt text included."""
+    from bs4 import BeautifulSoup
+    from nbconvert import HTMLExporter
+
+    from autograder.grading.feedback_html import feedback_exporter
+
+    exporter = feedback_exporter()
+    for with_image in (False, True):
+        nb = _graded_notebook(with_image)
+        resources = {"nbgrader": {"notebook": "n", "score": 3, "max_score": 6, "late_penalty": 0}}
+        ours, _ = exporter.from_notebook_node(nb, resources=copy.deepcopy(resources))
+        stock, _ = HTMLExporter.from_notebook_node(exporter, nb, resources=copy.deepcopy(resources))
+        assert "Test cell</a> (Score: 1.0 / 2.0)" in stock and "x &lt; y &amp; z" in stock
+        if with_image:
+            assert ours == stock and 'alt="No description has been provided for this image"' in ours
+        else:
+            assert "<img" not in stock and ours != stock, "the pass was skipped"
+            assert str(BeautifulSoup(ours, features="html.parser")) == stock

@@ -4,6 +4,7 @@ page and loses the points in the instructor's grade; a right answer gets full ma
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 
@@ -34,8 +35,9 @@ def _answers() -> dict[str, dict[str, str]]:
     return {"ada": right, "cy": {**right, "primal_trace": lookup + SHOWN_CASE_ONLY["primal_trace"]}}
 
 
-def _text(html: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+def _text(page: str) -> str:
+    """The page's text as a reader sees it: tags dropped, entities (`&#x27;`, `&nbsp;`) read, spaces collapsed."""
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page)))
 
 
 @pytest.fixture(scope="module")

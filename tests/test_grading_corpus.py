@@ -6,6 +6,7 @@ One grading run (2 parallel workers, short time limits) over a tiny assignment t
 
 from __future__ import annotations
 
+import html
 import os
 import socket
 import sqlite3
@@ -72,8 +73,8 @@ def test_submission_gets_its_expected_outcome(graded, name):
     assert codes == expect["flags"], f"{name}: flags {codes}, expected exactly {expect['flags']}\n{row.flags}"
     if "message" in expect:
         assert any(expect["message"] in m for m in row.messages + [row.message]) or any(
-            expect["message"] in html.read_text()
-            for html in (root / "feedback" / name / hostile.ASSIGNMENT).glob("*.html")
+            expect["message"] in html.unescape(page.read_text())
+            for page in (root / "feedback" / name / hostile.ASSIGNMENT).glob("*.html")
         ), f"{name}: no message with {expect['message']!r}: {row.messages}"
 
 
@@ -105,7 +106,7 @@ def test_feedback_never_shows_hidden_tests_or_solutions(graded):
     pages = list((root / "feedback").rglob("*.html"))
     assert len(pages) >= len(SPECS) - 2
     for page in pages:
-        text = page.read_text()
+        text = html.unescape(page.read_text())
         for secret in hidden:
             assert secret not in text, f"{page} shows {secret!r}"
     autograded = list((root / "autograded").rglob("*.ipynb"))
@@ -115,8 +116,8 @@ def test_feedback_never_shows_hidden_tests_or_solutions(graded):
 
 def test_a_trusted_failure_says_why(graded):
     root, _, rows, _, _ = graded
-    html = next((root / "feedback" / "h_partly_wrong" / hostile.ASSIGNMENT).glob("*.html")).read_text()
-    assert "one-sided difference" in html and "Score: 2" in html
+    page = html.unescape(next((root / "feedback" / "h_partly_wrong" / hostile.ASSIGNMENT).glob("*.html")).read_text())
+    assert "one-sided difference" in page and "Score: 2" in page
 
 
 def test_nothing_is_graded_twice_when_run_again(graded):
@@ -145,6 +146,6 @@ def test_what_is_shown_has_nothing_live_and_nothing_secret(graded, name):
     pages += [HTMLExporter(template_name="classic").from_filename(str(p))[0] for p in notebooks]
     for page in pages:
         assert active_parts(page) == [], f"{name}: live learner HTML shown"
-    for text in pages + [p.read_text() for p in notebooks]:
+    for text in [html.unescape(page) for page in pages] + [p.read_text() for p in notebooks]:  # as a reader sees it
         for secret in SPECS[name].EXPECT.get("absent", []) + [SECRET_VALUE]:
             assert secret not in text, f"{name}: {secret!r} is shown"

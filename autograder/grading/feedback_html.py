@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -60,20 +61,55 @@ def with_notes(nb: nbformat.NotebookNode, cell: nbformat.NotebookNode | None) ->
 
 _EXPORTER = None
 
+# What nbconvert's accessibility pass edits: images (alt text) and JupyterLab's cells (tabindex).
+_ACCESSIBILITY_TARGETS = ("<img", "jp-Cell-inputWrapper", "jp-OutputArea-output")
+
+
+def _exporter_class() -> type:
+    from nbconvert import HTMLExporter
+    from nbconvert.exporters.templateexporter import TemplateExporter
+    from nbconvert.filters.highlight import Highlight2HTML
+    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+    class FeedbackExporter(HTMLExporter):
+        """HTMLExporter without its accessibility pass where that pass has nothing to change. The pass re-parses the
+        whole page with BeautifulSoup to give images an alt text and JupyterLab's cells a tabindex: profiled, over
+        half of a feedback page's cost, for nothing on a page with neither (nbgrader's feedback template has no
+        JupyterLab cells, and most pages have no image). A page that has one is rendered again the stock way."""
+
+        def from_notebook_node(self, nb: Any, resources: Any = None, **kw: Any) -> Any:
+            original = copy.deepcopy(resources)
+            # the filters HTMLExporter.from_notebook_node registers before it renders (nbconvert 7.17)
+            langinfo = nb.metadata.get("language_info", {})
+            lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
+            self.register_filter(
+                "highlight_code", self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
+            )
+            resources = self._init_resources(resources)
+            self.register_filter(
+                "filter_data_type",
+                WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self, resources=resources),
+            )
+            html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+            if any(target in html for target in _ACCESSIBILITY_TARGETS):
+                return super().from_notebook_node(nb, original, **kw)
+            return html, resources
+
+    return FeedbackExporter
+
 
 def feedback_exporter() -> Any:
     """nbgrader's feedback template with the notebook's CSS inlined, maths as MathML, long lines wrapped."""
     global _EXPORTER
     if _EXPORTER is None:
         import nbgrader
-        from nbconvert import HTMLExporter
         from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 
         from ..offline_math import TEMPLATES, MathToMathML, WrapLongLines
 
         formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
         # TEMPLATES/base/mathjax.html.j2 replaces nbconvert's (which loads MathJax from a CDN)
-        exporter = HTMLExporter(
+        exporter = _exporter_class()(
             template_name="feedback",
             extra_template_basedirs=[str(formgrader / "templates"), str(TEMPLATES)],
             extra_template_paths=[str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")],

@@ -323,7 +323,9 @@ def kernel_command(
         cmd += ["env", "-i"] + [f"{k}={v}" for k, v in env.items()]
         if info.drop_uid:
             cmd += [*_drop_to(uid), "--"]
-    cmd += [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    from ..probes.kernel_fork import KERNEL_OPTIONS
+
+    cmd += [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}", *KERNEL_OPTIONS]
     return cmd
 
 
