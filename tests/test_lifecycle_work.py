@@ -184,6 +184,7 @@ NOT_RUN = {
     "bench-engine": "prints figures",
     "bench-checks": "prints figures",
     "bench-grading": "grades in a temporary folder",
+    "bench-on-submit": "grades in a temporary folder (with its own exchange, redis-server and Celery workers)",
 }
 
 

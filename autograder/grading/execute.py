@@ -4,6 +4,7 @@ notebook, a cap on the output kept, and a hard kill at the deadline."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import shutil
@@ -67,6 +68,14 @@ def execute(run_nb: NotebookNode, scratch: Path, job: Job, records: RecordCollec
     return SandboxedRun(run_nb, scratch, job, records).execute()
 
 
+@functools.cache
+def _has_gpu() -> bool:
+    """Whether this grader has a CUDA device: asked once per process, not at every kernel start."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def kernel_environment(home: Path, threads: int, sandboxed: bool) -> dict[str, str]:
     """The kernel's whole environment: its own home and caches, headless plotting, a bounded thread count, the
     grader's PYTHONPATH where it has one (where its course packages come from: the kernel imports the same ones), and,
@@ -75,9 +84,7 @@ def kernel_environment(home: Path, threads: int, sandboxed: bool) -> dict[str, s
     for sub in ("mpl", "ipython", "runtime", "data", "tmp"):
         (home / sub).mkdir(parents=True, exist_ok=True)
     where = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
-    import torch
-
-    interpret = {} if torch.cuda.is_available() else {"TRITON_INTERPRET": "1"}
+    interpret = {} if _has_gpu() else {"TRITON_INTERPRET": "1"}
     return {
         **where,
         **interpret,
