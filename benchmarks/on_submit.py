@@ -22,6 +22,8 @@ import os
 import secrets
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -135,10 +137,7 @@ def main() -> None:
             redis.stop()
 
 
-def _start_service(course_root: Path, log: Path):
-    import subprocess
-    import sys
-
+def _start_service(course_root: Path, log: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "autograder", "on-submit", "--course-dir", str(course_root)],
         cwd=REPO,

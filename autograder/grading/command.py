@@ -184,14 +184,7 @@ def grade_assignment(
         size = min(workers, max(len(todo), 1))
         log(f"Grading {len(todo)} submission(s) of {assignment} with {size} worker(s) ...")
         pool = _without_spares(pool, size) if own_pool else pool
-        bar = Progress(len(todo), progress)
-        graded = run
-        run_jobs(
-            pool,
-            todo,
-            start=lambda worker, student: _start(graded, worker, student),
-            finish=lambda worker, state: bar.update(*_end(graded, worker, state)),
-        )
+        _grade_all(run, pool, todo, progress)
     finally:
         for worker in pool:
             if own_pool or worker.job is not None:  # one still grading is stopped, kept ones are left warm
@@ -201,6 +194,16 @@ def grade_assignment(
         if run is not None:
             shutil.rmtree(run.scratch_base, ignore_errors=True)
     return read_scores(db_url, assignment, students)
+
+
+def _grade_all(run: GradingRun, pool: list[Worker], todo: list[str], progress: bool) -> None:
+    bar = Progress(len(todo), progress)
+    run_jobs(
+        pool,
+        todo,
+        start=lambda worker, student: _start(run, worker, student),
+        finish=lambda worker, state: bar.update(*_end(run, worker, state)),
+    )
 
 
 def _without_spares(pool: list[Worker], size: int) -> list[Worker]:
