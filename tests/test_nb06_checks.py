@@ -436,6 +436,12 @@ def backward_right(logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_
 
 
 @triton.jit
+def copy_into(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+@triton.jit
 def backward_store_unmasked(
     logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr
 ):
@@ -674,6 +680,7 @@ def test_a_blank_exercise_says_it_is_not_written():
 # ------------------------------------------------------------------------------------------ the Function
 from torch.autograd import Function  # noqa: E402
 
+from autograder.nb06.cases import LEFT_PER_ROW  # noqa: E402
 from autograder.nb06.judges.functions import draw_fused_ce, fused_ce_cases  # noqa: E402
 
 
@@ -748,10 +755,12 @@ def make_function(
                 backward_right[(rows,)](
                     logits, target, lse, grad, logits.stride(0), V, ctx.ignore_index, scale, BLOCK_V=16
                 )
-            if round_early:  # logit - lse rounded to the logits' dtype before exp: a rounding on the way
+            if round_early:  # logit - lse rounded to the logits' dtype before exp (rounding to nearest, as a GPU
+                # does; the interpreter truncates), stored by a kernel: the numbers of a rounding on the way
                 p = torch.exp((logits.to(lse.dtype) - lse[:, None]).to(logits.dtype).to(lse.dtype))
                 p[torch.arange(rows), target.clamp(min=0)] -= 1.0
-                grad.copy_(p * scale * (target != ctx.ignore_index)[:, None])
+                rounded = (p * scale * (target != ctx.ignore_index)[:, None]).to(grad.dtype).contiguous()
+                copy_into[(triton.cdiv(grad.numel(), 1024),)](rounded, grad, grad.numel(), BLOCK=1024)
             if launch_for_show:  # the launch stays, PyTorch writes the gradient over what it left
                 p = torch.exp(logits - lse[:, None])
                 p[torch.arange(rows), target.clamp(min=0)] -= 1.0
@@ -801,6 +810,107 @@ def test_a_function_of_torch_operations_earns_no_kernel_part():
     assert failed == {"forward", "reference"}, report  # its loss and gradient are right: every other part scores
 
 
+# The loss is the mean of what forward's kernel wrote per row. Before, one launch of any kernel was enough: a
+# launch for show beside PyTorch's loss kept the forward part. Attacks (each loses the forward part only) and the
+# honest layouts that must keep full marks.
+@triton.jit
+def first_column(logits_ptr, out_ptr, stride):  # a kernel that runs and computes nothing the loss needs
+    row = tl.program_id(0)
+    tl.store(out_ptr + row, tl.load(logits_ptr + row * stride))
+
+
+@triton.jit
+def leave_alone(buffer_ptr):  # a launch handed a buffer it never writes
+    pass
+
+
+def _torch_rows(logits, target, ignore_index):
+    lse = torch.logsumexp(logits, dim=1)
+    picked = logits.gather(1, target.clamp(min=0)[:, None]).squeeze(1)
+    return torch.where(target != ignore_index, lse - picked, torch.zeros_like(lse)), lse
+
+
+def _forward_variant(kind, logits, target, ignore_index):
+    """(per-row losses, log-sum-exps) as each variant makes them, in the accumulation dtype."""
+    rows, V = logits.shape
+    acc = accumulation_dtype(logits.dtype)
+    loss, lse = torch.empty(rows, dtype=acc), torch.empty(rows, dtype=acc)
+    if kind == "launch_on_zeros":  # the kernel on other data, PyTorch's answer returned
+        forward_right[(rows,)](torch.zeros_like(logits), target, loss, lse, V, V, ignore_index, BLOCK_V=16)
+        return _torch_rows(logits.to(acc), target, ignore_index)
+    if kind == "launch_of_another_kernel":
+        first_column[(rows,)](logits, loss, logits.stride(0))
+        return _torch_rows(logits.to(acc), target, ignore_index)
+    if kind == "table_of_guesses":  # many small buffers of candidate values handed to launches
+        for k in range(4 * LEFT_PER_ROW):
+            leave_alone[(1,)](torch.linspace(0.0, 6.0, rows, dtype=logits.dtype) + k * 6.0 / (4 * LEFT_PER_ROW))
+        return _torch_rows(logits.to(acc), target, ignore_index)
+    if kind == "table_within_the_limit":  # as many numbers as the judge reads, spread over the likely losses
+        for k in range(LEFT_PER_ROW - 2):
+            leave_alone[(1,)](torch.linspace(0.5, 5.0, rows, dtype=logits.dtype).roll(k))
+        return _torch_rows(logits.to(acc), target, ignore_index)
+    if kind == "not_protected_torch_rows_handed_to_a_launch":
+        rows_loss, rows_lse = _torch_rows(logits.to(acc), target, ignore_index)
+        leave_alone[(1,)](rows_loss)
+        return rows_loss, rows_lse
+    if kind == "packed":  # honest: loss and log-sum-exp in one (2, rows) buffer
+        both = torch.empty(2, rows, dtype=acc)
+        forward_right[(rows,)](logits, target, both[0], both[1], logits.stride(0), V, ignore_index, BLOCK_V=16)
+        return both[0], both[1]
+    if kind == "loss_from_lse":  # honest: the kernel's log-sum-exps, the subtraction in PyTorch
+        forward_right[(rows,)](logits, target, loss, lse, logits.stride(0), V, ignore_index, BLOCK_V=16)
+        picked = logits.gather(1, target.clamp(min=0)[:, None]).squeeze(1).to(acc)
+        return torch.where(target != ignore_index, lse - picked, torch.zeros_like(lse)), lse
+    assert kind == "row_by_row"  # honest: one launch per row, each handed its row's views
+    for r in range(rows):
+        forward_right[(1,)](
+            logits[r : r + 1], target[r : r + 1], loss[r : r + 1], lse[r : r + 1], V, V, ignore_index, BLOCK_V=16
+        )
+    return loss, lse
+
+
+def fused_with_forward(kind):
+    class Fused(Function):
+        @staticmethod
+        def forward(ctx, logits, target, ignore_index=-100):
+            logits = logits.contiguous()
+            loss, lse = _forward_variant(kind, logits, target, ignore_index)
+            ctx.save_for_backward(logits, target, lse)
+            ctx.ignore_index, ctx.n = ignore_index, max(int((target != ignore_index).sum()), 1)
+            return (loss.sum() / ctx.n).to(logits.dtype)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            logits, target, lse = ctx.saved_tensors
+            grad = torch.empty_like(logits)
+            rows, V = logits.shape
+            scale = float(grad_output) / ctx.n
+            backward_right[(rows,)](logits, target, lse, grad, logits.stride(0), V, ctx.ignore_index, scale, BLOCK_V=16)
+            return grad, None, None
+
+    return Fused
+
+
+@pytest.mark.parametrize(
+    "kind", ["launch_on_zeros", "launch_of_another_kernel", "table_of_guesses", "table_within_the_limit"]
+)
+def test_a_loss_not_made_of_what_the_forward_kernel_wrote_loses_the_forward_part(kind):
+    points, failed, report = fused_score(fused_with_forward(kind))
+    assert failed == {"forward"} and "wrote neither the rows' losses nor their log-sum-exps" in report, report
+
+
+@pytest.mark.parametrize("kind", ["packed", "loss_from_lse", "row_by_row"])
+def test_a_loss_from_the_kernels_rows_in_any_honest_layout_keeps_full_marks(kind):
+    assert fused_score(fused_with_forward(kind))[:2] == (5.0, set())
+    assert fused_score(fused_with_forward(kind), **draw_fused_ce(random.Random(9), 1))[:2] == (5.0, set())
+
+
+def test_not_protected_pytorchs_rows_handed_to_a_launch_that_never_writes_them():
+    """The ceiling of 'memory a launch was handed' (as for notebook 05's outputs): values PyTorch computed and handed
+    to a launch look like the launch's. docs/grading.md lists it."""
+    assert fused_score(fused_with_forward("not_protected_torch_rows_handed_to_a_launch"))[:2] == (5.0, set())
+
+
 # ------------------------------------------------------------------------------------------ memory and bf16
 from autograder.nb06.judges.functions import draw_saved_problems  # noqa: E402
 
@@ -847,6 +957,20 @@ BF16_HINTS = {
 
 def test_bf16_in_ulps_a_right_function_keeps_every_part():
     assert verdict_of_call(nb06.check_bf16, make_function())[:2] == (3.0, set())
+
+
+@pytest.mark.parametrize(
+    ("answer", "failed_parts", "points", "says"),
+    [
+        (make_function(torch_only=True), {"loss", "gradient"}, 0.0, "forward launched no Triton kernel"),
+        (fused_with_forward("launch_on_zeros"), {"loss"}, 2.0, "the loss is not what the kernels wrote"),
+        (make_function(launch_for_show=True), {"gradient"}, 2.0, "no gradient a Triton kernel wrote"),
+    ],
+)
+def test_bf16_counts_the_kernels_launches(answer, failed_parts, points, says):
+    """Before, the bfloat16 check counted no launch: PyTorch in float32 (or beside a launch for show) kept 3/3."""
+    got, failed, report = verdict_of_call(nb06.check_bf16, answer)
+    assert (got, failed) == (points, failed_parts) and says in report, report
 
 
 @pytest.mark.parametrize(("hint", "options"), list(BF16_HINTS.items()))
@@ -902,43 +1026,89 @@ def test_a_backward_that_raises_costs_the_backward_only_with_its_message():
 from autograder.nb06.judges.functions import draw_linear_ce, linear_ce_cases  # noqa: E402
 
 
+def _torch_chunk_loss(logits, target):
+    lse = torch.logsumexp(logits, dim=1)
+    return lse - logits.gather(1, target[:, None]).squeeze(1), lse
+
+
+def _torch_chunk_gradient(logits, target, lse, scale):
+    g = torch.exp(logits - lse[:, None])
+    g[torch.arange(g.shape[0]), target] -= 1.0
+    return g * scale
+
+
 def make_linear(
-    *, whole=False, no_recompute=False, weight_grad_last_chunk=False, hide=None, double_chunk=False, keep_chunks=False
+    *,
+    whole=False,
+    no_recompute=False,
+    weight_grad_last_chunk=False,
+    hide=None,
+    double_chunk=False,
+    keep_chunks=False,
+    torch_chunks=False,
+    launch_for_show=False,
+    torch_backward=False,
+    unscaled_kernel=False,
 ):
     """hide: a context under which forward makes the whole logits once more (dispatch or torch functions
-    disabled, where a Python dispatch mode cannot see them)."""
+    disabled, where a Python dispatch mode cannot see them). torch_chunks: each chunk computed with PyTorch's
+    operations, no kernel; launch_for_show: the same beside launches on other data; torch_backward: kernels in
+    forward only; unscaled_kernel: backward's kernel writes G unscaled into a buffer of its own, PyTorch scales."""
 
     class LinearCE(Function):
         @staticmethod
         def forward(ctx, hidden, weight, target, chunk):
-            N = hidden.shape[0]
+            N, V = hidden.shape[0], weight.shape[0]
             step = N if whole else 2 * chunk if double_chunk else chunk
             if hide is not None:
                 with hide():
                     (hidden @ weight.T).sum()
-            total = hidden.new_zeros(())
-            lses = []
+            loss, lse = torch.empty(N, dtype=hidden.dtype), torch.empty(N, dtype=hidden.dtype)
             for start in range(0, N, step):
-                logits = hidden[start : start + step] @ weight.T
-                lse = torch.logsumexp(logits, dim=1)
-                total = total + (lse - logits.gather(1, target[start : start + step, None]).squeeze(1)).sum()
-                lses.append(lse)
-            ctx.save_for_backward(hidden, weight, target, torch.cat(lses))
+                rows = slice(start, start + step)
+                logits = hidden[rows] @ weight.T
+                if torch_chunks or launch_for_show:
+                    if launch_for_show:
+                        forward_right[(logits.shape[0],)](
+                            torch.zeros_like(logits), target[rows], loss[rows], lse[rows], V, V, -100, BLOCK_V=16
+                        )
+                    loss[rows], lse[rows] = _torch_chunk_loss(logits, target[rows])
+                    continue
+                forward_right[(logits.shape[0],)](
+                    logits, target[rows], loss[rows], lse[rows], logits.stride(0), V, -100, BLOCK_V=16
+                )
+            ctx.save_for_backward(hidden, weight, target, lse)
             ctx.chunk = N if (whole or no_recompute) else chunk
             if keep_chunks:  # every chunk's logits kept for backward, each one small: N×V numbers in pieces
                 ctx.chunks = [hidden[i : i + step] @ weight.T for i in range(0, N, step)]
-            return total / N
+            return loss.sum() / N
 
         @staticmethod
         def backward(ctx, grad_output):
             hidden, weight, target, lse = ctx.saved_tensors
-            N, step = hidden.shape[0], ctx.chunk
+            (N, V), step = (hidden.shape[0], weight.shape[0]), ctx.chunk
             grad_h, grad_w = torch.empty_like(hidden), torch.zeros_like(weight)
             for start in range(0, N, step):
                 rows = slice(start, start + step)
-                g = torch.exp(hidden[rows] @ weight.T - lse[rows, None])
-                g[torch.arange(g.shape[0]), target[rows]] -= 1.0
-                g = g * (grad_output / N)
+                g = hidden[rows] @ weight.T  # recomputed; the kernel writes the gradient over it
+                scale = float(grad_output) / N
+                if torch_chunks or launch_for_show or torch_backward:
+                    if launch_for_show or torch_backward:
+                        backward_right[(g.shape[0],)](
+                            torch.zeros_like(g), target[rows], lse[rows], torch.empty_like(g), V, V, -100, 1.0,
+                            BLOCK_V=16,
+                        )  # fmt: skip
+                    g = _torch_chunk_gradient(g, target[rows], lse[rows], scale)
+                elif unscaled_kernel:
+                    unit = torch.empty_like(g)
+                    backward_right[(g.shape[0],)](
+                        g, target[rows], lse[rows], unit, g.stride(0), V, -100, 1.0, BLOCK_V=16
+                    )
+                    g = unit * scale
+                else:
+                    backward_right[(g.shape[0],)](
+                        g, target[rows], lse[rows], g, g.stride(0), V, -100, scale, BLOCK_V=16
+                    )
                 grad_h[rows] = g @ weight
                 if weight_grad_last_chunk:
                     grad_w = g.T @ hidden[rows]
@@ -952,6 +1122,27 @@ def make_linear(
 def test_linear_cross_entropy_chunk_by_chunk():
     assert verdict_of_call(nb06.check_linear_ce, make_linear(), cases=linear_ce_cases())[:2] == (5.0, set())
     assert verdict_of_call(nb06.check_linear_ce, make_linear(), **draw_linear_ce(random.Random(6), 2))[:2] == (
+        5.0,
+        set(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "failed_parts", "says"),
+    [
+        ({"torch_chunks": True}, {"forward", "reference"}, "forward launched no Triton kernel"),
+        ({"launch_for_show": True}, {"forward", "reference"}, "the loss is not what the kernels wrote"),
+        ({"torch_backward": True}, {"reference"}, "backward's kernels did not write the chunks' logit gradients"),
+    ],
+)
+def test_linear_cross_entropy_chunks_not_made_by_the_kernels_lose_the_kernel_parts(options, failed_parts, says):
+    """Before, the check counted no launch: PyTorch on each chunk, with or without launches for show, kept 5/5."""
+    points, failed, report = verdict_of_call(nb06.check_linear_ce, make_linear(**options), cases=linear_ce_cases())
+    assert failed == failed_parts and says in report, report
+
+
+def test_linear_cross_entropy_a_kernel_writing_g_unscaled_keeps_full_marks():
+    assert verdict_of_call(nb06.check_linear_ce, make_linear(unscaled_kernel=True), cases=linear_ce_cases())[:2] == (
         5.0,
         set(),
     )

@@ -88,3 +88,8 @@ def linear_case(seed: int, N: int, D: int, V: int) -> tuple[torch.Tensor, torch.
     hidden = torch.randn(N, D, generator=gen, dtype=torch.float64)
     weight = torch.randn(V, D, generator=gen, dtype=torch.float64) / D**0.5
     return hidden, weight, torch.randint(0, V, (N,), generator=gen)
+
+
+# How many numbers per row the judge looks through for the per-row results a kernel wrote: enough for every honest
+# layout (a loss and a log-sum-exp per row, in one buffer or two, per chunk), too few for a table of guesses.
+LEFT_PER_ROW = 16

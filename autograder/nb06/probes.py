@@ -26,6 +26,7 @@ from ..probes.apply import engine_agrees
 from ..probes.call import call_learner
 from ..registry import ProbeData
 from .cases import (
+    LEFT_PER_ROW,
     SAVED_PROBLEMS,
     bf16_case,
     ce_targets,
@@ -269,8 +270,9 @@ def probe_online_lse(
 # --------------------------------------------------------------------------------------------- the Function
 
 
-def _saved_while(apply: Any, args: tuple, inputs: list[torch.Tensor], name: str) -> tuple[Any, list[dict], int]:
-    """(output, what forward saved: shape and whether it is an input's memory, Triton launches) of apply(*args)."""
+def _saved_while(apply: Any, args: tuple, inputs: list[torch.Tensor], name: str, rows: int) -> tuple[Any, list, dict]:
+    """(output, what forward saved: shape and whether it is an input's memory, Triton launches: counted, and what
+    they left in per-row buffers of at most `rows` numbers) of apply(*args)."""
     own = {t.untyped_storage().data_ptr() for t in inputs}
     saved: list[dict] = []
 
@@ -278,10 +280,17 @@ def _saved_while(apply: Any, args: tuple, inputs: list[torch.Tensor], name: str)
         saved.append({"shape": tuple(t.shape), "input": t.untyped_storage().data_ptr() in own})
         return t
 
-    launches = {"n": 0}
+    launches = {"n": 0, "small": rows}
     with counting_launches(launches), _saved_tensors_hooks(pack, lambda t: t):
         out = call_kernel(apply, *args, name=name)
-    return out, saved, launches["n"]
+    return out, saved, launches
+
+
+def left_by_launches(launches: dict, most: int) -> torch.Tensor:
+    """The values counted launches left in their small buffers, launch by launch, as one float64 tensor: at most
+    `most` + 1 of them (one more than the judge accepts, so that it can tell too many)."""
+    values = torch.cat([torch.empty(0, dtype=torch.float64), *launches.get("left", [])])
+    return values[: most + 1].clone()
 
 
 def kept_on_ctx(node: Any, inputs: Sequence[torch.Tensor]) -> list[dict]:
@@ -318,7 +327,7 @@ def _probe_fused_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: int
         x = row_case(seed, rows, V, "float64", 0).to(device)
         target = ce_targets(seed, rows, V, ignored, ignore_index).to(device)
         logits = x.clone().requires_grad_()
-        loss, saved, forward_launches = _saved_while(apply, (logits, target, ignore_index), [logits], name)
+        loss, saved, forward = _saved_while(apply, (logits, target, ignore_index), [logits], name, rows)
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
             raise CheckFailed(f"`{name}.apply(logits, target, ignore_index)` should return the mean loss, one number.")
         if loss.grad_fn is None:
@@ -356,7 +365,8 @@ def _probe_fused_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: int
             {
                 "loss": float(loss.detach()),
                 "saved": saved,
-                "launches": [forward_launches, backward_launches],
+                "launches": [forward["n"], backward_launches],
+                "forward_left": left_by_launches(forward, LEFT_PER_ROW * rows),
                 "returned": [
                     g.detach().to("cpu", torch.float64).clone() if isinstance(g, torch.Tensor) else None for g in grads
                 ],
@@ -407,20 +417,33 @@ def probe_bf16(obj: Any, rows: int = 8, V: int = 4096, seed: int = 0, points: fl
 
 
 def _probe_bf16_run(apply: Any, name: str, logits: torch.Tensor, target: torch.Tensor) -> dict:
-    loss = call_kernel(apply, logits, target, -100, name=name)
+    """The loss and its gradient through autograd's engine, the launches forward and backward made, what forward's
+    left per row, and whether the gradient handed back is what a backward launch wrote."""
+    rows = logits.shape[0]
+    forward = {"n": 0, "small": rows}
+    with counting_launches(forward):
+        loss = call_kernel(apply, logits, target, -100, name=name)
     if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
         raise CheckFailed(f"`{name}.apply` on bfloat16 logits should return the loss with a grad_fn.")
-    try:
-        (grad,) = call_learner(torch.autograd.grad, loss, logits, name=name, call=f"{name}'s backward on bfloat16")
-    except CheckFailed as failure:  # costs the gradient's part; the loss is judged all the same
-        return {"loss": float(loss.detach()), "loss_dtype": str(loss.dtype).removeprefix("torch."),
-                "grad": None, "grad_dtype": None, "backward_error": str(failure)}  # fmt: skip
-    return {
+    answer = {
         "loss": float(loss.detach()),
         "loss_dtype": str(loss.dtype).removeprefix("torch."),
+        "launches": [forward["n"], 0],
+        "forward_left": left_by_launches(forward, LEFT_PER_ROW * rows),
+        "grad": None,
+        "grad_dtype": None,
+        "backward_error": None,
+    }
+    backward = {"n": 0}
+    try:
+        with counting_launches(backward):
+            (grad,) = call_learner(torch.autograd.grad, loss, logits, name=name, call=f"{name}'s backward on bfloat16")
+    except CheckFailed as failure:  # costs the gradient's part; the loss is judged all the same
+        return answer | {"backward_error": str(failure)}
+    return answer | {
+        "launches": [forward["n"], backward["n"] if written_by_launch(backward, grad) else 0],
         "grad": grad.detach().to("cpu", torch.float64).clone(),
         "grad_dtype": str(grad.dtype).removeprefix("torch."),
-        "backward_error": None,
     }
 
 
@@ -445,7 +468,8 @@ def largest_allocation() -> Iterator[dict]:
 
 def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None) -> ProbeData:
     """LinearCrossEntropy.apply(hidden, weight, target, chunk) for each (N, D, V, chunk, grad_output), float64: the
-    loss, backward's raw return, and the largest block of memory PyTorch allocated in forward and in backward."""
+    loss, backward's raw return, the largest block of memory PyTorch allocated in forward and in backward, and the
+    Triton launches of each with what they left in buffers of per-row size (forward) or the logits' (backward)."""
     name = getattr(obj, "__name__", "your Function")
     apply = function_apply(obj, name)
     with course_kernels(obj):
@@ -467,7 +491,8 @@ def _probe_linear_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: in
                 new_saved.append(t.untyped_storage().nbytes())
             return t
 
-        with largest_allocation() as forward, _saved_tensors_hooks(pack, lambda t: t):
+        launched = {"n": 0, "small": N}
+        with largest_allocation() as forward, _saved_tensors_hooks(pack, lambda t: t), counting_launches(launched):
             loss = call_learner(
                 apply, h, w, target, chunk, name=name, call=f"{name}.apply(hidden, weight, target, {chunk})"
             )
@@ -477,12 +502,16 @@ def _probe_linear_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: in
             )
         kept = sum(new_saved) + sum(r["bytes"] for r in kept_on_ctx(loss.grad_fn, (h, w, target)))
         grad_seed = torch.full_like(loss, grad_output)
-        with largest_allocation() as backward:
+        relaunched = {"n": 0, "small": N * V}
+        with largest_allocation() as backward, counting_launches(relaunched):
             grads = backward_of(loss.grad_fn, grad_seed, name)
         grads = grads if isinstance(grads, tuple) else (grads,)
         data.append(
             {
                 "loss": float(loss.detach()),
+                "launches": [launched["n"], relaunched["n"]],
+                "forward_left": left_by_launches(launched, LEFT_PER_ROW * N),
+                "backward_left": left_by_launches(relaunched, LEFT_PER_ROW * N * V),
                 "returned": [
                     g.detach().to("cpu", torch.float64).clone() if isinstance(g, torch.Tensor) else None for g in grads
                 ],

@@ -14,6 +14,7 @@ from ...judges import answers
 from ...judges.verdict import Part, Verdict, verdict_of
 from ...registry import ProbeData, decides
 from ..cases import (
+    LEFT_PER_ROW,
     SAVED_PROBLEMS,
     bf16_case,
     ce_targets,
@@ -67,23 +68,56 @@ def _saved_entries(value: Any, what: str) -> list[dict]:
     return out
 
 
+def written_in_row_order(left: Any, candidates: Sequence[torch.Tensor], counted: torch.Tensor, rtol: float) -> bool:
+    """Whether the launches left one of the candidates in their small buffers (`left`, launch by launch, at most
+    LEFT_PER_ROW numbers per row): its counted entries in order, anything between them, each within rtol of the
+    candidate's largest entry. Per-row results in row order cannot be guessed from a table of values; a kernel
+    that computed them wrote them."""
+    values = answers.tensor(left, "what the launches left").to(torch.float64).flatten().tolist()
+    if len(values) > LEFT_PER_ROW * counted.shape[0]:
+        return False
+    for candidate in candidates:
+        wanted = candidate.flatten()[counted.flatten()].tolist()
+        tol = rtol * max((abs(w) for w in wanted), default=0.0)
+        j = 0
+        for w in wanted:
+            while j < len(values) and not abs(values[j] - w) <= tol:
+                j += 1
+            j += 1
+        if j <= len(values):
+            return True
+    return False
+
+
+def per_row_results(x: torch.Tensor, target: torch.Tensor, ignore_index: int) -> tuple[list, torch.Tensor]:
+    """([each row's loss, each row's log-sum-exp], the rows that count): what a forward kernel writes per row."""
+    losses = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index, reduction="none")
+    return [losses.detach(), torch.logsumexp(x.detach(), dim=1)], target != ignore_index
+
+
+NOT_FROM_KERNEL = (
+    "forward's kernel writes each row's loss (and log-sum-exp) into buffers forward allocates, and the loss is the "
+    "mean of what it wrote: a launch beside a loss PyTorch computed earns nothing"
+)
+
+
 def _judge_fused_loss(
-    parts: dict,
-    where: str,
-    loss: float,
-    launches: float,
-    x: torch.Tensor,
-    target: torch.Tensor,
-    ignore_index: int,
-    ignored: int,
-    expected: float,
-    unsure: list[str],
+    parts: dict, where: str, loss: float, forward: tuple, problem: tuple, expected: float, unsure: list[str]
 ) -> None:
-    """The loss: launched by a kernel, equal to the mean over the counted rows (a mean over every row is named; a
-    loss off in a case with ignored rows, for no reason the judge names, goes to `unsure`)."""
+    """The loss: the mean of what forward's kernel wrote per row (forward: its launches and what they left),
+    equal to the mean over the counted rows of the problem (x, target, ignore_index, ignored rows): a mean over
+    every row is named; a loss off in a case with ignored rows, for no reason the judge names, goes to `unsure`."""
+    launches, left = forward
+    x, target, ignore_index, ignored = problem
+    from_kernel = written_in_row_order(left, *per_row_results(x, target, ignore_index), rtol=1e-6)
     if not launches:
         parts["forward"].fail(f"{where}: forward launched no Triton kernel", "forward runs your forward kernel")
-    elif not math.isclose(loss, expected, rel_tol=1e-9, abs_tol=1e-12):
+        return
+    if not from_kernel:
+        parts["forward"].fail(
+            f"{where}: forward's kernels wrote neither the rows' losses nor their log-sum-exps", NOT_FROM_KERNEL
+        )
+    if not math.isclose(loss, expected, rel_tol=1e-9, abs_tol=1e-12):
         rows = x.shape[0]
         summed = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index, reduction="sum")
         if ignored and math.isclose(loss, float(summed.detach()) / rows, rel_tol=1e-9):
@@ -150,7 +184,9 @@ def judge_fused_ce(
     for case, got in zip(cases, answers.per_case(data["cases"], cases)):
         rows, V, ignored, grad_output, numeric = case
         entry = answers.entry(
-            got, f"case {case}", ("loss", "saved", "launches", "returned", "moved", "backward_error", "kept")
+            got,
+            f"case {case}",
+            ("loss", "saved", "launches", "forward_left", "returned", "moved", "backward_error", "kept"),
         )
         loss = answers.number(entry["loss"], f"the loss of case {case}")
         saved = _saved_entries(entry["saved"], f"what forward saved in case {case}")
@@ -164,9 +200,8 @@ def judge_fused_ce(
         target = ce_targets(seed, rows, V, ignored, ignore_index)
         expected = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index)
         (expected_grad,) = torch.autograd.grad(expected * grad_output, x)
-        _judge_fused_loss(
-            parts, where, loss, launches[0], x, target, ignore_index, ignored, float(expected.detach()), unsure
-        )
+        forward = (launches[0], entry["forward_left"])
+        _judge_fused_loss(parts, where, loss, forward, (x, target, ignore_index, ignored), float(expected), unsure)
         _judge_fused_interface(parts, where, entry["backward_error"], returned)
         grad = returned[0] if returned else None
         kept_whole = _judge_fused_memory(parts, where, saved, _kept_entries(entry["kept"], case), rows, V)
@@ -361,15 +396,32 @@ def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, poi
             "dtype": "the loss and the gradient in bfloat16, the logits' dtype",
         }
     )
-    entry = answers.entry(data, "the bf16 answer", ("loss", "loss_dtype", "grad", "grad_dtype", "backward_error"))
+    entry = answers.entry(
+        data,
+        "the bf16 answer",
+        ("loss", "loss_dtype", "launches", "forward_left", "grad", "grad_dtype", "backward_error"),
+    )
     loss = answers.number(entry["loss"], "the bf16 loss")
+    launches = answers.numbers(entry["launches"], "the bf16 launches", length=2)
     x, target = bf16_case(seed, rows, V)
     where = f"{rows} rows of V = {V} bfloat16 logits"
+    rows_expected, counted = per_row_results(x.to(torch.float64), target, -100)
+    if not launches[0] or not written_in_row_order(entry["forward_left"], rows_expected, counted, rtol=1 / 64):
+        parts["loss"].fail(
+            f"{where}: "
+            + ("forward launched no Triton kernel" if not launches[0] else "the loss is not what the kernels wrote"),
+            NOT_FROM_KERNEL,
+        )
     if entry["backward_error"] is not None:
         parts["gradient"].fail(f"{where}: backward raised: {entry['backward_error']}", None)
         _judge_bf16_loss(parts, where, loss, entry["loss_dtype"], x, target)
         return _bf16_verdict(parts, points)
     grad = answers.tensor(entry["grad"], "the bf16 gradient", shape=(rows, V))
+    if not launches[1]:
+        parts["gradient"].fail(
+            f"{where}: backward handed back no gradient a Triton kernel wrote",
+            "backward runs your backward kernel, writing into a new gradient tensor, and returns that tensor",
+        )
     x64 = x.to(torch.float64).requires_grad_()
     expected = torch.nn.functional.cross_entropy(x64, target)
     (expected_grad,) = torch.autograd.grad(expected, x64)
@@ -380,7 +432,7 @@ def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, poi
         )
     _judge_bf16_loss(parts, where, loss, entry["loss_dtype"], x, target)
     grad_ulps = bf16_ulps(grad, expected_grad)
-    if not float(grad_ulps.max()) <= 1.5:
+    if launches[1] and not float(grad_ulps.max()) <= 1.5:
         parts["gradient"].fail(
             f"{where}: gradient entries up to {float(grad_ulps.max()):.1f} bfloat16 ulps from the float64 values "
             f"(median {float(grad_ulps.median()):.1f})",
@@ -475,7 +527,11 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
     right: list[bool] = []
     for case, got in zip(cases, answers.per_case(data, cases)):
         N, D, V, chunk, grad_output = case
-        entry = answers.entry(got, f"case {case}", ("loss", "returned", "largest", "kept", "device"))
+        entry = answers.entry(
+            got,
+            f"case {case}",
+            ("loss", "launches", "forward_left", "backward_left", "returned", "largest", "kept", "device"),
+        )
         if entry["device"] not in ALLOCATION_GRANULE:
             raise answers.mismatch(f"case {case} ran on the unknown device {entry['device']!r}")
         loss = answers.number(entry["loss"], f"the loss of case {case}")
@@ -488,6 +544,7 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
         grad_h, grad_w = torch.autograd.grad(expected * grad_output, (h, w))
         loss_right = math.isclose(loss, float(expected.detach()), rel_tol=1e-9, abs_tol=1e-12)
         right.append(loss_right)
+        _judge_linear_kernels(parts, where, entry, case, h, w, target)
         if not loss_right:
             parts["forward"].fail(
                 f"{where}: the loss is off",
@@ -515,6 +572,37 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
         for name in ("interface", "chunked"):
             parts[name].unscore(NOTHING_RIGHT)
     return verdict_of(list(parts.values()), points, "LinearCrossEntropy.apply(hidden, weight, target, chunk)")
+
+
+def _judge_linear_kernels(parts: dict, where: str, entry: Any, case: Sequence[Any], h, w, target) -> None:
+    """The kernels did the chunks' work: forward's wrote each row's loss or log-sum-exp, backward's each chunk's
+    logit gradient (scaled or not) or softmax, in row order."""
+    N, _, V, _, grad_output = case
+    launches = answers.numbers(entry["launches"], f"the launches of {where}", length=2)
+    logits = (h @ w.T).detach()
+    rows_expected, counted = per_row_results(logits, target, -100)
+    if not launches[0] or not written_in_row_order(entry["forward_left"], rows_expected, counted, rtol=1e-6):
+        parts["forward"].fail(
+            f"{where}: "
+            + ("forward launched no Triton kernel" if not launches[0] else "the loss is not what the kernels wrote"),
+            "each chunk's logits go to the forward kernel, which writes the chunk's losses and log-sum-exps; the "
+            "loss is the mean of what it wrote",
+        )
+    softmax = torch.softmax(logits, dim=1)
+    unit = softmax - torch.nn.functional.one_hot(target, V).to(softmax.dtype)
+    candidates = [unit * (grad_output / N), unit, unit * grad_output, unit / N, softmax]
+    everything = torch.ones(N * V, dtype=torch.bool)
+    if not launches[1] or not written_in_row_order(entry["backward_left"], candidates, everything, rtol=1e-6):
+        parts["reference"].fail(
+            f"{where}: "
+            + (
+                "backward launched no Triton kernel"
+                if not launches[1]
+                else "backward's kernels did not write the chunks' logit gradients"
+            ),
+            "each recomputed chunk of logits goes to the backward kernel, which writes the chunk's gradient G; "
+            "the products with G give the two gradients",
+        )
 
 
 LINEAR_GRAD_HINT = (
