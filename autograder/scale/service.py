@@ -28,6 +28,8 @@ from .payload import Payload, PayloadRefused
 QUEUE = "revad-grading"
 MAX_ATTEMPTS = 3
 VISIBILITY_TIMEOUT_S = int(os.environ.get("REVAD_VISIBILITY_TIMEOUT", 7200))
+# What a submission may take beyond its notebooks' own deadlines: intake, the feedback page, the gradebook.
+TASK_SLACK_S = int(os.environ.get("REVAD_TASK_SLACK", 120))
 log = logging.getLogger("revad.worker")
 
 app = Celery("revad")
@@ -52,8 +54,8 @@ def use_broker(url: str) -> Celery:
 
 
 def time_limits(limits: Limits, notebooks: int) -> tuple[int, int]:
-    """(soft, hard) seconds for one submission: each notebook's own deadline, plus two minutes for the rest."""
-    soft = limits.timeout_s * max(1, notebooks) + 120
+    """(soft, hard) seconds for one submission: each notebook's own deadline, plus TASK_SLACK_S for the rest."""
+    soft = limits.timeout_s * max(1, notebooks) + TASK_SLACK_S
     return soft, soft + 30
 
 
