@@ -179,10 +179,8 @@ def test_each_classic_mistake_costs_its_own_part_with_its_hint(kernel, parts, hi
 
 
 @triton.jit
-def peeks_before_its_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
-    """Right values, but each row also loads the entry just before it, and lets it through a comparison whose
-    result only a finite value changes (a NaN compares false): read memory that is not its row's."""
-    row = tl.program_id(0)
+def row_logsumexp(logits_ptr, row, stride, V, lse_ptr, BLOCK_V: tl.constexpr):
+    """`right`'s online loop, in lse_ptr's element type: the variants below differ from it only after the loop."""
     m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
     s = tl.zeros([], lse_ptr.dtype.element_ty)
     for start in range(0, V, BLOCK_V):
@@ -191,46 +189,41 @@ def peeks_before_its_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
         m_new = tl.maximum(m, tl.max(x, axis=0))
         s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
         m = m_new
+    return m + tl.log(s)
+
+
+@triton.jit
+def peeks_before_its_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    """Right values, but each row also loads the entry just before it, and lets it through a comparison whose
+    result only a finite value changes (a NaN compares false): read memory that is not its row's."""
+    row = tl.program_id(0)
+    lse = row_logsumexp(logits_ptr, row, stride, V, lse_ptr, BLOCK_V)
     before = tl.load(logits_ptr + row * stride - 1).to(lse_ptr.dtype.element_ty)
-    tl.store(lse_ptr + row, m + tl.log(s) + tl.where(before > 1.5, 1.0, 0.0))
+    tl.store(lse_ptr + row, lse + tl.where(before > 1.5, 1.0, 0.0))
 
 
 @triton.jit
 def peeks_past_its_row(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
     """Right values, and a look at the first entry past the row's end (the padding between rows, or after the last)."""
     row = tl.program_id(0)
-    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
-    s = tl.zeros([], lse_ptr.dtype.element_ty)
-    for start in range(0, V, BLOCK_V):
-        cols = start + tl.arange(0, BLOCK_V)
-        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
-        m = m_new
+    lse = row_logsumexp(logits_ptr, row, stride, V, lse_ptr, BLOCK_V)
     after = tl.load(logits_ptr + row * stride + V).to(lse_ptr.dtype.element_ty)
-    tl.store(lse_ptr + row, m + tl.log(s) + tl.where(after > 1.5, 1.0, 0.0))
+    tl.store(lse_ptr + row, lse + tl.where(after > 1.5, 1.0, 0.0))
 
 
 @triton.jit
 def peeks_at_the_last_rows_neighbour(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
     """Right values; the last row also looks at the row after it (memory after the whole tensor)."""
     row = tl.program_id(0)
-    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
-    s = tl.zeros([], lse_ptr.dtype.element_ty)
-    for start in range(0, V, BLOCK_V):
-        cols = start + tl.arange(0, BLOCK_V)
-        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
-        m = m_new
+    lse = row_logsumexp(logits_ptr, row, stride, V, lse_ptr, BLOCK_V)
     below = tl.load(logits_ptr + (tl.num_programs(0)) * stride + 0).to(lse_ptr.dtype.element_ty)
-    tl.store(lse_ptr + row, m + tl.log(s) + tl.where(below > 1.5, 1.0, 0.0))
+    tl.store(lse_ptr + row, lse + tl.where(below > 1.5, 1.0, 0.0))
 
 
 @triton.jit
 def reads_the_next_row_into_nothing(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
-    """Honest in effect: loads past the row's end unmasked but replaces those lanes before using them (its reads
-    reach no result, so the probe has nothing to see; a sanitizer would)."""
+    """Right values: loads past the row's end unmasked but replaces those lanes before using them (its reads reach
+    no result; the interpreter's loads are watched)."""
     row = tl.program_id(0)
     m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
     s = tl.zeros([], lse_ptr.dtype.element_ty)
@@ -244,18 +237,64 @@ def reads_the_next_row_into_nothing(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.
     tl.store(lse_ptr + row, m + tl.log(s))
 
 
-def test_a_read_outside_the_row_costs_the_bounds_part_even_when_the_values_hide_it():
+@triton.jit
+def reads_before_its_row_into_nothing(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    """Right values: loads the entry before its row and multiplies what it read away (NaN-proof: a where)."""
+    row = tl.program_id(0)
+    lse = row_logsumexp(logits_ptr, row, stride, V, lse_ptr, BLOCK_V)
+    before = tl.load(logits_ptr + row * stride - 1).to(lse_ptr.dtype.element_ty)
+    tl.store(lse_ptr + row, lse + tl.where(before == before, 0.0, 0.0))
+
+
+@triton.jit
+def reads_the_rows_after_the_last_into_nothing(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    """Right values: every program also loads a whole row after the last one, then masks it out of its sum."""
+    row = tl.program_id(0)
+    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
+    s = tl.zeros([], lse_ptr.dtype.element_ty)
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
+        beyond = tl.load(logits_ptr + tl.num_programs(0) * stride + cols, mask=cols < V)
+        x = tl.where(beyond == beyond, x, x)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    tl.store(lse_ptr + row, m + tl.log(s))
+
+
+@triton.jit
+def reads_the_next_row_by_an_atomic(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
+    """Right values: an atomic add of 0 to the entry after its row (a read and a write of the same value)."""
+    row = tl.program_id(0)
+    lse = row_logsumexp(logits_ptr, row, stride, V, lse_ptr, BLOCK_V)
+    after = tl.atomic_add(logits_ptr + row * stride + V, 0.0)
+    tl.store(lse_ptr + row, lse + tl.where(after == after, 0.0, 0.0))
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        reads_the_next_row_by_an_atomic,
+        peeks_before_its_row,
+        peeks_past_its_row,
+        peeks_at_the_last_rows_neighbour,
+        reads_the_next_row_into_nothing,
+        reads_before_its_row_into_nothing,
+        reads_the_rows_after_the_last_into_nothing,
+    ],
+)
+def test_a_read_outside_the_row_costs_the_bounds_part_even_when_the_values_hide_it(kernel):
     """The guard memory holds NaN in a first run and 2.0 in a second: results that differ read outside (before the
-    first row, between rows, after the last). Where the values are right anyway, the bounds part is lost, with its
-    hint; a read whose values never reach a result is not seen (docs/grading.md says so)."""
-    for kernel in (peeks_before_its_row, peeks_past_its_row, peeks_at_the_last_rows_neighbour):
-        points, failed, report = score(kernel)
-        assert (
-            failed == {"bounds"}
-            and points == one_share_lost(5, nb06.judges.kernels.ROW_LSE_PARTS)
-            and "memory outside its tensors" in report
-        ), report
-    assert score(reads_the_next_row_into_nothing)[:2] == (5.0, set())
+    first row, between rows, after the last); in the interpreter every load and atomic is watched too, so a read
+    whose values never reach a result is seen as well (before, the first and the last three kept 5/5). Where the
+    values are right anyway, the bounds part is lost, with its hint."""
+    points, failed, report = score(kernel)
+    assert (
+        failed == {"bounds"}
+        and points == one_share_lost(5, nb06.judges.kernels.ROW_LSE_PARTS)
+        and "memory outside its tensors" in report
+    ), report
 
 
 def test_the_no_mask_mistake_is_charged_once_where_its_values_show_it():
@@ -310,19 +349,30 @@ def forward_right(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_i
 @triton.jit
 def forward_ignores_nothing(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)
-    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
-    s = tl.zeros([], lse_ptr.dtype.element_ty)
-    for start in range(0, V, BLOCK_V):
-        cols = start + tl.arange(0, BLOCK_V)
-        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
-        m = m_new
-    lse = m + tl.log(s)
+    lse = row_logsumexp(logits_ptr, row, stride, V, lse_ptr, BLOCK_V)
     target = tl.load(target_ptr + row)
     picked = tl.load(logits_ptr + row * stride + tl.maximum(target, 0)).to(lse_ptr.dtype.element_ty)
     tl.store(lse_ptr + row, lse)
     tl.store(loss_ptr + row, lse - picked)
+
+
+@triton.jit
+def forward_reads_at_the_ignore_index(
+    logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr
+):  # right values: an ignored row's "target" column (-100: before the row) is loaded, then left out by a where
+    row = tl.program_id(0)
+    lse = row_logsumexp(logits_ptr, row, stride, V, lse_ptr, BLOCK_V)
+    target = tl.load(target_ptr + row)
+    counted = target != ignore_index
+    picked = tl.load(logits_ptr + row * stride + target).to(lse_ptr.dtype.element_ty)
+    tl.store(lse_ptr + row, lse)
+    tl.store(loss_ptr + row, tl.where(counted, lse - picked, 0.0))
+
+
+def test_a_forward_kernel_that_loads_at_the_ignore_index_loses_the_bounds_part():
+    """The notebook's pitfall (load column tl.where(counted, target, 0)): its values hide it, its load does not."""
+    points, failed, report = forward_score(forward_reads_at_the_ignore_index)
+    assert failed == {"bounds"} and "memory outside its tensors" in report, report
 
 
 @triton.jit
@@ -358,15 +408,7 @@ def test_the_first_rows_target_read_everywhere_is_one_mistake_though_ignored_row
 @triton.jit
 def forward_wrong_axis(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)
-    m = tl.full([], float("-inf"), lse_ptr.dtype.element_ty)
-    s = tl.zeros([], lse_ptr.dtype.element_ty)
-    for start in range(0, V, BLOCK_V):
-        cols = start + tl.arange(0, BLOCK_V)
-        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
-        m = m_new
-    lse = m + tl.log(s)
+    lse = row_logsumexp(logits_ptr, row, stride, V, lse_ptr, BLOCK_V)
     target = tl.load(target_ptr + row)
     counted = target != ignore_index
     picked = tl.load(logits_ptr + tl.where(counted, target, 0) * stride + row).to(lse_ptr.dtype.element_ty)

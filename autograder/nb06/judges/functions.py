@@ -201,7 +201,7 @@ def judge_fused_ce(
         expected = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index)
         (expected_grad,) = torch.autograd.grad(expected * grad_output, x)
         forward = (launches[0], entry["forward_left"])
-        _judge_fused_loss(parts, where, loss, forward, (x, target, ignore_index, ignored), float(expected), unsure)
+        _judge_fused_loss(parts, where, loss, forward, (x, target, ignore_index, ignored), expected.item(), unsure)
         _judge_fused_interface(parts, where, entry["backward_error"], returned)
         grad = returned[0] if returned else None
         kept_whole = _judge_fused_memory(parts, where, saved, _kept_entries(entry["kept"], case), rows, V)
