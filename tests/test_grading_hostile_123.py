@@ -434,9 +434,15 @@ ADJOINT_FROM_A_MODULE_UNDER_AN_INSTALLED_NAME = ADJOINT_FROM_A_MODULE_WRITTEN_TO
 )
 def test_not_protected_autograd_hidden_from_the_screen_in_a_trace(source):
     """The traces build their own tensors from plain numbers, so no probe can see autograd at work; the screen reads
-    the code as written. Hidden this way, a by-hand trace from autograd keeps full marks and gets no flag."""
+    the code as written. Hidden this way, a by-hand trace from autograd keeps full marks and is not flagged as
+    autograd: a name built from strings is flagged only as a lookup the screen cannot read (before: no flag at all);
+    a module under an installed name gets no flag."""
     assert "six" not in source or __import__("importlib").util.find_spec("six") is not None
-    assert _screened("01-reverse-accumulation", {"adjoint_trace": source}) == []
+    flags = _screened("01-reverse-accumulation", {"adjoint_trace": source})
+    if "six" in source:
+        assert flags == []
+    else:
+        assert [(f.code, "a name built at run time" in f.detail) for f in flags] == [("reaches_for_grader", True)]
     namespace = {"torch": torch}
     if "six" in source:
         return  # the module is written to disk by the cell itself; its code is the getattr route's

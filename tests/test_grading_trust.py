@@ -271,6 +271,14 @@ def test_every_probe_is_in_the_sandbox(tmp_path):
         ("source = _i12", "input/output history"),
         ("hm = get_ipython().history_manager", "input history"),
         ("previous = Out[3]", "output history"),
+        # names built at run time: the screen cannot read the string, so it names the lookup
+        ("calls = locals()['I' + 'n']", "namespace (locals)"),
+        ("g = getattr(f, '__glob' + 'als__')", "a name built at run time"),
+        ("name = ''.join(['_', 'ih'])\nhistory = getattr(ns, name)", "a name built at run time"),
+        ("g = f.__getattribute__('__glob' + 'als__')", "a name built at run time"),
+        ("from operator import attrgetter\ng = attrgetter('__glob' + 'als__')(f)", "a name built at run time"),
+        ("hasattr(torch, 'fun' + 'c')", "a name built at run time"),
+        ("from functools import reduce\ng = reduce(getattr, ['__glob' + 'als__'], f)", "a name built at run time"),
     ],
 )
 def test_the_screen_names_each_route(code, reason):
@@ -287,6 +295,7 @@ def test_the_screen_spares_honest_code():
     assert reaches(honest) == [] and uses_autograd(honest) == []
     assert reaches("for _ in range(3):\n    pass\nIn_ = 1\nvalue_1 = In_") == []
     assert reaches("from autograder.nb02 import example_graph, random_expression_text") == []
+    assert reaches("size = getattr(props, 'L2_cache_size', 50 * 2**20)\nok = hasattr(x, 'grad')") == []
     assert uses_autograd("import torch\nx = torch.ones(1, requires_grad=True)\n(x * 2).backward()")
     assert uses_autograd("from torch.func import grad")
 

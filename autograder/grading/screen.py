@@ -4,7 +4,9 @@ Three kinds, each naming the exercise (the answer cell's grade_id, or "a cell yo
 - ``reaches_for_grader``: code that looks at or changes the machinery around it instead of computing:
   stack or frame inspection, ``gc``, ``ctypes``, code objects and closures, threads, IPython internals,
   ``autograder`` imports (other than ``from autograder.nbNN import name``, as the notebooks themselves
-  import checks and helpers), torch function/dispatch modes, dynamic code (exec/eval/compile/importlib),
+  import checks and helpers), torch function/dispatch modes, dynamic code (exec/eval/compile/importlib), names
+  built at run time (getattr and its kin with a computed name or handed on as a value, locals(), vars(),
+  globals(), ``__getattribute__``, ``attrgetter``: the screen cannot read the string, so it names the lookup),
   imports of modules that are not installed (one the notebook writes itself is out of the screen's sight; the
   learner's own .py files handed in with the notebook are screened like cells, and importing them is not flagged);
 - ``by_hand_with_autograd``: a cell that answers a by-hand exercise (a check registered with
@@ -72,6 +74,8 @@ REACHING_ATTRIBUTES = {
     "user_ns": "IPython internals",
     "TorchFunctionMode": "a torch function mode",
     "TorchDispatchMode": "a torch dispatch mode",
+    "__getattribute__": "a name built at run time (__getattribute__)",
+    "attrgetter": "a name built at run time (attrgetter)",
     "__torch_function__": "a torch function override",
     "__torch_dispatch__": "a torch dispatch override",
 }
@@ -83,6 +87,8 @@ REACHING_NAMES = {
     "__import__": "dynamic imports (__import__)",
     "globals": "the notebook's globals()",
     "vars": "the notebook's namespace (vars)",
+    "locals": "the notebook's namespace (locals)",
+    "attrgetter": "a name built at run time (attrgetter)",
     "__revad_probe__": "the grader's probe (__revad_probe__)",
     "In": "the kernel's input history (In)",
     "Out": "the kernel's output history (Out)",
@@ -170,7 +176,10 @@ def reaches(source: str, own_modules: frozenset[str] = frozenset()) -> list[str]
     if tree is None:
         return []
     found = []
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in ATTRIBUTE_LOOKUPS and id(node) not in called:
+            found.append(f"a name built at run time: {node.id} handed on as a value (what it reaches cannot be read)")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for name in names:
@@ -210,7 +219,23 @@ def reaches(source: str, own_modules: frozenset[str] = frozenset()) -> list[str]
             found.append(f"the kernel's input/output history: uses {node.id}")
         elif isinstance(node, ast.Name) and node.id in ("__builtins__", "builtins"):
             found.append(f"builtins: uses {node.id}")
+        elif isinstance(node, ast.Call) and _dynamic_attribute(node):
+            lookup = f"{ast.unparse(node.func)}(..., {ast.unparse(node.args[1])})"
+            found.append(f"a name built at run time: {lookup} (what it reaches cannot be read)")
     return list(dict.fromkeys(found))
+
+
+ATTRIBUTE_LOOKUPS = ("getattr", "setattr", "delattr", "hasattr")
+
+
+def _dynamic_attribute(node: ast.Call) -> bool:
+    """getattr/setattr/delattr/hasattr with a name that is not a constant (constant ones are read as attributes)."""
+    return (
+        isinstance(node.func, ast.Name)
+        and node.func.id in ATTRIBUTE_LOOKUPS
+        and len(node.args) >= 2
+        and not isinstance(node.args[1], ast.Constant)
+    )
 
 
 def import_aliases(tree: ast.AST) -> dict[str, str]:
