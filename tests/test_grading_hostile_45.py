@@ -324,11 +324,16 @@ def _tanh_answer(imports: str, expression: str) -> str:
 @pytest.mark.nb04
 @pytest.mark.parametrize("how", list(TANH_BY))
 def test_autograd_under_another_name_is_flagged(how):
-    """Before: no flag for any of these (graded with the real command: full marks, no flag)."""
+    """Before: no flag for any of these (graded with the real command: full marks, no flag). The name built from
+    strings is also a lookup the screen cannot read, flagged as such."""
     flags = screened("04-ctx-toolbox", {"tanh": _tanh_answer(*TANH_BY[how])})
-    assert (
-        flags and {f.code for f in flags} == {"by_hand_with_autograd"} and all("test_tanh" in f.detail for f in flags)
-    ), flags
+    autograd = [f for f in flags if f.code == "by_hand_with_autograd"]
+    others = [f for f in flags if f.code != "by_hand_with_autograd"]
+    assert autograd and all("test_tanh" in f.detail for f in autograd), flags
+    if how == "getattr":
+        assert [(f.code, "a name built at run time" in f.detail) for f in others] == [("reaches_for_grader", True)]
+    else:
+        assert others == [], flags
 
 
 CUBE_BY_HELPER = '''class Cube(Function):
