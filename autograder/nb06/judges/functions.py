@@ -89,6 +89,15 @@ def written_in_row_order(left: Any, candidates: Sequence[torch.Tensor], counted:
     return False
 
 
+def loss_not_from_kernels(launched: float, left: Any, rows: list, counted: torch.Tensor, rtol: float) -> str | None:
+    """Why a loss is not the mean of what forward's kernels wrote per row (None: it is)."""
+    if not launched:
+        return "forward launched no Triton kernel"
+    if not written_in_row_order(left, rows, counted, rtol=rtol):
+        return "the loss is not what the kernels wrote"
+    return None
+
+
 def per_row_results(x: torch.Tensor, target: torch.Tensor, ignore_index: int) -> tuple[list, torch.Tensor]:
     """([each row's loss, each row's log-sum-exp], the rows that count): what a forward kernel writes per row."""
     losses = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index, reduction="none")
@@ -406,12 +415,9 @@ def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, poi
     x, target = bf16_case(seed, rows, V)
     where = f"{rows} rows of V = {V} bfloat16 logits"
     rows_expected, counted = per_row_results(x.to(torch.float64), target, -100)
-    if not launches[0] or not written_in_row_order(entry["forward_left"], rows_expected, counted, rtol=1 / 64):
-        parts["loss"].fail(
-            f"{where}: "
-            + ("forward launched no Triton kernel" if not launches[0] else "the loss is not what the kernels wrote"),
-            NOT_FROM_KERNEL,
-        )
+    missed = loss_not_from_kernels(launches[0], entry["forward_left"], rows_expected, counted, rtol=1 / 64)
+    if missed:
+        parts["loss"].fail(f"{where}: {missed}", NOT_FROM_KERNEL)
     if entry["backward_error"] is not None:
         parts["gradient"].fail(f"{where}: backward raised: {entry['backward_error']}", None)
         _judge_bf16_loss(parts, where, loss, entry["loss_dtype"], x, target)
@@ -581,10 +587,10 @@ def _judge_linear_kernels(parts: dict, where: str, entry: Any, case: Sequence[An
     launches = answers.numbers(entry["launches"], f"the launches of {where}", length=2)
     logits = (h @ w.T).detach()
     rows_expected, counted = per_row_results(logits, target, -100)
-    if not launches[0] or not written_in_row_order(entry["forward_left"], rows_expected, counted, rtol=1e-6):
+    missed = loss_not_from_kernels(launches[0], entry["forward_left"], rows_expected, counted, rtol=1e-6)
+    if missed:
         parts["forward"].fail(
-            f"{where}: "
-            + ("forward launched no Triton kernel" if not launches[0] else "the loss is not what the kernels wrote"),
+            f"{where}: {missed}",
             "each chunk's logits go to the forward kernel, which writes the chunk's losses and log-sum-exps; the "
             "loss is the mean of what it wrote",
         )
