@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import random
 import subprocess
@@ -189,44 +190,88 @@ def test_the_gradebook_keeps_one_secret(tmp_path):
 # ------------------------------------------------------------------------------------------ the sandbox
 
 
-@pytest.mark.skipif(sandbox.detect().protections_off() != [], reason="needs the bubblewrap sandbox")
-@pytest.mark.parametrize(
-    "code",
-    [
-        "from autograder.nb01.judges import reference_adjoints",
-        "import autograder.nb04.judges.ctx as m; m.judge_inplace",
-        "import autograder.nb06.judges; from autograder.registry import JUDGES; assert 'check_bf16' in JUDGES",
-        "import autograder.nb06; from autograder.registry import CHECKS; CHECKS['check_bf16'].judge",
-        "import autograder.judges.answers",
-        "from autograder.judges.function import judge_function",
-        "import autograder.grading.record",
-        "import os, autograder; assert os.listdir(os.path.join(os.path.dirname(autograder.__file__), 'judges')) != []",
-        "import os, autograder; assert '@decides' in open(os.path.join(os.path.dirname(autograder.__file__),"
-        " 'nb05', 'judges', 'kernels.py')).read()",
-        "import glob, os, autograder; assert any(b'reference_adjoints' in open(f, 'rb').read() for f in"
-        " glob.glob(os.path.join(os.path.dirname(autograder.__file__), 'nb01', '__pycache__', 'judges.*')))",
-        "import autograder.nb01.cases as c, os; assert os.path.exists(os.path.join(os.path.dirname(c.__file__),"
-        " 'judges.py'))",
-    ],
-)
-def test_judges_and_the_grading_command_are_not_in_the_sandbox(tmp_path, code):
-    """Each `code` succeeds only where a judge, a reference or the grading command is within the kernel's reach."""
-    info = sandbox.detect()
-    (tmp_path / "work").mkdir()
-    argv = sandbox.bwrap_argv(info, tmp_path) + ["--", sys.executable, "-c", code]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    assert out.returncode != 0, out.stdout
+# Each attempt succeeds only where a judge, a reference or the grading command is within the kernel's reach.
+REACH_ATTEMPTS = [
+    "from autograder.nb01.judges import reference_adjoints",
+    "import autograder.nb04.judges.ctx as m; m.judge_inplace",
+    "import autograder.nb06.judges; from autograder.registry import JUDGES; assert 'check_bf16' in JUDGES",
+    "import autograder.nb06; from autograder.registry import CHECKS; CHECKS['check_bf16'].judge",
+    "import autograder.judges.answers",
+    "from autograder.judges.function import judge_function",
+    "import autograder.grading.record",
+    "import os, autograder; assert os.listdir(os.path.join(os.path.dirname(autograder.__file__), 'judges')) != []",
+    "import os, autograder; assert '@decides' in open(os.path.join(os.path.dirname(autograder.__file__),"
+    " 'nb05', 'judges', 'kernels.py')).read()",
+    "import glob, os, autograder; assert any(b'reference_adjoints' in open(f, 'rb').read() for f in"
+    " glob.glob(os.path.join(os.path.dirname(autograder.__file__), 'nb01', '__pycache__', 'judges.*')))",
+    "import autograder.nb01.cases as c, os; assert os.path.exists(os.path.join(os.path.dirname(c.__file__),"
+    " 'judges.py'))",
+]
+
+# One Python per side tries every attempt, each in a child forked after torch and Triton are imported (the
+# attempts' own imports are what they test; a fresh interpreter per attempt spent seconds importing torch again).
+# The child's exit status is what `python -c attempt` would have returned.
+TRY_EACH = r"""
+import json, os, sys, traceback
+import torch
+try:
+    import triton
+except ImportError:
+    pass
+exec(sys.argv[2])  # what must happen before the attempts (outside: the judges compiled to __pycache__)
+outcomes = []
+for attempt in json.loads(sys.argv[1]):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            exec(compile(attempt, "<attempt>", "exec"), {"__name__": "__main__"})
+            status = 0
+        except BaseException:
+            os.write(write, traceback.format_exc().encode())
+            status = 1
+        os._exit(status)
+    os.close(write)
+    with os.fdopen(read) as said:
+        message = said.read()
+    outcomes.append([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), message])
+print(json.dumps(outcomes))
+"""
+
+
+def _try_each(prefix: list[str], before: str = "") -> list[tuple[int, str]]:
+    done = subprocess.run(
+        [*prefix, sys.executable, "-c", TRY_EACH, json.dumps(REACH_ATTEMPTS), before],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return [tuple(outcome) for outcome in json.loads(done.stdout.splitlines()[-1])]
+
+
+@pytest.fixture(scope="module")
+def reach_outcomes(tmp_path_factory) -> dict[str, tuple[tuple[int, str], tuple[int, str]]]:
+    """Each attempt's (exit status, traceback) in the sandbox and outside it."""
+    root = tmp_path_factory.mktemp("reach")
+    (root / "work").mkdir()
+    inside = _try_each([*sandbox.bwrap_argv(sandbox.detect(), root), "--"])
     compiled = (
         "import os, py_compile, autograder\n"
         "py_compile.compile(os.path.join(os.path.dirname(autograder.__file__), 'nb01', 'judges.py'))\n"
     )
-    outside = subprocess.run(  # outside the sandbox every one succeeds (the modules compiled to __pycache__ first)
-        [sys.executable, "-c", compiled + code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert outside.returncode == 0, outside.stderr
+    outside = _try_each([], compiled)  # outside the sandbox every one succeeds (the judges compiled first)
+    return dict(zip(REACH_ATTEMPTS, zip(inside, outside)))
+
+
+@pytest.mark.skipif(sandbox.detect().protections_off() != [], reason="needs the bubblewrap sandbox")
+@pytest.mark.parametrize("code", REACH_ATTEMPTS)
+def test_judges_and_the_grading_command_are_not_in_the_sandbox(reach_outcomes, code):
+    """Each `code` succeeds only where a judge, a reference or the grading command is within the kernel's reach."""
+    (inside, _), (outside, told) = reach_outcomes[code]
+    assert inside != 0, f"{code!r} succeeded in the sandbox"
+    assert outside == 0, told
 
 
 @pytest.mark.skipif(sandbox.detect().protections_off() != [], reason="needs the bubblewrap sandbox")
