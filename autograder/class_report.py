@@ -73,7 +73,7 @@ def anonymised(text: str, students: list[str]) -> str:
 
 def class_exercises(course_root: Path, assignment: str, db_url: str) -> dict[str, Exercise]:
     """Every graded cell of the assignment, with the class's scores, hints and flags."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from autograder.gradebook import Gradebook, MissingEntry
 
     exercises: dict[str, Exercise] = {}
     with Gradebook(db_url) as gb:

@@ -40,6 +40,8 @@ def nbgrader_api(
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
 
+    from autograder import gradebook  # noqa: F401  (a new gradebook without nbgrader's alembic process)
+
     config = Config()
     config.CourseDirectory.root = str(root)
     config.CourseDirectory.source_directory = source

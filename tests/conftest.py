@@ -121,6 +121,21 @@ def demo_run(tmp_path_factory):
     run.stop()
 
 
+@pytest.fixture(scope="session")
+def grading_pool(tmp_path_factory):
+    """Two grading processes for the gradings this test process runs in process (grade_assignment(pool=...)):
+    started when first given a job and kept warm between tests, with their warm-kernel factory, as a Celery worker
+    keeps its own. A test about the processes themselves, or one that sets the grader's environment for a run (the
+    corpus's secret), starts its own."""
+    from autograder.grading.pool import Worker
+
+    state_dir = tmp_path_factory.mktemp("grading-pool")
+    pool = [Worker(slot, state_dir) for slot in range(2)]
+    yield pool
+    for worker in pool:
+        worker.stop()
+
+
 SOLUTION_NOTEBOOKS = [nb for a in ASSIGNMENTS for nb in notebooks_of(SOLUTIONS / a)]
 RELEASED_NOTEBOOKS = [nb for a in ASSIGNMENTS for nb in notebooks_of(COURSE / a)]
 

@@ -63,12 +63,19 @@ def course(root: Path, n: int) -> tuple[Path, str, list[str]]:
 
 
 @pytest.fixture(scope="session")
-def local_scores(tmp_path_factory) -> dict[int, tuple]:
+def local_scores(tmp_path_factory, grading_pool) -> dict[int, tuple]:
     """The local command's scores of the three example learners (correct, mistakes, blank), by i % 3. Once per test
     process (a few seconds), so that the tests comparing with it can run on different workers."""
     root, db_url, students = course(tmp_path_factory.mktemp("local") / "course", 3)
     rows = grade_assignment(
-        root, ASSIGNMENT, db_url=db_url, workers=2, progress=False, limits=LIMITS, log=lambda *_: None
+        root,
+        ASSIGNMENT,
+        db_url=db_url,
+        workers=2,
+        progress=False,
+        limits=LIMITS,
+        log=lambda *_: None,
+        pool=grading_pool,
     )
     by = {r.student: r for r in rows}
     return {i: (by[s].score, by[s].max_score, sorted(by[s].by_cell.items())) for i, s in enumerate(students)}
@@ -222,7 +229,7 @@ def test_a_bad_payload_ends_as_a_failed_row_with_its_reason(tmp_path, damage, me
     assert scores(db_url, [ada])[ada][0] == 0
 
 
-def test_links_bad_json_and_a_missing_notebook_get_the_local_commands_flags_and_messages(tmp_path):
+def test_links_bad_json_and_a_missing_notebook_get_the_local_commands_flags_and_messages(tmp_path, grading_pool):
     """The payload carries the files, not the links; what reading the submission left out travels with it, so a
     worker's grade has the local command's `symlink` flag and messages, and a linked notebook is refused. A
     notebook that is not JSON, and one that is missing, get the local command's messages too."""
@@ -242,7 +249,9 @@ def test_links_bad_json_and_a_missing_notebook_get_the_local_commands_flags_and_
         (root / "submitted" / dee / ASSIGNMENT / "reverse_accumulation.ipynb").unlink()
         (root / "submitted" / dee / ASSIGNMENT / "notes.txt").write_text("my answers are in my head")
         if where == "local":
-            grade_assignment(root, ASSIGNMENT, db_url=db_url, workers=2, progress=False, limits=LIMITS, log=print)
+            grade_assignment(
+                root, ASSIGNMENT, db_url=db_url, workers=2, progress=False, limits=LIMITS, log=print, pool=grading_pool
+            )
         else:
             for student in (ada, ben, cy, dee):
                 payload = from_submission(root / "submitted", student, ASSIGNMENT)

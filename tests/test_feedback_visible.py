@@ -41,7 +41,7 @@ def _text(page: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, grading_pool):
     root = tmp_path_factory.mktemp("course")
     shutil.copytree(SOLUTIONS / ASSIGNMENT, root / "source" / ASSIGNMENT)
     db_url = f"sqlite:///{root / 'gradebook.db'}"
@@ -57,7 +57,7 @@ def graded(tmp_path_factory):
         results[result.student] = result
         return record.record(url, result, content_hash, timestamp)
 
-    grade_assignment(root, ASSIGNMENT, db_url=db_url, workers=2, progress=False, recorder=keep)
+    grade_assignment(root, ASSIGNMENT, db_url=db_url, workers=2, progress=False, recorder=keep, pool=grading_pool)
     return root, results
 
 

@@ -342,7 +342,7 @@ def test_own_modules_reads_the_python_files_next_to_the_notebook(tmp_path):
 
 @pytest.mark.nb01
 @pytest.mark.slow
-def test_notebook_01_graded_routes_to_marks_without_the_work(tmp_path):
+def test_notebook_01_graded_routes_to_marks_without_the_work(tmp_path, grading_pool):
     """Each route with the real grading command. Before: every one of them 16/16 with no flag. Now: the numerical
     gradient from autograd loses its exercise's points; the traces keep theirs (a flag never changes a score) and are
     flagged for the instructor; an honest trace written differently keeps full marks and no flag."""
@@ -358,7 +358,7 @@ def test_notebook_01_graded_routes_to_marks_without_the_work(tmp_path):
         "answers": {"adjoint_trace": "from my_sweeps import adjoint_trace"},
         "files": {"my_sweeps.py": ADJOINT_MODULE_HONEST},
     }
-    rows = grade_routes(tmp_path, "01-reverse-accumulation", routes)
+    rows = grade_routes(tmp_path, "01-reverse-accumulation", routes, grading_pool)
     full = rows["honest"].max_score
     for honest in ("honest", "honest_helper_file"):  # an answer in a .py file handed in with the notebook works too
         assert rows[honest].score == full and rows[honest].flags == [], (
@@ -393,7 +393,7 @@ MY_GRADCHECK_BY_GETATTR = '''def my_gradcheck(fn, inputs, eps=1e-6, atol=1e-5, r
 
 @pytest.mark.nb03
 @pytest.mark.slow
-def test_notebook_03_graded_autograd_where_differences_or_a_gradcheck_of_ones_own_are_asked(tmp_path):
+def test_notebook_03_graded_autograd_where_differences_or_a_gradcheck_of_ones_own_are_asked(tmp_path, grading_pool):
     """Before: torch's gradcheck 25/25 and the forward-mode Jacobian full marks on its exercise (22/25: my_gradcheck,
     which uses it, fails on Functions without jvp), neither flagged. Now the forward-mode Jacobian loses its exercise's
     points and is flagged; torch's gradcheck keeps its points (a flag never changes a score) and is flagged."""
@@ -407,6 +407,7 @@ def test_notebook_03_graded_autograd_where_differences_or_a_gradcheck_of_ones_ow
             "gradcheck": {"answers": {"my_gradcheck": MY_GRADCHECK_BY_GETATTR}},
             "honest": {},
         },
+        grading_pool,
     )
     honest, jacfwd, gradcheck = rows["honest"], rows["jacfwd"], rows["gradcheck"]
     assert honest.score == honest.max_score and honest.flags == [], (honest.flags, honest.messages)

@@ -405,9 +405,9 @@ def test_reaching_for_the_probes_module_or_runner_is_flagged(source, reason):
 # =========================================================================== graded with the grading command
 
 
-def grade_routes(tmp_path, assignment: str, routes: dict[str, dict]) -> dict:
+def grade_routes(tmp_path, assignment: str, routes: dict[str, dict], pool: list) -> dict:
     """Grade one submission per route (the solution with some answers replaced and cells added after others) with
-    the grading command; student -> its SubmissionScore."""
+    the grading command, on the test process's warm grading pool; student -> its SubmissionScore."""
     import shutil
 
     import nbformat
@@ -441,6 +441,7 @@ def grade_routes(tmp_path, assignment: str, routes: dict[str, dict]) -> dict:
         progress=False,
         log=lambda *a: None,
         limits=sandbox.Limits(cell_timeout_s=120, timeout_s=900),
+        pool=pool,
     )
     return {row.student: row for row in rows}
 
@@ -471,7 +472,7 @@ NOT_WRITTEN = {
 
 
 @pytest.mark.slow
-def test_notebook_05_graded_a_probe_swapped_through_sys_modules_runs_as_installed(tmp_path):
+def test_notebook_05_graded_a_probe_swapped_through_sys_modules_runs_as_installed(tmp_path, grading_pool):
     """Before: two blank Triton kernels scored 6/6, with no flag, thanks to a cell that swapped the kernel probe through
     sys.modules for one returning PyTorch's numbers. Now the probe runs as installed (the kernels score 0),
     and the submission is flagged twice: reaching for sys.modules, and what it replaced. The honest solution: full
@@ -480,6 +481,7 @@ def test_notebook_05_graded_a_probe_swapped_through_sys_modules_runs_as_installe
         tmp_path,
         "05-gpu-functions",
         {"made_up": {"answers": NOT_WRITTEN, "add": [("silu_forward_kernel", FAKE_KERNEL_PROBE)]}, "honest": {}},
+        grading_pool,
     )
     made_up, honest = rows["made_up"], rows["honest"]
     assert made_up.by_cell["test_silu_forward_kernel"][0] == 0 and made_up.by_cell["test_silu_backward_kernel"][0] == 0
@@ -535,7 +537,9 @@ T.compile = lambda f, **kw: f
 
 @pytest.mark.slow
 @pytest.mark.nb04
-def test_notebook_04_graded_torch_tools_replaced_under_other_names_are_flagged_and_answer_nothing(tmp_path):
+def test_notebook_04_graded_torch_tools_replaced_under_other_names_are_flagged_and_answer_nothing(
+    tmp_path, grading_pool
+):
     """Before: a Softplus with no vmap rule and a custom op with no fake implementation, plus torch.vmap, opcheck and
     torch.compile replaced through `import torch as T`, scored full marks (3/3, 4/4) with no flag. Now the probes use
     their own references (the vmap, opcheck and compile parts fail as they should) and the replacements are flagged,
@@ -549,6 +553,7 @@ def test_notebook_04_graded_torch_tools_replaced_under_other_names_are_flagged_a
                 "add": [("softplus_op", PATCHES_UNDER_OTHER_NAMES)],
             }
         },
+        grading_pool,
     )
     row = rows["patcher"]
     # each loses one idea of three: the vmap rule; the fake implementation (opcheck and compile, the same mistake)

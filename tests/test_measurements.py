@@ -87,7 +87,7 @@ def test_the_solutions_marks_are_sound():
 
 
 @pytest.mark.slow
-def test_grading_leaves_out_unchanged_measurements_only_and_ignores_a_learners_marks(tmp_path):
+def test_grading_leaves_out_unchanged_measurements_only_and_ignores_a_learners_marks(tmp_path, grading_pool):
     assignment, name = "01-reverse-accumulation", "reverse_accumulation.ipynb"
     root = tmp_path / "course"
     shutil.copytree(SOLUTIONS / assignment, root / "source" / assignment)
@@ -107,7 +107,7 @@ def test_grading_leaves_out_unchanged_measurements_only_and_ignores_a_learners_m
     folder = root / "submitted" / "ada" / assignment
     folder.mkdir(parents=True)
     nbformat.write(nb, folder / name)
-    (score,) = grade_assignment(root, assignment, db_url=db_url, workers=1, progress=False)
+    (score,) = grade_assignment(root, assignment, db_url=db_url, workers=1, progress=False, pool=grading_pool[:1])
     assert score.score == score.max_score == 15, score
     graded = nbformat.read(root / "autograded" / "ada" / assignment / name, as_version=4)
     text = ["".join(o.get("text", "") for o in c.get("outputs", [])) for c in graded.cells if c.cell_type == "code"]

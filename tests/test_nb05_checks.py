@@ -981,7 +981,7 @@ def silu_backward_kernel(x_ptr, grad_out_ptr, grad_in_ptr, n_elements, BLOCK_SIZ
 
 
 @pytest.mark.slow
-def test_a_crashing_kernel_costs_only_its_own_exercises(tmp_path):
+def test_a_crashing_kernel_costs_only_its_own_exercises(tmp_path, grading_pool):
     """A kernel that stores far outside its tensor kills the interpreter's process (a segfault). The grader gives
     the rest of the notebook a fresh kernel: the exercises that ran the kernel score 0, with the crash hint, and
     the others keep their points, TritonSiLU's too: its check runs the course's kernels in place of the learner's.
@@ -1002,6 +1002,7 @@ def test_a_crashing_kernel_costs_only_its_own_exercises(tmp_path):
         CRASH_ASSIGNMENT,
         db_url=db_url,
         workers=1,
+        pool=grading_pool[:1],
         progress=False,
         log=lambda *a: None,
         limits=sandbox.Limits(cell_timeout_s=120, timeout_s=900),

@@ -46,7 +46,7 @@ def test_release_refuses_a_test_cell_whose_points_disagree_with_its_metadata(tmp
 
 
 @pytest.mark.slow
-def test_a_cell_without_points_gives_a_right_answer_full_marks(tmp_path):
+def test_a_cell_without_points_gives_a_right_answer_full_marks(tmp_path, grading_pool):
     root, source = _source_with(tmp_path, lambda s: s.replace("points=4, ", "").replace(", points=4", ""))
     assert not untrusted_test_cells(source)
     from autograder.release import generate_in_course
@@ -59,6 +59,8 @@ def test_a_cell_without_points_gives_a_right_answer_full_marks(tmp_path):
         fill_answers(root / "release" / ASSIGNMENT / NOTEBOOK, solution_sources(SOLUTIONS / ASSIGNMENT / NOTEBOOK)),
         folder / NOTEBOOK,
     )
-    (row,) = grade_assignment(root, ASSIGNMENT, db_url=db_url, workers=1, progress=False, log=lambda *_: None)
+    (row,) = grade_assignment(
+        root, ASSIGNMENT, db_url=db_url, workers=1, progress=False, log=lambda *_: None, pool=grading_pool[:1]
+    )
     assert row.by_cell[CELL] == (4.0, 4.0), json.dumps(row.messages)[:2000]
     assert row.score == row.max_score

@@ -115,7 +115,7 @@ def postgres_url():
         shutil.rmtree(data, ignore_errors=True)
 
 
-def test_grading_into_a_postgresql_gradebook(postgres_url, tmp_path):
+def test_grading_into_a_postgresql_gradebook(postgres_url, tmp_path, grading_pool):
     hostile.make_course(tmp_path, postgres_url)
     hostile.write_submissions(tmp_path, {"COURSE": tmp_path, "REPO": "", "PORT": 1}, only=STUDENTS)
     limits = sandbox.Limits(cell_timeout_s=20, timeout_s=60)
@@ -129,6 +129,7 @@ def test_grading_into_a_postgresql_gradebook(postgres_url, tmp_path):
             limits=limits,
             progress=False,
             log=lambda *_: None,
+            pool=grading_pool,
         )
     }
     assert {s: rows[s].score for s in STUDENTS} == {
@@ -142,7 +143,14 @@ def test_grading_into_a_postgresql_gradebook(postgres_url, tmp_path):
     before = record.dump(postgres_url, hostile.ASSIGNMENT)
     logs = []
     grade_assignment(
-        tmp_path, hostile.ASSIGNMENT, db_url=postgres_url, workers=2, limits=limits, progress=False, log=logs.append
+        tmp_path,
+        hostile.ASSIGNMENT,
+        db_url=postgres_url,
+        workers=2,
+        limits=limits,
+        progress=False,
+        log=logs.append,
+        pool=grading_pool,
     )
     assert any("4 submission(s) already graded" in line for line in logs)
     assert record.dump(postgres_url, hostile.ASSIGNMENT) == before

@@ -254,3 +254,20 @@ def test_a_kernel_from_the_factory_runs_triton_reductions_in_the_interpreter(mon
             client.stop_channels()
     finally:
         warm.stop()
+
+
+@pytest.mark.skipif(not WHOLE, reason="warm kernels need the whole sandbox (bubblewrap, root, a uid per submission)")
+def test_other_deadlines_keep_the_factory_and_other_memory_starts_another(monkeypatch):
+    """A cell's and a notebook's time, the output kept and the processes per uid are each kernel's or the worker's:
+    a worker grading with other values of those keeps its factory. The limits its sandbox was started with (memory,
+    /tmp, CPU time, file size), changed, start a new one."""
+    monkeypatch.setenv("REVAD_WARM_KERNELS", "1")
+    info = sandbox.detect()
+    try:
+        first = warm.factory_for(info, sandbox.Limits(), 1, [])
+        same = warm.factory_for(info, sandbox.Limits(cell_timeout_s=8, timeout_s=45, output_kb=256, nproc=64), 1, [])
+        assert first is not None and same is first and first.alive()
+        other = warm.factory_for(info, sandbox.Limits(memory_mb=3072), 1, [])
+        assert other is not None and other is not first and not first.alive() and other.alive()
+    finally:
+        warm.stop()

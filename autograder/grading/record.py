@@ -123,8 +123,9 @@ def record(db_url: str, result: SubmissionResult, content_hash: str, timestamp: 
     """Write one submission's grades (nbgrader's tables), then its completion row. Idempotent."""
     import warnings
 
-    from nbgrader.api import Gradebook, MissingEntry
     from sqlalchemy.exc import SAWarning
+
+    from autograder.gradebook import Gradebook, MissingEntry
 
     assignment, student = result.assignment, result.student
     with warnings.catch_warnings():  # nbgrader's add_submission trips SQLAlchemy's autoflush warning
@@ -178,7 +179,7 @@ def _record(db_url, result, content_hash, timestamp, assignment, student, Gradeb
 
 def dump(db_url: str, assignment: str) -> list:
     """Everything graded for an assignment, without database ids: for comparing two gradebooks."""
-    from nbgrader.api import Gradebook
+    from autograder.gradebook import Gradebook
 
     out: list[tuple] = []
     with Gradebook(db_url) as gb:

@@ -24,7 +24,7 @@ class SubmissionScore:
 
 
 def read_scores(db_url: str, assignment: str, students: list[str]) -> list[SubmissionScore]:
-    from nbgrader.api import Gradebook, MissingEntry
+    from autograder.gradebook import Gradebook, MissingEntry
 
     extra = record.graded_rows(db_url, assignment)
     rows = []
@@ -111,7 +111,7 @@ def export_csv(db_url: str, path: Path, export_format: str = "nbgrader") -> Path
     """nbgrader's CSV export, with two more columns: flags and messages; properly quoted, and no cell a
     spreadsheet would run as a formula. `export_format` canvas or moodle: a learning-management system's
     gradebook import instead (lms_table)."""
-    from nbgrader.api import Gradebook
+    from autograder.gradebook import Gradebook
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with Gradebook(db_url) as gb:

@@ -259,7 +259,7 @@ def parse_check_calls(source: str, known: set[str]) -> list[CheckCall]:
 def assignment_spec(course_root: Path, assignment: str, db_url: str, source: str, release: str) -> AssignmentSpec:
     """What the workers need to know about the assignment: per notebook, its nbgrader cells in release
     order, with the release's source and the instructor's (hidden tests included, from the gradebook)."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from autograder.gradebook import Gradebook, MissingEntry
 
     release_dir = Path(course_root) / release / assignment
     with Gradebook(db_url) as gb:
@@ -293,7 +293,8 @@ def record_in_gradebook(course_root: Path, assignment: str, db_url: str, source:
 
 def _read_spec(assignment: str, db_url: str, release_dir: Path) -> AssignmentSpec:
     import nbformat
-    from nbgrader.api import Gradebook, MissingEntry
+
+    from autograder.gradebook import Gradebook, MissingEntry
 
     notebooks: dict[str, NotebookSpec] = {}
     with Gradebook(db_url) as gb:

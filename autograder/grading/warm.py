@@ -70,6 +70,13 @@ def enabled(info: sandbox.SandboxInfo) -> bool:
     )
 
 
+def factory_limits(limits: sandbox.Limits) -> tuple[int, ...]:
+    """The limits the factory's own sandbox is started with (sandbox.factory_command), which its kernels inherit. The
+    others (a cell's and a notebook's time, the output kept, processes per uid) are each kernel's or the worker's:
+    a new value of those keeps the factory, so a worker grading with other deadlines keeps its warm kernels."""
+    return (limits.memory_mb, limits.tmp_mb, limits.cpu_s, limits.fsize_mb)
+
+
 def factory_for(info: sandbox.SandboxInfo, limits: sandbox.Limits, threads: int, hide: list[Path]) -> Factory | None:
     """This worker process's factory for these settings, started (and waited for) if it has none; None: this kernel
     starts cold. It outlives jobs and grading runs (a Celery worker keeps one across its tasks): its folders are the
@@ -78,7 +85,7 @@ def factory_for(info: sandbox.SandboxInfo, limits: sandbox.Limits, threads: int,
     if not enabled(info):
         return None
     hidden = tuple(str(p) for p in sandbox.hidden_in_view(hide))  # the only paths of `hide` its sandbox could show
-    key = (info.tool, repr(limits), threads, hidden)
+    key = (info.tool, factory_limits(limits), threads, hidden)
     if key in _failed:
         return None
     if _factory is None or _factory.key != key:

@@ -71,7 +71,7 @@ def engine(db_url: str):
     if db_url in _READY:
         return record.engine(db_url)
     with _creation_lock(db_url):
-        from nbgrader.api import Gradebook
+        from autograder.gradebook import Gradebook
 
         eng = record.engine(db_url)
         METADATA.create_all(eng)
