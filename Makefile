@@ -97,6 +97,11 @@ bench-grading: $(STAMP)  ## 40 submissions of notebook 01: the course's command 
 TEST_WORKERS ?= auto
 PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=15 --durations-min=1
 
+# The suite's processes keep Python's bytecode cache (__pycache__/, ignored by git) even where the environment turns it
+# off (PYTHONDONTWRITEBYTECODE=1, as in many containers): otherwise every grading worker, Celery worker and pytest
+# worker compiles the course's modules again, and pytest rewrites every test module's asserts again on each run.
+test test-fast: export PYTHONDONTWRITEBYTECODE =
+
 test: $(STAMP)  ## the whole test suite (CI runs this)
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 

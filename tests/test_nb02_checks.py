@@ -436,7 +436,16 @@ def test_recursion_cap_holds_even_if_the_learner_raised_the_limit():
         sys.setrecursionlimit(old)
 
 
-def test_per_path_topological_order_times_out_with_the_cause_and_restores_the_alarm():
+@pytest.fixture
+def doubling_limit_1s(monkeypatch):
+    """The doubling graph's time limit (5 s when grading) at 1 s: a walk of every path through its 60 levels never
+    ends, so the verdict and its message are the same, 4 s sooner."""
+    from autograder.nb02 import probes
+
+    monkeypatch.setitem(probes._TIME, "doubling", 1.0)
+
+
+def test_per_path_topological_order_times_out_with_the_cause_and_restores_the_alarm(doubling_limit_1s):
     ns = engine(PER_PATH_TOPO)
     nb02.check_topological_order(ns["topological_order"], graphs=[("random", 12, 0)])
     before = signal.getsignal(signal.SIGALRM)
@@ -503,7 +512,7 @@ def test_backward_without_a_seed():
     _fails(nb02.check_backward, ns["Variable"], graphs=[("random", 12, 0)], contains=("seed",))
 
 
-def test_backward_that_pushes_along_every_path():
+def test_backward_that_pushes_along_every_path(doubling_limit_1s):
     ns = engine(
         BACKWARD.format(
             body="    self.grad = 1.0\n    stack = [(self, 1.0)]\n    while stack:\n"
