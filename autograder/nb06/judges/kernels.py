@@ -82,16 +82,17 @@ def _judge_bounds(part: Part, entry: Any, case: Sequence[Any], where: str, hint:
 
 
 def _judge_reads(parts: dict, judged: list) -> None:
-    """After a check's cases: a kernel whose results depended on memory outside its tensors costs the bounds part,
-    in each case whose results were otherwise right (where they were wrong, that mistake is charged already, with
-    its own hint: one mistake, once)."""
+    """After a check's cases: a kernel that read memory outside its tensors (its results changed with that memory,
+    or the interpreter saw the load) costs the bounds part, in each case whose results were otherwise right (where
+    they were wrong, that mistake is charged already, with its own hint: one mistake, once)."""
     for entry, case, where in judged:
         if not answers.flag(entry["read_outside"], f"the read check of case {case}"):
             continue
         if any(m.startswith(where) for part in parts.values() for m in part.messages):
             continue
         parts["bounds"].fail(
-            f"{where}: what the kernel computes depends on memory outside its tensors", READ_OUTSIDE_HINT
+            f"{where}: the kernel reads memory outside its tensors (whether or not its results use it)",
+            READ_OUTSIDE_HINT,
         )
 
 
