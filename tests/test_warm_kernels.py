@@ -72,8 +72,9 @@ assert not seen, f"left by the submission before: {seen}"
 """
 
 
-def grade_in_turn(tmp_path) -> tuple[dict, dict]:
-    """Grade a_leaves then b_looks with one worker; (scores, the numbers each printed)."""
+def grade_in_turn(tmp_path, runs=((None, None),), pool=None, after_each=lambda: None) -> tuple[dict, dict]:
+    """Grade a_leaves then b_looks with one worker; (scores, the numbers each printed). `runs`: the (students, limits)
+    of each grading run in turn (default: both in one run); `after_each` is called after each run."""
     root, db_url = tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}"
     shutil.copytree(SOLUTIONS / ASSIGNMENT, root / "source" / ASSIGNMENT)
     generate_in_course(root, [ASSIGNMENT], db_url)
@@ -88,7 +89,20 @@ def grade_in_turn(tmp_path) -> tuple[dict, dict]:
         folder.mkdir(parents=True)
         nbformat.write(fill_answers(released, filled), folder / released.name)
         (folder / "timestamp.txt").write_text("2026-11-01 12:00:00.000000 UTC")
-    rows = grade_assignment(root, ASSIGNMENT, db_url=db_url, workers=1, progress=False, log=lambda *a: None)
+    rows = []
+    for students, limits in runs:
+        rows += grade_assignment(
+            root,
+            ASSIGNMENT,
+            students,
+            db_url=db_url,
+            workers=1,
+            progress=False,
+            log=lambda *a: None,
+            limits=limits,
+            pool=pool,
+        )
+        after_each()
     printed = {}
     for student in routes:
         (graded,) = (root / "autograded" / student / ASSIGNMENT).glob("*.ipynb")
@@ -271,3 +285,35 @@ def test_other_deadlines_keep_the_factory_and_other_memory_starts_another(monkey
         assert other is not None and other is not first and not first.alive() and other.alive()
     finally:
         warm.stop()
+
+
+@pytest.mark.skipif(not WHOLE, reason="warm kernels need the whole sandbox (bubblewrap, root, a uid per submission)")
+def test_a_factory_kept_across_runs_carries_nothing_from_one_run_to_the_next(tmp_path, monkeypatch):
+    """The factory outlives a grading run when the next changes only deadlines (factory_limits): a_leaves, graded in
+    one run, leaves what it can; b_looks, graded by the same worker in the next run with other deadlines, is forked
+    from the same factory process and finds nothing."""
+    import psutil
+
+    from autograder.grading.pool import Worker
+
+    monkeypatch.setenv("REVAD_WARM_KERNELS", "1")
+    worker = Worker(0, tmp_path)
+    factories: list[set[int]] = []
+
+    def note_factory() -> None:
+        descendants = psutil.Process(worker.proc.pid).children(recursive=True)
+        factories.append({p.pid for p in descendants if "kernel_fork" in " ".join(p.cmdline())})
+
+    runs = [(["a_leaves"], sandbox.Limits()), (["b_looks"], sandbox.Limits(cell_timeout_s=60, timeout_s=300))]
+    (tmp_path / "course").mkdir()
+    try:
+        scores, printed = grade_in_turn(tmp_path / "course", runs, pool=[worker], after_each=note_factory)
+    finally:
+        worker.stop()
+    looks = scores["b_looks"]
+    assert looks.score == looks.max_score, (looks.messages, looks.flags)  # it saw nothing a_leaves left
+    assert printed["a_leaves"]["LEFT"] == "LEFT ['/tmp']", printed  # what a_leaves left was there, in its kernel
+    assert [printed[s]["FACTORY"].endswith("True") for s in printed] == [True, True], printed
+    assert factories[0] and factories[1] == factories[0], (
+        factories
+    )  # the factory (with its sandbox), kept between the runs
