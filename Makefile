@@ -91,10 +91,12 @@ bench-on-submit: $(STAMP)  ## grade on submit, 2 Celery workers: landing to feed
 bench-grading: $(STAMP)  ## 40 submissions of notebook 01: the course's command (2 workers) vs stock nbgrader autograde; BENCH_ARGS=--celery adds 1 and 2 Celery workers
 	$(BIN)/python -m benchmarks.grading $(BENCH_ARGS)
 
-# Tests run on every core this machine has (pytest-xdist; TEST_WORKERS=0: one at a time, in one process). Tests that
+# Tests run on every core this machine has, with one worker more than its cores (pytest-xdist; TEST_WORKERS=0: one at
+# a time, in one process): many tests wait on a server or a grading run, and the extra worker keeps the cores busy
+# meanwhile (2 cores: 2 workers 9 min 27 s, 3 workers 8 min 20 s, 4 workers 8 min 39 s; docs/figures.md). Tests that
 # share a graded class or a server stay on one worker (tests/conftest.py groups them), the longest start first; the
 # report ends with the 15 slowest tests and the total.
-TEST_WORKERS ?= auto
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=15 --durations-min=1
 
 # The suite's processes keep Python's bytecode cache (__pycache__/, ignored by git) even where the environment turns it

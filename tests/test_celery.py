@@ -350,19 +350,19 @@ def test_the_broker_carries_the_learners_files_and_no_hidden_test(tmp_path, redi
 def test_a_killed_worker_loses_nothing_and_no_submission_counts_twice(redis, workers, local_scores, tmp_path):
     """30 submissions, 3 workers; one worker's whole process group is SIGKILLed mid-task and another started. The
     broker hands the killed worker's task on after its visibility timeout, which must exceed a task's hard limit:
-    both are made short here (a notebook's 30 s and 30 s for the rest: soft 60 s, hard 90 s) so that the test waits
-    100 s, not the 200 s that the default two minutes for the rest would need."""
-    visibility = 100
-    limits = Limits(timeout_s=30)
+    both are made short here (a notebook's 15 s and 15 s for the rest: soft 30 s, hard 60 s; a submission here takes a
+    few seconds) so that the test waits 65 s, not the 200 s that the default two minutes for the rest would need."""
+    visibility = 65
+    limits = Limits(timeout_s=15)
     root, db_url, students = course(tmp_path / "course", 30)
     pool = [workers(redis.url, db_url, root, visibility_s=visibility) for _ in range(3)]
     import os
 
     os.environ["REVAD_VISIBILITY_TIMEOUT"] = str(visibility)
     try:
-        service.app.conf.broker_transport_options = {"visibility_timeout": visibility}
-        service.VISIBILITY_TIMEOUT_S, service.TASK_SLACK_S = visibility, 30
-        assert service.time_limits(limits, 1) == (60, 90)
+        service.app.conf.broker_transport_options = service.broker_options(visibility)
+        service.VISIBILITY_TIMEOUT_S, service.TASK_SLACK_S = visibility, 15
+        assert service.time_limits(limits, 1) == (30, 60)
         keys = queue_assignment(
             root,
             ASSIGNMENT,
@@ -389,7 +389,7 @@ def test_a_killed_worker_loses_nothing_and_no_submission_counts_twice(redis, wor
         rows = wait(root, ASSIGNMENT, keys, db_url, progress=False, timeout_s=visibility + 600)
     finally:
         service.VISIBILITY_TIMEOUT_S, service.TASK_SLACK_S = 7200, 120
-        service.app.conf.broker_transport_options = {"visibility_timeout": 7200}
+        service.app.conf.broker_transport_options = service.broker_options(7200)
         os.environ.pop("REVAD_VISIBILITY_TIMEOUT", None)
     assert running_before, "a task was running when the worker was killed"
     assert len(rows) == 30

@@ -31,6 +31,20 @@ VISIBILITY_TIMEOUT_S = int(os.environ.get("REVAD_VISIBILITY_TIMEOUT", 7200))
 # What a submission may take beyond its notebooks' own deadlines: intake, the feedback page, the gradebook.
 TASK_SLACK_S = int(os.environ.get("REVAD_TASK_SLACK", 120))
 log = logging.getLogger("revad.worker")
+# How often each worker looks for tasks whose worker died and whose visibility timeout has passed.
+RESTORE_SWEEP_S = 5
+
+
+def broker_options(visibility_s: int) -> dict[str, int]:
+    """Redis's transport settings. Each worker sweeps for tasks whose worker died every RESTORE_SWEEP_S seconds
+    (kombu's default sweeps every 10th tick of 10 s: a dead worker's task came back up to 100 s after its visibility
+    timeout). A sweep is one indexed Redis query."""
+    return {
+        "visibility_timeout": visibility_s,
+        "unacked_restore_interval": RESTORE_SWEEP_S,
+        "unacked_restore_throttle": 1,
+    }
+
 
 app = Celery("revad")
 app.conf.update(
@@ -43,7 +57,7 @@ app.conf.update(
     task_ignore_result=True,  # results go to the gradebook, not to a result backend
     task_default_queue=QUEUE,
     broker_connection_retry_on_startup=True,
-    broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT_S},
+    broker_transport_options=broker_options(VISIBILITY_TIMEOUT_S),
     worker_cancel_long_running_tasks_on_connection_loss=False,
 )
 
