@@ -171,29 +171,29 @@ def _notebook_id(notebook) -> str:
     return f"{notebook.parent.name}/{notebook.name}" if isinstance(notebook, Path) else str(notebook)
 
 
-# The modules that take longest (seconds of test time, `make test` on 2 workers, warm kernels, 2026-11-26): started
+# The modules that take longest (seconds of test time, `make test` on 3 workers and 2 cores, 2026-11-27): started
 # first, so that no worker is left with a long one at the end. A module missing here starts after them if it is slow.
 LONGEST_FIRST = {
-    "test_celery": 511,  # its tests spread over the workers; the longest alone takes 210 s (mostly the broker's wait)
-    "test_demo": 243,  # with test_browser: both use the session's demo run
-    "test_browser": 242,
-    "test_lifecycle_work": 186,
-    "test_grading_corpus": 161,
-    "test_solutions": 141,
-    "test_hub": 138,
-    "test_nb06_checks": 125,
-    "test_celery_on_submit": 111,
-    "test_postgres": 96,
-    "test_contributing": 87,
-    "test_grading_resume": 84,
-    "test_grading_hostile_123": 81,
-    "test_grading_hostile_45": 77,
-    "test_release": 75,
-    "test_nb05_checks": 72,  # the longest of `make test-fast`, so that its run ends with short tests too
-    "test_lifecycle_exchange": 70,
-    "test_warm_kernels": 68,
-    "test_grading_trust": 39,
-    "test_nb02_checks": 36,
+    "test_celery": 331,  # its tests spread over the workers; the longest alone takes about 75 s (the killed worker)
+    "test_grading_corpus": 121,
+    "test_lifecycle_work": 88,
+    "test_hub": 83,
+    "test_solutions": 79,
+    "test_demo": 63,  # with test_browser: both use the session's demo run
+    "test_browser": 61,
+    "test_warm_kernels": 60,
+    "test_contributing": 52,
+    "test_release": 49,
+    "test_grading_resume": 46,
+    "test_celery_on_submit": 41,
+    "test_nb05_checks": 36,  # the longest of `make test-fast`, so that its run ends with short tests too
+    "test_postgres": 32,
+    "test_grading_perimeter": 32,
+    "test_lifecycle_exchange": 28,
+    "test_grading_hostile_123": 28,
+    "test_nb06_checks": 24,
+    "test_grading_hostile_45": 23,
+    "test_nb02_checks": 17,
 }
 
 
