@@ -350,10 +350,11 @@ def test_the_broker_carries_the_learners_files_and_no_hidden_test(tmp_path, redi
 def test_a_killed_worker_loses_nothing_and_no_submission_counts_twice(redis, workers, local_scores, tmp_path):
     """30 submissions, 3 workers; one worker's whole process group is SIGKILLed mid-task and another started. The
     broker hands the killed worker's task on after its visibility timeout, which must exceed a task's hard limit:
-    both are made short here (a notebook's 15 s and 15 s for the rest: soft 30 s, hard 60 s; a submission here takes a
-    few seconds) so that the test waits 65 s, not the 200 s that the default two minutes for the rest would need."""
-    visibility = 65
-    limits = Limits(timeout_s=15)
+    both are made short here (a notebook's 20 s and 20 s for the rest: soft 40 s, hard 70 s; a submission here takes a
+    few seconds, a worker's first also waits for its warm-kernel factory) so that the test waits 75 s, not the 200 s
+    that the default two minutes for the rest would need."""
+    visibility = 75
+    limits = Limits(timeout_s=20)
     root, db_url, students = course(tmp_path / "course", 30)
     pool = [workers(redis.url, db_url, root, visibility_s=visibility) for _ in range(3)]
     import os
@@ -361,8 +362,8 @@ def test_a_killed_worker_loses_nothing_and_no_submission_counts_twice(redis, wor
     os.environ["REVAD_VISIBILITY_TIMEOUT"] = str(visibility)
     try:
         service.app.conf.broker_transport_options = service.broker_options(visibility)
-        service.VISIBILITY_TIMEOUT_S, service.TASK_SLACK_S = visibility, 15
-        assert service.time_limits(limits, 1) == (30, 60)
+        service.VISIBILITY_TIMEOUT_S, service.TASK_SLACK_S = visibility, 20
+        assert service.time_limits(limits, 1) == (40, 70)
         keys = queue_assignment(
             root,
             ASSIGNMENT,
