@@ -401,6 +401,31 @@ def test_a_killed_worker_loses_nothing_and_no_submission_counts_twice(redis, wor
     assert got == {s: local_scores[i % 3] for i, s in enumerate(students)}
 
 
+def test_a_dead_workers_task_goes_back_at_the_first_sweep_after_its_visibility_timeout(redis):
+    """The app's broker settings reach kombu's channel, and every sweep looks: a task taken and never acknowledged
+    (its worker died) is back on the queue at the first sweep after its timeout. (kombu's default looks on every
+    tenth sweep only: the second sweep here would leave the task where it is.)"""
+    with service.app.connection_for_write(redis.url) as conn:
+        channel = conn.default_channel
+        assert (channel.unacked_restore_interval, channel.unacked_restore_throttle) == (service.RESTORE_SWEEP_S, 1)
+        channel.visibility_timeout = 1  # the app's is two hours; the sweeping is what is checked here
+        queue = conn.SimpleQueue("sweep-check")
+        queue.put({"submission": "s01"})
+        taken = queue.get(timeout=5)  # taken and never acknowledged: the worker holding it died
+
+        def sweep():  # what each worker's event loop calls every RESTORE_SWEEP_S seconds
+            conn.transport.cycle.maybe_restore_messages()
+
+        assert redis.cli("llen", "sweep-check").strip() == "0"
+        sweep()  # the first sweep, before the timeout: nothing to hand back
+        assert redis.cli("llen", "sweep-check").strip() == "0"
+        time.sleep(1.5)
+        sweep()
+        assert redis.cli("llen", "sweep-check").strip() == "1", "the dead worker's task is back on the queue"
+        assert queue.get(timeout=5).payload == taken.payload
+        queue.close()
+
+
 def test_a_broker_restart_loses_nothing(redis, workers, local_scores, tmp_path):
     root, db_url, students = course(tmp_path / "course", 3)
     keys = queue_assignment(
