@@ -17,6 +17,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,7 +55,10 @@ def jupyter_server(command: list[str], tmp: Path, port: int, timeout: float = 12
 @contextmanager
 def running_server(command: list[str], log_path: Path, ready_url: str, env: dict, cwd: Path, timeout: float):
     """Run a server command in a session of its own until the block ends, once `ready_url` answers 200; stop its
-    whole process group after (a hub takes its proxy and the servers it spawned with it)."""
+    whole process group after (a hub takes its proxy and the servers it spawned with it), and then every process it
+    started that is still there: a hub starts its proxy and each learner's server in a session of their own, and one
+    killed before it has stopped them (its shutdown outlasting the wait, on a loaded machine) would leave them running
+    after the suite."""
     log = log_path.open("wb")
     proc = subprocess.Popen(
         command, cwd=cwd, start_new_session=True, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env}
@@ -75,13 +79,26 @@ def running_server(command: list[str], log_path: Path, ready_url: str, env: dict
             time.sleep(0.5)
         yield proc
     finally:
+        started = _descendants(proc.pid)
         os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        for child in started:  # psutil signals no process that took a reused pid
+            try:
+                child.kill()
+            except psutil.NoSuchProcess:
+                pass
         log.close()
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:  # it had already exited
+        return []
 
 
 def server_args(tmp: Path, port: int) -> str:
