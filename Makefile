@@ -96,7 +96,7 @@ bench-grading: $(STAMP)  ## 40 submissions of notebook 01: the course's command 
 # meanwhile (2 cores: 2 workers 9 min 27 s, 3 workers 8 min 20 s, 4 workers 8 min 39 s; docs/figures.md). Tests that
 # share a graded class or a server stay on one worker (tests/conftest.py groups them), the longest start first; the
 # report ends with the 15 slowest tests and the total.
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) + 1 )))
 PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=15 --durations-min=1
 
 # The suite's processes keep Python's bytecode cache (__pycache__/, ignored by git) even where the environment turns it
