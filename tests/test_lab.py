@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import psutil
 import pytest
+from browser import REPO, free_port, running_server
 
-REPO = Path(__file__).resolve().parent.parent
 TOKEN = "course-test-token"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -32,43 +21,17 @@ def _get(url: str) -> tuple[int, str]:
 
 @pytest.fixture
 def lab_server(tmp_path):
-    port = _free_port()
+    port = free_port()
     args = (
         f"--no-browser --port={port} --ServerApp.port_retries=0 --IdentityProvider.token={TOKEN} "
         f"--exchange {tmp_path / 'exchange'} --config-dir {tmp_path / 'config'} --work-dir {tmp_path / 'work'}"
     )
-    proc = subprocess.Popen(
-        ["make", "-s", "lab", f"LAB_ARGS={args}"],
-        cwd=REPO,
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={
-            **os.environ,
-            "BROWSER": "false",
-            # nbgrader keeps its record of submissions here: one of the test's own
-            "JUPYTER_DATA_DIR": str(tmp_path / "data"),
-        },
-    )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail("make lab exited early:\n" + proc.stdout.read().decode()[-3000:])
-        try:
-            if _get(f"{base}/api/status?token={TOKEN}")[0] == 200:
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        os.killpg(proc.pid, signal.SIGKILL)
-        pytest.fail("JupyterLab did not come up within 120 s")
-    yield proc, base, port, tmp_path
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+    # nbgrader keeps its record of submissions in JUPYTER_DATA_DIR: one of the test's own
+    env = {"BROWSER": "false", "JUPYTER_DATA_DIR": str(tmp_path / "data")}
+    command = ["make", "-s", "lab", f"LAB_ARGS={args}"]
+    with running_server(command, tmp_path / "lab.log", f"{base}/api/status?token={TOKEN}", env, REPO, 120) as proc:
+        yield proc, base, port, tmp_path
 
 
 @pytest.mark.slow

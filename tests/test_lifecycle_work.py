@@ -10,19 +10,15 @@ assignment). The learner's files stay byte for byte what they wrote; the new ass
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
-from browser import REPO, free_port
+from browser import REPO, free_port, running_server
 
 from autograder.submissions import fill_answers, solution_sources
 from coursetools.workspace import ORIGINS
@@ -57,27 +53,10 @@ def start_lab(clone: Path, tmp: Path) -> None:
     port = free_port()
     exchange = tmp / "exchange"
     args = f"--no-browser --port={port} --ServerApp.port_retries=0 --IdentityProvider.token=t --exchange {exchange}"
-    proc = subprocess.Popen(
-        ["make", "-s", f"VENV={VENV}", "-o", f"{VENV}/.installed", "lab", f"LAB_ARGS={args}"],
-        cwd=clone,
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "BROWSER": "false", "JUPYTER_DATA_DIR": str(tmp / "data")},
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token=t", timeout=5)
-                return
-            except OSError:
-                time.sleep(0.5)
-        pytest.fail("make lab did not come up")
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+    command = ["make", "-s", f"VENV={VENV}", "-o", f"{VENV}/.installed", "lab", f"LAB_ARGS={args}"]
+    env = {"BROWSER": "false", "JUPYTER_DATA_DIR": str(tmp / "data")}
+    with running_server(command, tmp / "lab.log", f"http://127.0.0.1:{port}/api/status?token=t", env, clone, 120):
+        pass
 
 
 @pytest.fixture(scope="module")

@@ -314,6 +314,5 @@ def test_a_factory_kept_across_runs_carries_nothing_from_one_run_to_the_next(tmp
     assert looks.score == looks.max_score, (looks.messages, looks.flags)  # it saw nothing a_leaves left
     assert printed["a_leaves"]["LEFT"] == "LEFT ['/tmp']", printed  # what a_leaves left was there, in its kernel
     assert [printed[s]["FACTORY"].endswith("True") for s in printed] == [True, True], printed
-    assert factories[0] and factories[1] == factories[0], (
-        factories
-    )  # the factory (with its sandbox), kept between the runs
+    # the factory (with its sandbox), kept between the runs
+    assert factories[0] and factories[1] == factories[0], factories
