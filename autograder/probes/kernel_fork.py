@@ -34,8 +34,9 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 # Every kernel's, warm or cold: no input history on disk. A submission's kernel lives for one notebook (In and _ih
-# stay, in memory); writing the history's SQLite file cost a tenth of a second of each kernel's CPU (profiled).
-KERNEL_OPTIONS = ["--HistoryManager.enabled=False"]
+# stay, in memory); writing the history's SQLite file cost a tenth of a second of each kernel's CPU (profiled). And the
+# cap on what a cell prints (output_cap.py), loaded before the first cell.
+KERNEL_OPTIONS = ["--HistoryManager.enabled=False", "--IPKernelApp.extra_extensions=autograder.probes.output_cap"]
 
 
 def _check(result: int, what: str) -> None:
