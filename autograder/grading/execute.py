@@ -16,7 +16,7 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
-from ..probes.output_cap import OUTPUT_LIMIT_VARIABLE
+from ..probes import output_cap
 from . import sandbox, warm
 from .jobs import Job
 from .kernel_start import KernelStartFailed, start_with_retries
@@ -137,7 +137,7 @@ class SandboxedRun:
         self.info = sandbox.SandboxInfo(job.sandbox.tool, job.sandbox.as_root, job.sandbox.drop_uid)
         self.uid = job.kernel_uid
         env = kernel_environment(scratch / "home", job.threads, self.info.active)
-        env[OUTPUT_LIMIT_VARIABLE] = str(2 * self.limits.output_kb * 1024)  # twice what is kept: a cut cell stays cut
+        env.update(output_cap.kernel_environment(self.limits.output_kb))
         factory = warm.current_for(scratch)
         if factory is not None and job.kernel_uid is not None:  # a warm kernel, forked for this submission
             self.argv = warm.kernel_command(factory, scratch, job.kernel_uid, env, self.limits)

@@ -6,8 +6,8 @@ out of the sandbox's memory in that thread, which logs a MemoryError and sends n
 output, so it cannot tell the learner that output was dropped.
 
 So past a limit per cell, stdout and stderr drop what is written here. The grader's own cap (grading/execute.py,
-`output_kb`) still decides what is kept. The kernel's limit is twice that cap (OUTPUT_LIMIT_VARIABLE in its
-environment), so a cell that printed too much still arrives over the cap and is reported as cut.
+`output_kb`) still decides what is kept. The kernel's limit is twice that cap (`kernel_environment`), so a cell that
+printed too much still arrives over the cap and is reported as cut.
 
 Every grading kernel loads this as an IPython extension (kernel_fork.KERNEL_OPTIONS), after ipykernel has set up its
 streams and before the first cell. It cannot be installed from a cell: IPython puts back each stream's `write` as it
@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
 OUTPUT_LIMIT_VARIABLE = "REVAD_CELL_OUTPUT_LIMIT"
+
+
+def kernel_environment(output_kb: int) -> dict[str, str]:
+    """What a grading kernel's environment needs for its cap, given the output the grader keeps per cell."""
+    return {OUTPUT_LIMIT_VARIABLE: str(2 * output_kb * 1024)}
 
 
 def load_ipython_extension(ip: InteractiveShell) -> None:
