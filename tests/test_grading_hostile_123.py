@@ -419,6 +419,141 @@ def test_notebook_03_graded_autograd_where_differences_or_a_gradcheck_of_ones_ow
     assert any(f.startswith("by_hand_with_autograd") and "my_gradcheck" in f for f in gradcheck.flags), gradcheck.flags
 
 
+# ================================================================ a general key: a lookup by a name built at run time
+# Measured by a learner holding the grader's source: an object's __dict__ indexed by a computed key, an explicit
+# __getattr__ call, reached autograd in notebook 01's adjoint trace (15 for 12), PyTorch's own tanh derivative in
+# notebook 02 (24 for 22), and the spoiled problem in the closure of notebook 03's test Function instead of a check
+# (25 for 22), with no flag. The answers keep their points (they build their own tensors, or read the grader's
+# process: no probe sees it) and are flagged reaches_for_grader, naming the exercise and that it is done by hand.
+
+ADJOINT_BY_DICT = """def adjoint_trace(x1, x2):
+    ag = torch.__dict__["auto" + "grad"]
+    w1 = torch.tensor(x1, dtype=torch.float64, requires_grad=True)
+    w2 = torch.tensor(x2, dtype=torch.float64, requires_grad=True)
+    ws = (w1, w2, w1 * w2, torch.sin(w1))
+    ws = ws + (ws[2] + ws[3],)
+    return {f"w{i + 1}": float(g) for i, g in enumerate(ag.grad(ws[4], ws))}
+"""
+ADJOINT_BY_GETITEM = "import operator\n\n\n" + ADJOINT_BY_DICT.replace(
+    'torch.__dict__["auto" + "grad"]', 'operator.getitem(torch.__dict__, "auto" + "grad")'
+)
+ADJOINT_BY_TENSORS_DICT = """def adjoint_trace(x1, x2):
+    w1 = torch.tensor(x1, dtype=torch.float64, requires_grad=True)
+    w2 = torch.tensor(x2, dtype=torch.float64, requires_grad=True)
+    ws = (w1, w2, w1 * w2, torch.sin(w1))
+    ws = ws + (ws[2] + ws[3],)
+    for w in ws[2:]:
+        w.retain_grad()
+    type(w1).__dict__["back" + "ward"](ws[4])
+    return {f"w{i + 1}": float(w.grad) for i, w in enumerate(ws)}
+"""
+TANH_BY_GETATTR_CALL = """def variable_tanh(self):
+    t = math.tanh(self.value)
+    one, out = torch.ones((), dtype=torch.float64), torch.tensor(t, dtype=torch.float64)
+    derivative = torch.ops.aten.__getattr__("tanh_" + "backward")(one, out)
+    return Variable(t, (self,), (float(derivative),), "tanh")
+
+
+Variable.tanh = variable_tanh
+"""
+TANH_BY_METHODCALLER = "from operator import methodcaller\n\n\n" + TANH_BY_GETATTR_CALL.replace(
+    'torch.ops.aten.__getattr__("tanh_" + "backward")(one, out)',
+    'methodcaller("tanh_" + "backward", one, out)(torch.ops.aten)',
+)
+TANH_BY_FORMATTER = "import string\n\n\n" + TANH_BY_GETATTR_CALL.replace(
+    'torch.ops.aten.__getattr__("tanh_" + "backward")(one, out)',
+    'string.Formatter().get_field("0.tanh_" + "backward", (torch.ops.aten,), {})[0](one, out)',
+)
+GRADCHECK_BY_TYPES_DICT = """def my_gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
+    backward = fn.__self__.backward
+    cells = type(backward).__dict__["__clo" + "sure__"].__get__(backward)
+    read = type(cells[0]).__dict__["cell_" + "contents"]
+    return any(getattr(read.__get__(c), "__name__", "") == "_unchanged" for c in cells)
+"""
+GRADCHECK_BY_DICT_GET = GRADCHECK_BY_TYPES_DICT.replace(
+    '__dict__["__clo" + "sure__"]', '__dict__.get("__clo" + "sure__")'
+)
+GRADCHECK_BY_DICT_GET = GRADCHECK_BY_DICT_GET.replace(
+    '__dict__["cell_" + "contents"]', '__dict__.get("cell_" + "contents")'
+)
+GRADCHECK_BY_DICT_ITEMS = """def my_gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
+    backward = fn.__self__.backward
+    cells = next(d for k, d in type(backward).__dict__.items() if k.startswith("__clo")).__get__(backward)
+    read = next(d for k, d in type(cells[0]).__dict__.items() if k.startswith("cell_"))
+    return any(getattr(read.__get__(c), "__name__", "") == "_unchanged" for c in cells)
+"""
+GENERAL_KEY_ROUTES = {  # assignment: (the exercise's answer cell, {route: answer}, full marks)
+    "01-reverse-accumulation": (
+        "adjoint_trace",
+        {"dict": ADJOINT_BY_DICT, "getitem": ADJOINT_BY_GETITEM, "tensors_dict": ADJOINT_BY_TENSORS_DICT},
+        15,
+    ),
+    "02-scalar-engine": (
+        "variable_tanh",
+        {"getattr_call": TANH_BY_GETATTR_CALL, "methodcaller": TANH_BY_METHODCALLER, "formatter": TANH_BY_FORMATTER},
+        24,
+    ),
+    "03-custom-functions": (
+        "my_gradcheck",
+        {
+            "types_dict": GRADCHECK_BY_TYPES_DICT,
+            "dict_get": GRADCHECK_BY_DICT_GET,
+            "dict_items": GRADCHECK_BY_DICT_ITEMS,
+        },
+        25,
+    ),
+}
+
+
+def _general_key_flagged(flags: list[str], gid: str) -> bool:
+    """A reaches_for_grader flag on the exercise that names the lookup and says that it answers an exercise done by
+    hand (where autograd may be what it reaches)."""
+    return any(
+        f.startswith("reaches_for_grader")
+        and f"exercise {gid}: a name built at run time" in f
+        and "(done by hand): autograd may be what it reaches" in f
+        for f in flags
+    )
+
+
+@pytest.mark.parametrize(
+    "assignment, route",
+    [
+        pytest.param(assignment, route, marks=getattr(pytest.mark, f"nb{assignment[:2]}"))
+        for assignment, (_, routes, _) in GENERAL_KEY_ROUTES.items()
+        for route in routes
+    ],
+)
+def test_a_by_hand_answer_that_looks_up_a_general_key_is_flagged(assignment, route):
+    """Before: no flag (the screen knew getattr with a computed name, not an object's __dict__ or an explicit
+    __getattr__ with one). Now each is reaches_for_grader naming the exercise, the lookup and that it is by hand."""
+    gid, routes, _ = GENERAL_KEY_ROUTES[assignment]
+    flags = [f"{f.code}: {f.detail}" for f in _screened(assignment, {gid: routes[route]})]
+    assert flags and all(f.startswith(f"reaches_for_grader: exercise {gid}:") for f in flags), flags
+    assert _general_key_flagged(flags, gid), flags
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "assignment",
+    [pytest.param(a, marks=getattr(pytest.mark, f"nb{a[:2]}")) for a in GENERAL_KEY_ROUTES],
+)
+def test_general_key_routes_graded_keep_their_points_and_are_flagged(tmp_path, grading_pool, assignment):
+    """Graded with the grading command: each route keeps full marks (15/15 for notebook 01's adjoint trace, 24/24 for
+    notebook 02's tanh, 25/25 for notebook 03's my_gradcheck, as measured: no probe can see the lookup) and is now
+    flagged for the instructor, naming the exercise (before: no flag at all)."""
+    from test_grading_hostile_45 import grade_routes
+
+    gid, routes, full = GENERAL_KEY_ROUTES[assignment]
+    rows = grade_routes(
+        tmp_path, assignment, {name: {"answers": {gid: source}} for name, source in routes.items()}, grading_pool
+    )
+    for name in routes:
+        row = rows[name]
+        assert (row.score, row.max_score) == (full, full), (name, row.score, row.messages)
+        assert _general_key_flagged(row.flags, gid), (name, row.flags)
+
+
 # ==================================================================== not protected (docs/grading.md, security section)
 
 ADJOINT_BY_A_NAME_BUILT_FROM_STRINGS = ADJOINT_BY_GETATTR.replace(

@@ -324,6 +324,27 @@ def test_every_probe_is_in_the_sandbox(tmp_path):
         ("from operator import attrgetter\ng = attrgetter('__glob' + 'als__')(f)", "a name built at run time"),
         ("hasattr(torch, 'fun' + 'c')", "a name built at run time"),
         ("from functools import reduce\ng = reduce(getattr, ['__glob' + 'als__'], f)", "a name built at run time"),
+        # a general key: an object's attributes as a dict, an explicit __getattr__, names resolved from strings
+        ("ag = torch.__dict__['auto' + 'grad']", "an object's attributes indexed by a computed key"),
+        ("ag = vars(torch)[name]", "an object's attributes indexed by a computed key"),
+        ("f = type(fn).__dict__['__clo' + 'sure__']", "an object's attributes indexed by a computed key"),
+        ("f = fn.__class__.__dict__[name]", "an object's attributes indexed by a computed key"),
+        ("ag = torch.__dict__.get(name)", "an object's attributes read as a dict"),
+        ("for k, v in torch.__dict__.items():\n    pass", "an object's attributes read as a dict"),
+        ("import operator\nag = operator.getitem(vars(torch), name)", "an object's attributes as a dict, handed on"),
+        ("ag = dict(vars(torch))[name]", "an object's attributes as a dict, handed on"),
+        ("table = torch.__dict__\nag = table[name]", "an object's attributes as a dict, handed on"),
+        ("d = type.__dict__['__dict__'].__get__(torch)", "an object's attributes read as a dict"),
+        ("op = torch.ops.aten.__getattr__('tanh_' + 'backward')", "an explicit __getattr__ call"),
+        ("object.__setattr__(probe, name, None)", "an explicit __setattr__ call"),
+        ("state = fn.__reduce_ex__(2)[2]", "an object's state as data"),
+        ("from operator import methodcaller\nop = methodcaller(name)(torch)", "a method named by a string"),
+        ("import string\nop = string.Formatter().get_field(name, (torch,), {})", "dotted names resolved from a string"),
+        ("import pkgutil\nag = pkgutil.resolve_name(name)", "resolves dotted names from a string"),
+        ("from pydoc import locate\nag = locate(name)", "resolves dotted names from a string"),
+        ("import pickle\nag = pickle.loads(blob)", "resolves any module's names from a string"),
+        ("import sys\nmodule = sys.modules[name]", "the module table"),
+        ("g = getattr(getattr, '__call__')(torch, name)", "a name built at run time"),
     ],
 )
 def test_the_screen_names_each_route(code, reason):
@@ -343,6 +364,19 @@ def test_the_screen_spares_honest_code():
     assert reaches("size = getattr(props, 'L2_cache_size', 50 * 2**20)\nok = hasattr(x, 'grad')") == []
     assert uses_autograd("import torch\nx = torch.ones(1, requires_grad=True)\n(x * 2).backward()")
     assert uses_autograd("from torch.func import grad")
+
+
+def test_a_lookup_by_a_constant_name_is_read_as_the_attribute():
+    """An object's __dict__, vars(x) or __getattr__ with a constant name hides nothing: it is read as the attribute
+    (no flag for a name built at run time, and autograd reached that way is seen as autograd)."""
+    for code in ("t = torch.__dict__['tanh']", "t = vars(torch)['tanh']", "t = torch.ops.aten.__getattr__('tanh')"):
+        assert reaches(code) == [], (code, reaches(code))
+    assert uses_autograd("g = torch.__dict__['autograd'].grad(y, x)") == ["torch.autograd.grad"]
+    assert uses_autograd("g = vars(torch).get('autograd').grad(y, x)") == ["torch.autograd.grad"]
+    assert uses_autograd("d = torch.ops.aten.__getattr__('tanh_backward')(g, y)") == [
+        "PyTorch's own derivative (torch.ops.aten.tanh_backward)"
+    ]
+    assert reaches("t = vars()['In']") != []  # vars() without an object is still the notebook's namespace
 
 
 @pytest.mark.parametrize("path", SOLUTION_NOTEBOOKS, ids=lambda p: p.parent.name)

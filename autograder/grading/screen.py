@@ -133,21 +133,53 @@ def _dotted(node) -> str:
     return ".".join(reversed(parts))
 
 
+def _constant_name(node) -> str | None:
+    """The name a lookup key spells when it is a constant identifier (None: computed, or not a name)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+        return node.value
+    return None
+
+
+def _attribute_table(node) -> ast.AST | None:
+    """The object whose attributes `node` is, as a dict: `x.__dict__` or `vars(x)` (None: neither)."""
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+        return node.value
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "vars"
+        and len(node.args) == 1
+    ):
+        return node.args[0]
+    return None
+
+
 class _ConstantGetattr(ast.NodeTransformer):
-    """getattr(x, "name") read as x.name: a constant name hides nothing (names built from strings are not followed)."""
+    """Lookups with a constant name read as attributes: `getattr(x, "name")`, `x.__dict__["name"]`,
+    `vars(x)["name"]`, `x.__dict__.get("name")`, `x.__getattr__("name")`, `x.__getattribute__("name")` are `x.name`.
+    A constant name hides nothing; the same lookups with a computed name are what `reaches` flags."""
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        if (
-            isinstance(node.func, ast.Name)
-            and node.func.id == "getattr"
-            and len(node.args) in (2, 3)
-            and isinstance(node.args[1], ast.Constant)
-            and isinstance(node.args[1].value, str)
-            and node.args[1].value.isidentifier()
-        ):
-            return ast.copy_location(ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load()), node)
-        return node
+        func, args = node.func, node.args
+        if isinstance(func, ast.Name) and func.id == "getattr" and len(args) in (2, 3):
+            target, name = args[0], _constant_name(args[1])
+        elif isinstance(func, ast.Attribute) and func.attr in ("__getattr__", "__getattribute__") and len(args) == 1:
+            target, name = func.value, _constant_name(args[0])
+        elif isinstance(func, ast.Attribute) and func.attr == "get" and len(args) in (1, 2):
+            target, name = _attribute_table(func.value), _constant_name(args[0])
+        else:
+            return node
+        if target is None or name is None:
+            return node
+        return ast.copy_location(ast.Attribute(value=target, attr=name, ctx=ast.Load()), node)
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        target, name = _attribute_table(node.value), _constant_name(node.slice)
+        if target is None or name is None:
+            return node
+        return ast.copy_location(ast.Attribute(value=target, attr=name, ctx=node.ctx), node)
 
 
 def _parsed(source: str):
@@ -177,6 +209,7 @@ def reaches(source: str, own_modules: frozenset[str] = frozenset()) -> list[str]
         return []
     found = []
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    tables = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and _attribute_table(n) is not None}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in ATTRIBUTE_LOOKUPS and id(node) not in called:
             found.append(f"a name built at run time: {node.id} handed on as a value (what it reaches cannot be read)")
@@ -214,7 +247,8 @@ def reaches(source: str, own_modules: frozenset[str] = frozenset()) -> list[str]
         elif isinstance(node, ast.Attribute) and node.attr in REACHING_ATTRIBUTES:
             found.append(f"{REACHING_ATTRIBUTES[node.attr]}: uses .{node.attr}")
         elif isinstance(node, ast.Name) and node.id in REACHING_NAMES and isinstance(node.ctx, ast.Load):
-            found.append(f"{REACHING_NAMES[node.id]}: uses {node.id}")
+            if id(node) not in tables:  # vars(x): an object's attributes, named below
+                found.append(f"{REACHING_NAMES[node.id]}: uses {node.id}")
         elif isinstance(node, ast.Name) and re.fullmatch(r"_i?\d+", node.id) and isinstance(node.ctx, ast.Load):
             found.append(f"the kernel's input/output history: uses {node.id}")
         elif isinstance(node, ast.Name) and node.id in ("__builtins__", "builtins"):
@@ -222,10 +256,77 @@ def reaches(source: str, own_modules: frozenset[str] = frozenset()) -> list[str]
         elif isinstance(node, ast.Call) and _dynamic_attribute(node):
             lookup = f"{ast.unparse(node.func)}(..., {ast.unparse(node.args[1])})"
             found.append(f"a name built at run time: {lookup} (what it reaches cannot be read)")
+    found += _computed_keys(tree)
     return list(dict.fromkeys(found))
 
 
 ATTRIBUTE_LOOKUPS = ("getattr", "setattr", "delattr", "hasattr")
+
+# A general key: lookups that reach any attribute, module or closure by a name the screen cannot read, as getattr
+# with a computed name does. An honest answer needs none of them; constant names were read as attributes above.
+COMPUTED_KEY_ATTRIBUTES = {
+    "__getattr__": "an explicit __getattr__ call",
+    "__setattr__": "an explicit __setattr__ call",
+    "__delattr__": "an explicit __delattr__ call",
+    "__reduce__": "an object's state as data",
+    "__reduce_ex__": "an object's state as data",
+    "__getstate__": "an object's state as data",
+    "methodcaller": "a method named by a string",
+    "Formatter": "dotted names resolved from a string",
+}
+COMPUTED_KEY_NAMES = {"methodcaller": "a method named by a string", "Formatter": "dotted names resolved from a string"}
+COMPUTED_KEY_MODULES = {
+    "pkgutil": "resolves dotted names from a string",
+    "pydoc": "resolves dotted names from a string",
+    "pickle": "resolves any module's names from a string",
+    "_pickle": "resolves any module's names from a string",
+    "copyreg": "resolves any module's names from a string",
+    "marshal": "code objects",
+    "runpy": "dynamic code",
+    "code": "dynamic code",
+    "codeop": "dynamic code",
+}
+
+
+def _computed_keys(tree) -> list[str]:
+    """Lookups by a general key (what `getattr` with a computed name is to attributes): an object's `__dict__` or
+    `vars(x)` indexed by a computed key, iterated, copied or handed on (`type(f).__dict__[k]`, `vars(m).items()`,
+    `operator.getitem(m.__dict__, k)`, `dict(vars(m))[k]`); an explicit `__getattr__` and its kin; an object's state
+    as data; methodcaller, string.Formatter, pkgutil, pydoc, pickle. Lookups with a constant name were read as
+    attributes before this runs (`torch.__dict__["autograd"]` is `torch.autograd`)."""
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    found = []
+    for node in ast.walk(tree):
+        parent = parents.get(id(node))
+        if _attribute_table(node) is not None:
+            if isinstance(parent, ast.Subscript) and parent.value is node:
+                code, why = parent, "an object's attributes indexed by a computed key"
+            elif isinstance(parent, ast.Attribute) and parent.value is node:
+                code, why = parent, "an object's attributes read as a dict"
+            else:
+                code, why = node, "an object's attributes as a dict, handed on"
+        elif isinstance(node, ast.Attribute) and node.attr in COMPUTED_KEY_ATTRIBUTES:
+            code = parent if isinstance(parent, ast.Call) and parent.func is node else node
+            why = COMPUTED_KEY_ATTRIBUTES[node.attr]
+        elif isinstance(node, ast.Name) and node.id in COMPUTED_KEY_NAMES and isinstance(node.ctx, ast.Load):
+            code, why = node, COMPUTED_KEY_NAMES[node.id]
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            imported = [(m, COMPUTED_KEY_MODULES.get(m.split(".")[0])) for m in modules]
+            if isinstance(node, ast.ImportFrom):
+                imported += [(a.name, COMPUTED_KEY_NAMES.get(a.name)) for a in node.names]
+            found += [
+                f"a name built at run time: imports {m} ({why}: what it reaches cannot be read)"
+                for m, why in imported
+                if why
+            ]
+            continue
+        else:
+            continue
+        shown = ast.unparse(code)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        found.append(f"a name built at run time: {shown} ({why}: what it reaches cannot be read)")
+    return found
 
 
 def _dynamic_attribute(node: ast.Call) -> bool:
@@ -404,12 +505,17 @@ def screen(
             # the instructor's copy of a locked cell runs; an unchanged cell of the release is the instructor's
             continue
         code.append((f"exercise {gid}" if gid else f"a cell you added (cell {index})", cell.source))
+    by_hand = by_hand_cells(code, by_hand_names(spec_nb, checks))
     for where, source in code:
         for reason in reaches(source, frozenset(own)):
+            if by_hand.get(where) and reason.startswith("a name built at run time"):
+                reason += (
+                    f"; it answers {', '.join(sorted(by_hand[where]))} (done by hand): autograd may be what it reaches"
+                )
             flags.append(Flag("reaches_for_grader", f"{where}: {reason}"))
         learners.append((where, source))
     sources = dict(learners)
-    for where, exercises in by_hand_cells(learners, by_hand_names(spec_nb, checks)).items():
+    for where, exercises in by_hand.items():
         if exercises:
             for how in uses_autograd(sources[where]):
                 flags.append(
