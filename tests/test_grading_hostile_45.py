@@ -565,6 +565,59 @@ def test_notebook_04_graded_torch_tools_replaced_under_other_names_are_flagged_a
         )
 
 
+CUBE_BACKWARD_BY = """class Cube(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            return LOOKUP
+"""
+CUBE_BY_A_GENERAL_KEY = {  # measured: 35/35 and no flag for the first (an object's __dict__ with a computed key)
+    "dict": CUBE_BACKWARD_BY.replace("LOOKUP", 'torch.__dict__["auto" + "grad"].grad(x ** 3, x, grad_output)[0]'),
+    "dict_get": CUBE_BACKWARD_BY.replace(
+        "LOOKUP", 'torch.__dict__.get("auto" + "grad").grad(x ** 3, x, grad_output)[0]'
+    ),
+    "func_vjp": CUBE_BACKWARD_BY.replace(
+        "LOOKUP", 'torch.__dict__["fu" + "nc"].vjp(lambda t: t ** 3, x)[1](grad_output)[0]'
+    ),
+}
+
+
+@pytest.mark.nb04
+@pytest.mark.parametrize("route", list(CUBE_BY_A_GENERAL_KEY))
+def test_a_by_hand_backward_that_reaches_autograd_by_a_general_key_is_flagged(route):
+    """Before: no flag (the screen followed getattr with a computed name, not an object's __dict__ with one). Now
+    reaches_for_grader, naming the exercise, the lookup and that the exercise is done by hand."""
+    flags = screened("04-ctx-toolbox", {"cube": CUBE_BY_A_GENERAL_KEY[route]})
+    assert [f.code for f in flags] == ["reaches_for_grader"], flags
+    assert flags[0].detail.startswith("exercise cube: a name built at run time: torch.__dict__"), flags
+    assert "it answers test_cube (done by hand): autograd may be what it reaches" in flags[0].detail, flags
+
+
+@pytest.mark.slow
+@pytest.mark.nb04
+def test_notebook_04_graded_a_by_hand_backward_by_a_general_key_keeps_its_points_and_is_flagged(tmp_path, grading_pool):
+    """Graded with the grading command: Cube's backward from autograd reached through torch.__dict__ keeps full marks
+    (35/35, as measured: the answer builds its own graph, out of any probe's sight) and is now flagged."""
+    rows = grade_routes(
+        tmp_path,
+        "04-ctx-toolbox",
+        {name: {"answers": {"cube": source}} for name, source in CUBE_BY_A_GENERAL_KEY.items()},
+        grading_pool,
+    )
+    for name, row in rows.items():
+        assert (row.score, row.max_score) == (35, 35), (name, row.score, row.messages)
+        assert [f.split(":")[0] for f in row.flags] == ["reaches_for_grader"], (name, row.flags)
+        assert "exercise cube: a name built at run time" in row.flags[0], (name, row.flags)
+        assert "(done by hand): autograd may be what it reaches" in row.flags[0], (name, row.flags)
+
+
 @pytest.mark.nb04
 def test_the_probes_keep_their_own_torch_vmap(monkeypatch):
     """In-process: torch.vmap replaced after the probes were imported (the kernel's setup imports them before the
