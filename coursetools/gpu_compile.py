@@ -11,91 +11,32 @@ the device: nothing runs.
     result["ok"], result["why"], result["line"]         # a compile error cut to the line that says why
     result["registers"], result["spill_bytes"], ...     # ptxas's own report (-v) when it compiled
 
-Only the standard library and Triton are imported here: the grader runs this file as a script in a fresh
-process of its own (``serve``: one JSON request per line on stdin, one answer per line on stdout).
+The record is coursetools.kernel_text's (the one text every judge reads), rebuilt from its text here; a record
+the screen (coursetools.kernel_screen) refuses is never compiled. Only the standard library, Triton and those two
+modules are imported here: ``CompileProcess`` runs this module in a fresh process of its own (``serve``: one JSON
+request per line on stdin, one answer per line on stdout), since Triton's interpreter patches the process it runs
+in. (The grader compiles learners' kernels in its sandbox instead: autograder/probes/kernel_runner.py.)
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import linecache
 import os
 import re
 import subprocess
 import sys
 import tempfile
-import types
 from collections.abc import Sequence
 from typing import Any
 
-# the modules a kernel's globals may name, by their module name
-KERNEL_MODULES = ("triton", "triton.language", "triton.language.math", "math")
-MAX_SOURCE_CHARS = 40_000
-MAX_FUNCTIONS = 16
+from coursetools.kernel_screen import screen
+from coursetools.kernel_text import rebuild, take
 
 
 def kernel_record(kernel: Any) -> dict:
-    """The kernel's source as Triton reads it, the @triton.jit helpers it calls (their sources, by name) and the
-    globals it names: modules (by module name), numbers (with whether they are tl.constexpr), anything else
-    (by type). Plain data, as the grader's compile reads it."""
-    from triton.runtime.jit import JITFunction
-
-    functions: dict[str, str] = {}
-    globals_: dict[str, dict] = {}
-    entry = _function_of(kernel)
-    pending = [entry]
-    while pending and len(functions) < MAX_FUNCTIONS:
-        fn = pending.pop()
-        if fn.__name__ in functions:
-            continue
-        try:
-            source = JITFunction(fn).src  # exactly the text Triton's compiler parses (and its interpreter runs)
-        except (ValueError, OSError, TypeError):
-            source = ""
-        functions[fn.__name__] = source[:MAX_SOURCE_CHARS]
-        for name in _names_used(fn.__code__):
-            if name in functions or name in globals_ or name not in fn.__globals__:
-                continue
-            value = fn.__globals__[name]
-            helper = _function_of(value, strict=False)
-            if helper is not None:
-                pending.append(helper)
-            else:
-                globals_[name] = _global_record(value)
-    return {"entry": entry.__name__, "functions": functions, "globals": globals_}
-
-
-def _function_of(obj: Any, strict: bool = True) -> Any:
-    """The Python function behind a @triton.jit object (compiled or interpreted), exactly as Triton made it."""
-    from triton.runtime.interpreter import InterpretedFunction
-    from triton.runtime.jit import JITFunction
-
-    if type(obj) in (JITFunction, InterpretedFunction) and isinstance(getattr(obj, "fn", None), types.FunctionType):
-        return obj.fn
-    if strict:
-        raise TypeError(f"not a Triton kernel (a function decorated with @triton.jit): {type(obj).__name__}")
-    return None
-
-
-def _names_used(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names_used(const)
-    return names
-
-
-def _global_record(value: Any) -> dict:
-    from triton.language import constexpr
-
-    if isinstance(value, types.ModuleType):
-        return {"kind": "module", "value": value.__name__}
-    if isinstance(value, constexpr) and isinstance(value.value, (bool, int, float)):
-        return {"kind": "constexpr", "value": value.value}
-    if isinstance(value, (bool, int, float)):
-        return {"kind": "number", "value": value}
-    return {"kind": "object", "value": type(value).__name__}
+    """The kernel's record (coursetools.kernel_text.take): the one text every judge reads."""
+    return take(kernel)
 
 
 # --------------------------------------------------------------------------------------------- compiling
@@ -130,7 +71,7 @@ def compile_record(record: dict, signature: dict[str, str], constexprs: dict[str
     from triton.compiler import ASTSource
 
     try:
-        kernel = _rebuild(record)
+        kernel = rebuild(record, interpreted=False)
         source = ASTSource(fn=kernel, signature=signature, constexprs=constexprs)
         compiled = triton.compile(source, target=GPUTarget("cuda", arch, 32))
     except Exception as error:  # noqa: BLE001 - every compile error is the answer, as the compiler gives it
@@ -139,46 +80,6 @@ def compile_record(record: dict, signature: dict[str, str], constexprs: dict[str
     report = ptxas_report(compiled.asm["ptx"], arch)
     report.update(ok=True, ptx_chars=len(compiled.asm["ptx"]), shared_bytes=int(compiled.metadata.shared))
     return report
-
-
-def _rebuild(record: dict) -> Any:
-    """The recorded functions, defined afresh in a namespace of their own and wrapped as Triton kernels (compiled
-    mode, whatever TRITON_INTERPRET says): nothing of the process they were recorded in comes along."""
-    from triton.runtime.jit import JITFunction
-
-    namespace: dict[str, Any] = {"__name__": "recorded_kernel"}
-    for name, value in record["globals"].items():
-        namespace[name] = _global_value(value)
-    for name, source in record["functions"].items():
-        if not source:
-            raise ValueError(f"Triton cannot read the source of `{name}` (it must be defined with def in a cell)")
-        filename = f"<kernel {name}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-        exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - defs only (the grader screens them)
-    for name in record["functions"]:
-        namespace[name] = JITFunction(namespace[name])
-    return namespace[record["entry"]]
-
-
-def _global_value(value: dict) -> Any:
-    from triton.language import constexpr
-
-    kind = value["kind"]
-    if kind == "module" and (value["value"] in KERNEL_MODULES or value["value"].startswith("triton.language.")):
-        __import__(value["value"])
-        return sys.modules[value["value"]]
-    if kind == "constexpr":
-        return constexpr(value["value"])
-    if kind == "number":
-        return value["value"]
-    return _Opaque(value["value"])
-
-
-class _Opaque:
-    """Stands in for a global that is neither a number nor a module: Triton refuses it, as it would the original."""
-
-    def __init__(self, type_name: str) -> None:
-        self.type_name = type_name
 
 
 def compile_error_summary(error: BaseException) -> tuple[str, int | None]:
@@ -243,9 +144,11 @@ def occupancy(registers: int, threads_per_block: int = 128, registers_per_sm: in
 
 
 class CompileProcess:
-    """A fresh Python process that compiles recorded kernels (this file run as a script): Triton's interpreter
+    """A fresh Python process that compiles recorded kernels (this module, run with -m): Triton's interpreter
     patches triton.language in the process it runs in, so compiling happens in a process that never ran one.
-    Environment: PATH and a cache directory of its own; TRITON_INTERPRET is not passed on."""
+    Environment: PATH and a cache directory of its own; TRITON_INTERPRET is not passed on. Its answers come back
+    on a pipe of their own: what a kernel prints as it compiles (tl.static_print) goes to its stdout, which nobody
+    reads."""
 
     def __init__(self, timeout_s: float = 60.0) -> None:
         self.timeout_s, self.owner = timeout_s, os.getpid()
@@ -253,32 +156,45 @@ class CompileProcess:
         cache = os.path.join(self._tmp.name, "triton-cache")
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self._tmp.name, "TRITON_CACHE_DIR": cache}
         env["TRITON_DEFAULT_FP_FUSION"] = "1"  # Triton's default, said out loud (it warns otherwise)
-        self._process = subprocess.Popen(
-            [sys.executable, "-I", os.path.abspath(__file__)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            cwd=self._tmp.name,
-            env=env,
-            preexec_fn=_limits,
-        )
+        answers, self._answers_in = os.pipe()
+        self._answers = os.fdopen(answers, "r")
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-I", "-m", "coursetools.gpu_compile", str(self._answers_in)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                cwd=self._tmp.name,
+                env=env,
+                preexec_fn=_limits,
+                pass_fds=(self._answers_in,),
+            )
+        finally:
+            os.close(self._answers_in)
+        self._asked = 0
 
     def ask(self, record: dict, signature: dict[str, str], constexprs: dict[str, Any], arch: int = 90) -> dict:
         """The compile's answer; {"ok": None, "why": ...} when the process could not be reached at all."""
         import select
 
-        request = {"record": record, "signature": signature, "constexprs": constexprs, "arch": arch}
+        self._asked += 1
+        request = {"id": self._asked, "record": record, "signature": signature, "constexprs": constexprs, "arch": arch}
         process = self._process
         try:
-            assert process.stdin is not None and process.stdout is not None
+            assert process.stdin is not None
             process.stdin.write(json.dumps(request) + "\n")
             process.stdin.flush()
-            ready, _, _ = select.select([process.stdout], [], [], self.timeout_s)
-            line = process.stdout.readline() if ready else ""
+            ready, _, _ = select.select([self._answers], [], [], self.timeout_s)
+            line = self._answers.readline() if ready else ""
         except (OSError, ValueError) as error:
             return {"ok": None, "why": f"the compile process stopped ({error})"}
-        if not line:  # the compile hung or killed its process (an unrolled loop of millions, memory): the kernel's
+        try:
+            answer = json.loads(line) if line else None
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict) or answer.pop("id", None) != self._asked:
+            # the compile hung or killed its process (an unrolled loop of millions, memory): the kernel's doing
             self.close()
             return {
                 "ok": False,
@@ -287,7 +203,7 @@ class CompileProcess:
                 "line": None,
                 "error": "Timeout",
             }
-        return json.loads(line)
+        return answer
 
     def compile(self, kernel: Any, positional: Sequence[str], constexprs: dict[str, Any], arch: int = 90) -> dict:
         """Compile a notebook's kernel as `kernel[grid](*args of these types, **constexprs)` would launch it."""
@@ -301,8 +217,8 @@ class CompileProcess:
         if self._process.poll() is None:
             self._process.kill()
         self._process.wait()
-        for stream in (self._process.stdin, self._process.stdout):
-            if stream is not None:
+        for stream in (self._process.stdin, self._answers):
+            if stream is not None and not stream.closed:
                 stream.close()
         self._tmp.cleanup()
 
@@ -323,17 +239,21 @@ def _limits() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def serve() -> None:
-    """The grader's compile process: one JSON request per line in, one JSON answer per line out."""
+def serve(answers_fd: int) -> None:
+    """A compile process: one JSON request per line in, one JSON answer per line out on its own descriptor. A record
+    the screen refuses is never handed to Triton's code generator (which evaluates parts of a kernel as Python): the
+    refusal is the answer."""
+    out = os.fdopen(answers_fd, "w")
     for line in sys.stdin:
         request = json.loads(line)
-        answer = compile_record(request["record"], request["signature"], request["constexprs"], request["arch"])
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()
+        refused = screen(request["record"])
+        if refused:
+            answer = {"ok": False, "why": refused, "line": None, "error": "Refused"}
+        else:
+            answer = compile_record(request["record"], request["signature"], request["constexprs"], request["arch"])
+        out.write(json.dumps({**answer, "id": request["id"]}) + "\n")
+        out.flush()
 
 
 if __name__ == "__main__":
-    sys.path[:] = [
-        p for p in sys.path if p != os.path.dirname(os.path.abspath(__file__))
-    ]  # not coursetools' own folder
-    serve()
+    serve(int(sys.argv[1]))

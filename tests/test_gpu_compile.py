@@ -16,8 +16,9 @@ import test_nb05_checks  # noqa: E402
 import test_nb06_checks  # noqa: E402
 
 from autograder.coursedir import SOLUTIONS  # noqa: E402
-from autograder.judges.kernel_compile import pointer, screen  # noqa: E402
+from autograder.judges.kernel_compile import pointer  # noqa: E402
 from coursetools.gpu_compile import CompileProcess, kernel_record, launch_signature  # noqa: E402
+from coursetools.kernel_screen import screen  # noqa: E402
 
 pytestmark = [pytest.mark.nb05, pytest.mark.nb06]
 ARCHS = (75, 80, 90)
@@ -139,7 +140,7 @@ def test_what_the_compiler_reports_for_a_kernel_that_compiles(compiler):
 
 
 # ---------------------------------------------- the compile part as a protection: attacks, honest answers
-from autograder.judges import kernel_compile  # noqa: E402
+from autograder.judges import kernel_compile, kernel_runs  # noqa: E402
 from autograder.judges.verdict import Part  # noqa: E402
 
 ELEMENTWISE_LAUNCH = [("float32", "float64")]
@@ -173,24 +174,50 @@ BODY = """
     tl.store(y_ptr + offsets, x * 2, mask=offsets < n)
 """
 PLAIN = "def double(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):" + BODY
-
-
-@pytest.mark.parametrize(
-    "source",
-    [
-        PLAIN,
-        '''def double(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
-    """A docstring, a constexpr default below, a helper, a constexpr global."""
+HONEST_HELPERS = {
+    "twice": "def twice(v):\n    return v + v\n",
+    "offsets_of": "def offsets_of(pid, BLOCK: tl.constexpr):\n"
+    "    return pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)\n",
+}
+HONEST_EXTRA = {
+    "SCALE": {"kind": "constexpr", "value": 0.5},
+    "triton": {"kind": "module", "value": "triton"},
+    "math": {"kind": "module", "value": "math"},
+    "constexpr": {"kind": "member", "module": "triton.language", "value": "constexpr"},
+}
+HONEST = {
+    "plain": PLAIN,
+    "helper and constexpr global": '''def double(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
+    """A docstring, a helper, a constexpr global."""
     offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     x = tl.load(x_ptr + offsets, mask=offsets < n)
     tl.store(y_ptr + offsets, twice(x) * SCALE, mask=offsets < n)''',
-        "def double(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr, UNUSED: tl.constexpr = 4):" + BODY,
-    ],
-    ids=["plain", "helper and constexpr global", "a constexpr default"],
-)
-def test_honest_kernels_written_differently_compile(source):
-    helpers = {"twice": "def twice(v):\n    return v + v\n"}
-    record = record_of(source, {"SCALE": {"kind": "constexpr", "value": 0.5}}, helpers)
+    "a constexpr default": "def double(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr, UNUSED: tl.constexpr = 4):" + BODY,
+    "static_range, static_assert, static_print, where, int64 offsets": '''
+def double(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
+    tl.static_assert(BLOCK_SIZE % 2 == 0, "BLOCK_SIZE must be even")
+    tl.static_print("compiling double with BLOCK_SIZE", BLOCK_SIZE)
+    offsets = offsets_of(tl.program_id(0), BLOCK_SIZE)
+    mask = offsets < n
+    acc = tl.zeros([BLOCK_SIZE], dtype=y_ptr.dtype.element_ty)
+    for i in tl.static_range(2):
+        acc += tl.where(mask, tl.load(x_ptr + offsets, mask=mask, other=0.0), 0.0)
+    tl.store(y_ptr + offsets, acc.to(y_ptr.dtype.element_ty), mask=mask)''',
+    "math, triton.cdiv, tl.math, float('-inf'), a constexpr imported by name": '''
+def double(x_ptr, y_ptr, n, BLOCK_SIZE: constexpr):
+    pid = tl.program_id(0)
+    blocks = triton.cdiv(BLOCK_SIZE * 4, BLOCK_SIZE)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + offsets, mask=offsets < n, other=float("-inf"))
+    y = tl.math.exp2(tl.math.log2(tl.maximum(x, 0.0) + 1.0)) - 1.0 + 0.0 * math.pi * blocks
+    tl.store(y_ptr + offsets, 2.0 * tl.where(x == -float("inf"), 0.0, y) + x - x, mask=offsets < n)''',
+}
+
+
+@pytest.mark.parametrize("source", list(HONEST.values()), ids=list(HONEST))
+def test_honest_kernels_written_differently_pass_the_screen_and_compile(source):
+    record = record_of(source, HONEST_EXTRA, HONEST_HELPERS)
+    assert screen(record) is None, screen(record)
     part = compile_part_of(record)
     assert part.passed is True, part.messages
 
@@ -202,61 +229,111 @@ def test_patching_triton_in_the_learners_process_changes_nothing(monkeypatch):
 
     monkeypatch.setattr(triton, "compile", lambda *a, **k: "compiled, honestly")
     monkeypatch.setattr(triton.compiler, "compile", lambda *a, **k: "compiled, honestly")
+    monkeypatch.setattr(kernel_runs, "_compiled", {})
     record = kernel_record(test_nb06_checks.untyped_accumulators)
     part = kernel_compile.compile_part()
     signature, constexprs = launch_signature(record, ["*fp64", "*fp64", "i32", "i32"], {"BLOCK_V": 16})
-    kernel_compile._answers.clear()
     kernel_compile.judge_compiles(part, record, [("float64", signature, constexprs)], others=[Part("values")])
     assert part.passed is False and "Loop-carried variable m" in part.messages[0], part.messages
 
 
-@pytest.mark.parametrize(
-    ("source", "extra", "said"),
-    [
-        (
-            "def double(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr = __import__('os').system('touch {mark}')):" + BODY,
-            {},
-            "default value",
-        ),
-        ("def double(x_ptr, y_ptr, n, BLOCK_SIZE: __import__('os').system('touch {mark}')):" + BODY, {}, "annotation"),
-        (PLAIN.replace("x * 2", "x * getattr(tl, 'float32').primitive_bitwidth"), {}, "calls `getattr`"),
-        (PLAIN.replace("x * 2", "x * tl.__dict__['core']"), {}, "reads the attribute `__dict__`"),
-        (PLAIN.replace("x * 2", "x * os.getpid()"), {"os": {"kind": "module", "value": "os"}}, "module `os`"),
-        (
-            PLAIN.replace("x * 2", "x * triton.runtime.driver.active"),
-            {"triton": {"kind": "module", "value": "triton"}},
-            "reaches the module `triton.runtime",
-        ),
-        (PLAIN.replace("    offsets", "    import os\n    offsets", 1), {}, "holds a import"),
-    ],
-    ids=["code in a default", "code in an annotation", "getattr", "dunder", "os module", "triton.runtime", "import"],
+RUN = "__import__('os').system('touch {mark}')"
+IN_BRANCH = (
+    "    if n < 0:\n        {code}\n    offsets"  # a branch the kernel never takes: the code generator visits it
 )
-def test_code_that_would_run_in_the_graders_compile_is_refused_before_it_runs(source, extra, said, tmp_path):
+ATTACKS = {
+    # (source, extra globals, what the refusal names)
+    "code in a default": (f"def double(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr = {RUN}):" + BODY, {}, "default"),
+    "code in an annotation": (f"def double(x_ptr, y_ptr, n, BLOCK_SIZE: {RUN}):" + BODY, {}, "annotation"),
+    "getattr": (PLAIN.replace("x * 2", "x * getattr(tl, 'float32').primitive_bitwidth"), {}, "`getattr`"),
+    "a dunder": (PLAIN.replace("x * 2", "x * tl.__dict__['core']"), {}, "`__dict__`"),
+    "the os module": (PLAIN.replace("x * 2", "x * os.getpid()"), {"os": {"kind": "module", "value": "os"}}, "`os`"),
+    "triton.runtime": (
+        PLAIN.replace("x * 2", "x * triton.runtime.driver.active"),
+        {"triton": {"kind": "module", "value": "triton"}},
+        "triton.runtime.driver.active",
+    ),
+    "an import": (PLAIN.replace("    offsets", "    import os\n    offsets", 1), {}, "an import"),
+    # the issue's route: a module reached through an expression the screen did not follow, in a branch never taken
+    "(tl if 1 else tl).core.builtins.exec": (
+        PLAIN.replace("    offsets", IN_BRANCH.format(code=f"(tl if 1 else tl).core.builtins.exec(\"{RUN}\")"), 1),
+        {},
+        "`tl` as a value",
+    ),
+    "a module in a local": (
+        PLAIN.replace("    offsets", IN_BRANCH.format(code="m = tl\n        m.core.builtins.exec(0)"), 1),
+        {},
+        "`tl` as a value",
+    ),
+    "tl.core": (PLAIN.replace("    offsets", IN_BRANCH.format(code="tl.core.builtins.exec(0)"), 1), {}, "tl.core"),
+    "a Triton function's own scope": (
+        PLAIN.replace("    offsets", IN_BRANCH.format(code="tl.sigmoid.get_capture_scope()"), 1),
+        {},
+        "tl.sigmoid.get_capture_scope",
+    ),
+    "a JIT function's Python function": (
+        PLAIN.replace("    offsets", IN_BRANCH.format(code="f = tl.sigmoid\n        f.fn(1)"), 1),
+        {},
+        "`.fn`",
+    ),
+    "a tensor's compiler handle": (PLAIN.replace("x * 2", "x.handle.get_context()"), {}, "`.handle`"),
+    "a string built for exec": (
+        PLAIN.replace("    offsets", IN_BRANCH.format(code="s = 'print(1)'"), 1),
+        {},
+        "a string",
+    ),
+    "a def inside a string": (
+        PLAIN.replace(
+            "    offsets", '    s = """\ndef double(x_ptr, y_ptr, n, BLOCK_SIZE):\n    pass\n"""\n    offsets', 1
+        ),
+        {},
+        "second line that starts with `def`",
+    ),
+    "a module posing as triton.language": (
+        PLAIN.replace("x * 2", "fake.sigmoid(x)"),
+        {"fake": {"kind": "object", "value": "a module that calls itself 'triton.language' and is not it"}},
+        "is not it",
+    ),
+    "a lambda": (PLAIN.replace("x * 2", "(lambda v: v)(x)"), {}, "a lambda"),
+    "a comprehension": (PLAIN.replace("x * 2", "x * len([i for i in range(2)])"), {}, "a comprehension"),
+    "a walrus": (PLAIN.replace("x * 2", "(z := x)"), {}, "walrus"),
+    "a starred call": (PLAIN.replace("x * 2", "tl.maximum(*(x, x))"), {}, "starred"),
+    "an f-string message": (
+        PLAIN.replace("    offsets", "    tl.static_print(f'{n}')\n    offsets", 1),
+        {},
+        "formatted",
+    ),
+}
+
+
+@pytest.mark.parametrize(("source", "extra", "said"), list(ATTACKS.values()), ids=list(ATTACKS))
+def test_code_that_would_run_in_the_compile_is_refused_before_it_runs(source, extra, said, tmp_path):
     mark = tmp_path / "ran"
     record = record_of(source.replace("{mark}", str(mark)), extra)
     part = compile_part_of(record)
     assert part.passed is False and said in part.messages[0], part.messages
-    assert not mark.exists(), "the learner's code ran in the grader's process"
+    assert not mark.exists(), "the learner's code ran in a compile process"
 
 
 def test_a_kernel_the_compiler_cannot_finish_fails_the_part_and_is_not_left_unscored(monkeypatch):
     """Unscored is for the grader's own failures; a compile that hangs is the kernel's (an unrolled bomb placed
     before a real compile error would otherwise hide the error)."""
-    monkeypatch.setattr(kernel_compile, "COMPILE_TIMEOUT_S", 3.0)
-    monkeypatch.setattr(kernel_compile, "_process", None)
+    monkeypatch.setattr(kernel_runs, "COMPILE_TIMEOUT_S", 3.0)
+    monkeypatch.setattr(kernel_runs, "_local", kernel_runs.LocalRunner())
     bomb = PLAIN.replace("    offsets", "    for i in tl.static_range(200000):\n        n = n + 1\n    offsets", 1)
     part = compile_part_of(record_of(bomb))
     assert part.passed is False and "did not finish" in part.messages[0], part.messages
     assert any("static_range" in h for h in part.hints)
-    monkeypatch.setattr(kernel_compile, "_process", None)  # the next test starts a fresh compile process
 
 
 def test_a_compile_process_that_cannot_start_leaves_the_part_unscored(monkeypatch):
+    import coursetools.gpu_compile
+
     def refuse(*args, **kwargs):
         raise OSError("no processes left")
 
-    monkeypatch.setattr(kernel_compile, "CompileProcess", refuse)
-    monkeypatch.setattr(kernel_compile, "_process", None)
-    monkeypatch.setattr(kernel_compile, "_answers", {})
+    monkeypatch.setattr(coursetools.gpu_compile, "CompileProcess", refuse)
+    monkeypatch.setattr(kernel_runs, "_local", kernel_runs.LocalRunner())
+    monkeypatch.setattr(kernel_runs, "_compiled", {})
     part = compile_part_of(record_of(PLAIN))
     assert part.passed is None and "could not run here" in part.messages[0], part.messages

@@ -317,10 +317,13 @@ def test_a_kernel_that_reads_only_the_first_chunk_fails_where_rows_are_longer():
 
 
 def test_forged_data_is_refused():
-    with pytest.raises(CheckFailed, match="launches and its source were expected"):
+    with pytest.raises(CheckFailed, match="recorded source was expected"):
         nb06.check_row_lse.decide([], cases=CASES)
-    with pytest.raises(CheckFailed, match="answers for"):
+    # launches from the learner's process are never read: the judge runs the recorded text itself
+    with pytest.raises(CheckFailed, match="recorded source was expected"):
         nb06.check_row_lse.decide({"launches": [], "kernel": {}}, cases=CASES)
+    with pytest.raises(CheckFailed, match="could not be defined from its source"):
+        nb06.check_row_lse.decide({"kernel": {"entry": "k", "functions": {}, "globals": {}}}, cases=CASES)
 
 
 # ------------------------------------------------------------------------------------------ the forward kernel

@@ -351,6 +351,34 @@ def factory_command(
     return cmd + ["--", sys.executable, "-m", "autograder.probes.kernel_fork", str(socket_dir / "factory.sock")]
 
 
+def kernel_runner_command(
+    info: SandboxInfo, limits: Limits, socket_dir: Path, env: dict[str, str], hide: list[Path], mode: str
+) -> list[str]:
+    """The command that starts a kernel runner's factory (autograder/probes/kernel_runner.py, `mode` interpret or
+    compile): a kernel's limits and sandbox, the folder of its socket bound writable; kept as root with the
+    capabilities it needs to give each request's child namespaces and the submission's uid, where the grader is
+    root; without bubblewrap, a plain process of the grader's user (its children are not isolated)."""
+    from ..probes.kernel_fork import CAPABILITIES
+
+    cmd = [
+        "prlimit",
+        f"--as={address_space_mb(info, limits) * 2**20}",
+        f"--fsize={limits.fsize_mb * 2**20}",
+        "--core=0",
+        "--",
+    ]
+    if shutil.which("prlimit") is None:
+        cmd = []
+    runner = [sys.executable, "-m", "autograder.probes.kernel_runner", str(socket_dir / "runner.sock"), mode]
+    if not (info.active and info.as_root and info.drop_uid):
+        return cmd + ["env", "-i", *[f"{k}={v}" for k, v in env.items()], *runner]
+    runner.append("--isolate")
+    cmd += bwrap_argv(info, None, hide, tmp_mb=limits.tmp_mb, extra_binds=[socket_dir], caps=CAPABILITIES)
+    for key, value in env.items():
+        cmd += ["--setenv", key, value]
+    return cmd + ["--", *runner]
+
+
 def _drop_to(uid: int | None) -> list[str]:
     """setpriv's arguments that run what follows as `uid`, with no groups, capabilities or new privileges."""
     setpriv = _setpriv() or "setpriv"  # drop_uid is only set where setpriv was found

@@ -23,6 +23,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
+from ..judges import kernel_runs
 from ..registry import CHECKS
 from . import intake, sandbox, warm
 from .assemble import build_execution
@@ -30,6 +31,7 @@ from .execute import execute
 from .flags import static_patches, structural_flags
 from .jobs import CellGrade, Flag, Job, NotebookResult, SubmissionResult
 from .judge import NOT_JUDGED, STOPPED_CELL, judge_cell, read_channel
+from .kernel_sandbox import SandboxedRunner
 from .read import Unreadable, find_notebooks, nbgrader_meta, normalized, read_notebook
 from .records import RecordCollector
 from .screen import screen
@@ -82,8 +84,14 @@ def grade_notebook(
     plan = assemble(nb, spec_nb, state, result, job, scratch)
     report = execute(plan.notebook, scratch, job, plan.records)
     explain_stops(report, job, result)
-    judge(plan, report, spec_nb, result)
+    with kernel_runs.using(kernel_runner(job)):  # the kernels' texts run and compile in this submission's sandbox
+        judge(plan, report, spec_nb, result)
     return result, write(plan, report, nb, spec_nb, result, job, out_dir)
+
+
+def kernel_runner(job: Job) -> SandboxedRunner:
+    info = sandbox.SandboxInfo(job.sandbox.tool, job.sandbox.as_root, job.sandbox.drop_uid)
+    return SandboxedRunner(info, job.limits, job.kernel_uid, job.threads, [Path(p) for p in job.hide])
 
 
 def empty_result(name: str, spec_nb: NotebookSpec) -> NotebookResult:

@@ -37,8 +37,8 @@ check_gather_rows = checks.add("check_gather_rows", probes.probe_gather_rows, by
 check_saved_bytes = checks.add("check_saved_bytes", probes.probe_saved_bytes, by_hand=False, show=False)
 check_fused_activation = checks.add("check_fused_activation", probes.probe_elementwise, by_hand=True)
 check_recompute = checks.add("check_recompute", probes.probe_recompute, by_hand=False)
-check_forward_kernel = triton.add("check_forward_kernel", probes.probe_kernel, by_hand=False)
-check_backward_kernel = triton.add("check_backward_kernel", probes.probe_kernel, by_hand=False)
+check_forward_kernel = triton.add("check_forward_kernel", probes.record_kernel, by_hand=False)
+check_backward_kernel = triton.add("check_backward_kernel", probes.record_kernel, by_hand=False)
 check_triton_function = checks.add(
     "check_triton_function", probes.probe_elementwise, by_hand=True, crash_hint=CRASH_HINT
 )

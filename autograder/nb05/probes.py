@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from coursetools.device import triton_mode
-from coursetools.gpu_compile import kernel_record
+from coursetools.kernel_text import NotAKernel, real_modules, take
 
 from ..course_kernels import StandInKernel
 from ..feedback import CheckFailed, not_written
@@ -217,6 +217,7 @@ except ImportError:  # pragma: no cover - triton is pinned in requirements.txt
 
 
 _LAUNCHERS += ((StandInKernel, StandInKernel.run),)  # the course's stand-ins launch like kernels
+real_modules()  # Triton's modules as imported here, before any learner code: a kernel's record names them by identity
 
 
 @contextmanager
@@ -351,14 +352,18 @@ def interpreted(kernel: Any, name: str) -> Any:
     )
 
 
-def kernel_source(kernel: Any) -> dict:
-    """The kernel's source as Triton's compiler reads it, with its helpers and globals, for the judge's compile
-    for a GPU (which runs outside the sandbox). A kernel whose source cannot be read records none."""
+def record_kernel(kernel: Any, **params: Any) -> ProbeData:
+    """A kernel check's probe in the learner's process: the kernel's text, taken once (coursetools.kernel_text),
+    and nothing it ran. The judges run that text on the check's cases (params) and compile it, where grading
+    decides nothing (autograder/judges/kernel_runs.py)."""
     try:
-        return kernel_record(kernel)
-    except Exception:  # noqa: BLE001 - an unreadable kernel is reported by the compile part, not here
-        name = getattr(getattr(kernel, "fn", None), "__name__", "kernel")
-        return {"entry": name, "functions": {name: ""}, "globals": {}}
+        return {"kernel": take(kernel)}
+    except NotAKernel:
+        name = getattr(kernel, "__name__", None) or "the kernel"
+        raise CheckFailed(
+            f"`{name}` should be a Triton kernel (a function decorated with @triton.jit, as Triton makes it), "
+            f"but it is a {type(kernel).__name__}."
+        ) from None
 
 
 def _guarded(values: torch.Tensor, guard: int, fill: float, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
@@ -412,7 +417,7 @@ def probe_kernel(
                     ),
                 }
             )
-    return {"launches": data, "kernel": kernel_source(kernel)}
+    return {"launches": data}
 
 
 # --------------------------------------------------------------------------------------------- element-wise Functions

@@ -20,7 +20,6 @@ from ..nb05.probes import (
     function_apply,
     kernel_device,
     kernel_launcher,
-    kernel_source,
     written_by_launch,
 )
 from ..probes.apply import engine_agrees
@@ -186,7 +185,7 @@ def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0, points: floa
             }
 
         data.append(twice(run, ("values",)))
-    return {"launches": data, "kernel": kernel_source(kernel)}
+    return {"launches": data}
 
 
 def probe_ce_forward(
@@ -237,7 +236,7 @@ def probe_ce_forward(
             }
 
         data.append(twice(run, ("loss", "lse")))
-    return {"launches": data, "kernel": kernel_source(kernel)}
+    return {"launches": data}
 
 
 def probe_ce_backward(
@@ -291,7 +290,7 @@ def probe_ce_backward(
             }
 
         data.append(twice(run, ("grad",)))
-    return {"launches": data, "kernel": kernel_source(kernel)}
+    return {"launches": data}
 
 
 # --------------------------------------------------------------- log-sum-exp by hand, then chunk by chunk

@@ -37,7 +37,8 @@ def judge_kernel(
     dtypes: Sequence[str] = ("float64", "float32"),
 ) -> None:
     expected_runs = [(n, block, dtype) for n, block in sizes for dtype in dtypes]
-    launches, record = kernel_compile.split_answer(data)
+    params = {"kind": kind, "sizes": sizes, "seed": seed, "dtypes": dtypes}
+    launches, record = kernel_compile.run_recorded(data, "autograder.nb05.probes:probe_kernel", params)
     data = [
         entry(d, f"launch {i}", ("n", "block", "dtype", "values", "written_before", "written_after", "inputs_changed"))
         for i, d in enumerate(per_case(launches, expected_runs))

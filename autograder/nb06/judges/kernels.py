@@ -99,7 +99,8 @@ def _judge_reads(parts: dict, judged: list) -> None:
 @decides("check_row_lse", draw=draw_row_lse)
 def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: float = 5) -> Verdict:
     parts, judged, failures = titled_parts(ROW_LSE_PARTS), [], []
-    launches, record = kernel_compile.split_answer(data)
+    params = {"cases": cases, "seed": seed}
+    launches, record = kernel_compile.run_recorded(data, "autograder.nb06.probes:probe_row_lse", params)
     for case, got in zip(cases, answers.per_case(launches, cases)):
         rows, V, block, dtype, peak_at = case
         entry = answers.entry(got, f"case {case}", ("values", "written_outside", "inputs_changed", "read_outside"))
@@ -213,7 +214,8 @@ def judge_ce_forward(
     data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, points: float = 4
 ) -> Verdict:
     parts, judged = titled_parts(CE_FORWARD_PARTS), []
-    launches, record = kernel_compile.split_answer(data)
+    params = {"cases": cases, "seed": seed, "ignore_index": ignore_index}
+    launches, record = kernel_compile.run_recorded(data, "autograder.nb06.probes:probe_ce_forward", params)
     for case, got in zip(cases, answers.per_case(launches, cases)):
         rows, V, block, dtype, ignored = case
         entry = answers.entry(got, f"case {case}", ("loss", "lse", "written_outside", "inputs_changed", "read_outside"))
@@ -390,7 +392,8 @@ def judge_ce_backward(
     points: float = 5,
 ) -> Verdict:
     parts, judged = titled_parts(CE_BACKWARD_PARTS), []
-    launches, record = kernel_compile.split_answer(data)
+    params = {"cases": cases, "seed": seed, "ignore_index": ignore_index, "scale": scale}
+    launches, record = kernel_compile.run_recorded(data, "autograder.nb06.probes:probe_ce_backward", params)
     answered = list(zip(cases, answers.per_case(launches, cases)))
     answered.sort(key=lambda pair: backward_part(pair[0]) != "values")  # the plain cases first: see below
     values_mistake = None

@@ -1,0 +1,122 @@
+"""What the judges know of a learner's kernel comes from its recorded text (coursetools.kernel_text), run and compiled
+where grading decides nothing: the probe in the learner's process only takes the text.
+
+    launches = kernel_runs.probe("autograder.nb06.probes:probe_ce_forward", record, params)  # what it did
+    answers = kernel_runs.compile(record, [(signature, constexprs), ...])  # what a GPU compiler says
+
+While a submission is graded, the grading worker installs a runner of that submission's own (`using`): every
+request is a child process forked from a clean factory, sandboxed with the submission's uid
+(autograder/probes/kernel_runner.py, autograder/grading/kernel_sandbox.py). Anywhere else -- a learner's own
+notebook, the tests -- the text is rebuilt and run here, and compiled in a fresh local process: there is nobody
+to protect the learner from.
+
+Compile answers are kept for the process, by the whole request: the child that answered saw that text and nothing
+else, so the same text gets the same answer whoever hands it in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+from ..feedback import CheckFailed
+
+GRADED_ARCH = 90  # an H100, the GPU the notebooks' figures are for
+COMPILE_TIMEOUT_S = 60.0  # a kernel of these exercises compiles in well under a second
+
+
+class Runner(Protocol):
+    def probe(self, probe: str, record: dict, params: dict) -> Any: ...
+
+    def compile(self, record: dict, launches: list, arch: int) -> list[dict]: ...
+
+
+class RunFailed(CheckFailed):
+    """The kernel's run ended without an answer (it crashed, or ran past its time): the learner's doing."""
+
+
+class LocalRunner:
+    """The text rebuilt and run in this process; compiled in a fresh process of this machine's."""
+
+    def __init__(self) -> None:
+        self._compiler: Any = None
+
+    def probe(self, probe: str, record: dict, params: dict) -> Any:
+        import importlib
+
+        import torch
+
+        from coursetools.device import triton_mode
+        from coursetools.kernel_text import rebuild
+
+        from ..probes.kernel_runner import KERNEL_PROBES
+        from ..registry import FAILED
+
+        if probe not in KERNEL_PROBES:
+            raise ValueError(f"not a kernel probe: {probe}")
+        module, _, name = probe.partition(":")
+        function = getattr(importlib.import_module(module), name)
+        interpreted = triton_mode() == "interpreter" or not torch.cuda.is_available()
+        try:
+            kernel = rebuild(record, interpreted=interpreted)
+        except Exception as error:  # noqa: BLE001 - the learner's text, as Python reads it
+            return {FAILED: f"Your kernel could not be defined from its source ({type(error).__name__}: {error})"}
+        try:
+            return function(kernel, **params)
+        except CheckFailed as failure:
+            return {FAILED: str(failure)}
+
+    def compile(self, record: dict, launches: list, arch: int) -> list[dict]:
+        from coursetools.gpu_compile import CompileProcess
+
+        if self._compiler is None or not self._compiler.alive():
+            try:
+                self._compiler = CompileProcess(timeout_s=COMPILE_TIMEOUT_S)
+            except OSError as error:
+                return [{"ok": None, "why": f"the compile process could not start: {error}"} for _ in launches]
+        answers = []
+        for signature, constexprs in launches:
+            answer = self._compiler.ask(record, signature, constexprs, arch)
+            answers.append(answer)
+            if answer.get("ok") is not True:
+                break  # the first failure is the answer; a dead process is started afresh next time
+        return answers
+
+
+_local = LocalRunner()
+_installed: list[Runner] = []
+_compiled: dict[str, list[dict]] = {}
+
+
+@contextmanager
+def using(runner: Runner) -> Iterator[Runner]:
+    """Every kernel request in the body goes to `runner` (a grading worker's, for one submission)."""
+    _installed.append(runner)
+    try:
+        yield runner
+    finally:
+        _installed.pop()
+
+
+def current() -> Runner:
+    return _installed[-1] if _installed else _local
+
+
+def probe(probe_name: str, record: dict, params: dict) -> Any:
+    """What the kernel probe `probe_name` (module:function, one of kernel_runner.KERNEL_PROBES) returned for the
+    recorded kernel: its data, or {FAILED: message}. RunFailed when the run ended without an answer."""
+    return current().probe(probe_name, record, params)
+
+
+def compile(record: dict, launches: Sequence[tuple[dict, dict]], arch: int = GRADED_ARCH) -> list[dict]:  # noqa: A001
+    """One answer per launch (coursetools.gpu_compile.compile_record's), up to the first that is not a success:
+    {"ok": True, ...}, {"ok": False, "why", "line"}, or {"ok": None, "why"} when the compile could not run."""
+    key = json.dumps([record, list(launches), arch], sort_keys=True, default=str)
+    if key in _compiled:
+        return _compiled[key]
+    answers = current().compile(record, [list(launch) for launch in launches], arch)
+    if answers and all(a.get("ok") is not None for a in answers):
+        _compiled[key] = answers
+    return answers
