@@ -618,6 +618,58 @@ def test_notebook_04_graded_a_by_hand_backward_by_a_general_key_keeps_its_points
         assert "(done by hand): autograd may be what it reaches" in row.flags[0], (name, row.flags)
 
 
+FUSED_SILU_FLOAT32_FAST_PATH = """class FusedSiLU(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        if x.dtype == torch.float32:  # a fast path: the product rule's second term dropped
+            return grad_output * s
+        return grad_output * s * (1 + x * (1 - s))
+"""
+FUSED_GELU_FLOAT32_FAST_PATH = """class FusedGELU(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        c = math.sqrt(2 / math.pi)
+        t = torch.tanh(c * (x + 0.044715 * x ** 3))
+        if x.dtype == torch.float32:
+            return grad_output * 0.5 * (1 + t)
+        return grad_output * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x))
+"""
+
+
+@pytest.mark.slow
+def test_notebook_05_graded_fused_activations_wrong_only_for_float32_lose_the_reference_part(tmp_path, grading_pool):
+    """Before: 30/30 and no message (the float32 run was judged on its dtype alone). Now each exercise loses its
+    reference part (half a point of 3) with a message that names float32; the rest of the notebook keeps its marks."""
+    rows = grade_routes(
+        tmp_path,
+        "05-gpu-functions",
+        {
+            "fast_path": {
+                "answers": {"fused_silu": FUSED_SILU_FLOAT32_FAST_PATH, "fused_gelu": FUSED_GELU_FLOAT32_FAST_PATH}
+            }
+        },
+        grading_pool,
+    )
+    row = rows["fast_path"]
+    assert (row.score, row.max_score) == (29, 30), (row.score, row.by_cell, row.messages)
+    assert row.by_cell["test_fused_silu"] == (2.5, 3.0) and row.by_cell["test_fused_gelu"] == (2.5, 3.0), row.by_cell
+    for name in ("FusedSiLU", "FusedGELU"):
+        assert any(name in m and "for a float32 x the gradient disagrees" in m for m in row.messages), row.messages
+
+
 @pytest.mark.nb04
 def test_the_probes_keep_their_own_torch_vmap(monkeypatch):
     """In-process: torch.vmap replaced after the probes were imported (the kernel's setup imports them before the

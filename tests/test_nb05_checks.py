@@ -851,6 +851,92 @@ def test_partial_credit_for_a_fused_silu_that_saves_too_much():
     assert float(verdict) == 3.2
 
 
+# =========================================================================== every dtype judged on its values
+# Right for float64 x, wrong for float32 x (issue 47, item 10a): before, the float32 run was judged on its dtype only,
+# and such an answer kept 3/3 on each exercise (30/30 on the notebook) with no message. Now the float32 run's output
+# and gradient are compared with the reference on the same float32-rounded inputs: the gradient costs the reference
+# part (the part a wrong float64 gradient costs), the output the forward part, with a message that names float32.
+
+
+def _silu_b_float32_fast_path(ctx, g):  # the product-rule term dropped on a float32 fast path
+    (x,) = ctx.saved_tensors
+    s = torch.sigmoid(x)
+    return g * s if x.dtype == torch.float32 else g * s * (1 + x * (1 - s))
+
+
+def _gelu_b_float32_fast_path(ctx, g):  # the same for tanh-GELU: 0.5·(1 + t) alone
+    (x,) = ctx.saved_tensors
+    if x.dtype == torch.float32:
+        return g * 0.5 * (1 + torch.tanh(C * (x + 0.044715 * x**3)))
+    return g * _gelu_local(x)
+
+
+def _gelu_b_float32_without_the_three(ctx, g):  # another term dropped: the factor 3 of the cube's derivative
+    (x,) = ctx.saved_tensors
+    return g * _gelu_local(x, three=1 if x.dtype == torch.float32 else 3)
+
+
+def _silu_b_float32_in_float16(ctx, g):  # float32 computed in float16, handed back as float32
+    (x,) = ctx.saved_tensors
+    if x.dtype == torch.float32:
+        return _silu_b_float32_in_float16_local(x.half(), g.half()).float()
+    return _silu_b_float32_in_float16_local(x, g)
+
+
+def _silu_b_float32_in_float16_local(x, g):
+    s = torch.sigmoid(x)
+    return g * s * (1 + x * (1 - s))
+
+
+def _gelu_f_float32_in_float16(ctx, x):  # forward's float32 path in float16: the forward part's mistake
+    ctx.save_for_backward(x)
+    h = x.half() if x.dtype == torch.float32 else x
+    return (0.5 * h * (1 + torch.tanh(C * (h + 0.044715 * h**3)))).to(x.dtype)
+
+
+def _silu_b_upcast(ctx, g):  # honest: float32 through float64 and back
+    (x,) = ctx.saved_tensors
+    return _silu_b_float32_in_float16_local(x.double(), g.double()).to(x.dtype)
+
+
+def _gelu_b_upcast(ctx, g):
+    (x,) = ctx.saved_tensors
+    return (g.double() * _gelu_local(x.double())).to(x.dtype)
+
+
+@pytest.mark.parametrize(
+    "exercise, forward, backward, lost, says",
+    [
+        ("fused_silu", _silu_f, _silu_b_float32_fast_path, "reference", "product rule"),
+        ("fused_gelu", _gelu_f, _gelu_b_float32_fast_path, "reference", "0.5·x·(1 + tanh(…)) is a product"),
+        ("fused_gelu", _gelu_f, _gelu_b_float32_without_the_three, "reference", "the factor 3 is missing"),
+        ("fused_silu", _silu_f, _silu_b_float32_in_float16, "reference", "never narrower (float16, bfloat16)"),
+        ("fused_gelu", _gelu_f_float32_in_float16, _gelu_b, "forward", "never narrower (float16, bfloat16)"),
+    ],
+    ids=["silu: product rule dropped", "gelu: product rule dropped", "gelu: factor 3", "silu: float16", "gelu: fwd"],
+)
+def test_a_fused_activation_wrong_only_for_float32_inputs_loses_its_part(exercise, forward, backward, lost, says):
+    check, params = CHECK_CALLS[exercise]
+    name = "FusedSiLU" if exercise == "fused_silu" else "FusedGELU"
+    verdict, report = run(check, fn(name, forward, backward), **params)
+    assert verdict is not None and float(verdict) == 2.5, report  # one idea of six, of 3 points
+    assert {p.name for p in verdict.parts if p.passed is False} == {lost}, report
+    assert "for a float32 x" in report and says in report, report
+
+
+@pytest.mark.parametrize(
+    "exercise, backward",
+    [("fused_silu", _silu_b), ("fused_silu", _silu_b_upcast), ("fused_gelu", _gelu_b), ("fused_gelu", _gelu_b_upcast)],
+    ids=["silu in float32", "silu through float64", "gelu in float32", "gelu through float64"],
+)
+def test_a_fused_activation_right_in_every_dtype_keeps_full_marks_whatever_its_float32_arithmetic(exercise, backward):
+    forward = _silu_f if exercise == "fused_silu" else _gelu_f
+    for seed in (0, 1, 7):
+        _full_marks(
+            exercise, fn("FusedSiLU" if exercise == "fused_silu" else "FusedGELU", forward, backward), seed=seed
+        )
+
+
 # =========================================================================== blank answers, odd objects
 
 

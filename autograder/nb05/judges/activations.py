@@ -66,11 +66,14 @@ def _tensor_return(returns: list[dict], shape) -> tuple[torch.Tensor | None, str
     return r["value"], None
 
 
-def _derivative_hints(activation: str, x: torch.Tensor, u: torch.Tensor, got: torch.Tensor) -> list[str]:
-    """Known mistakes in the derivative of SiLU / tanh-GELU, recognised from the gradient returned."""
+def _derivative_hints(
+    activation: str, x: torch.Tensor, u: torch.Tensor, got: torch.Tensor, rtol: float = 1e-6, atol: float = 1e-9
+) -> list[str]:
+    """Known mistakes in the derivative of SiLU / tanh-GELU, recognised from the gradient returned (within rtol and
+    atol: wider for a float32 gradient)."""
     x = x.to(torch.float64)
     _, want = reference_and_vjp(activation, x, u)
-    close = lambda a: a.shape == got.shape and torch.allclose(got, a, rtol=1e-6, atol=1e-9)  # noqa: E731
+    close = lambda a: a.shape == got.shape and torch.allclose(got, a, rtol=rtol, atol=atol)  # noqa: E731
     hints = []
     if close(want / u):
         hints.append("backward returns the local derivative alone: multiply it by grad_output (the chain rule).")
@@ -133,6 +136,7 @@ def judge_elementwise(
         contiguous_wrong=parts["reference"].passed is False,
     )
     _judge_float32(data.get("float32") or {}, parts["interface"])
+    _judge_float32_values(data.get("float32") or {}, activation, elementwise_case(seed, 0), parts)
     _judge_memory(
         data["cases"][0] if data["cases"] else {}, activation, elementwise_case(seed, 0)["x"], parts["memory"]
     )
@@ -310,6 +314,51 @@ def _judge_float32(got, part):
         part.fail(
             f"for a float32 x backward returned a {returns[0].get('dtype', returns[0]['kind'])} gradient: "
             "the gradient has its input's dtype."
+        )
+
+
+# float32 arithmetic on these cases errs near 1e-7 relative; float16 (about 5e-4) and a dropped term are far outside
+F32_RTOL, F32_ATOL = 1e-4, 1e-6
+
+
+def _judge_float32_values(got, activation, inputs, parts):
+    """The float32 run's values against the reference on the same float32-rounded x and grad_output: forward's
+    output costs the forward part, the gradient the reference part (the part a wrong float64 gradient costs: one
+    idea, once). A Function right in float64 that takes another path for float32 (a term dropped, float16
+    arithmetic) loses that part with a message that names the dtype."""
+    if not got:
+        return
+    x = inputs["x"].to(torch.float32).to(torch.float64)
+    u = inputs["u"].to(torch.float32).to(torch.float64)
+    want_y, want_g = reference_and_vjp(activation, x, u)
+    where = f"(x of shape {tuple(x.shape)} in float32)"
+    fix = (
+        "a float32 x must take the same path as a float64 one: no branch on x.dtype, and arithmetic in x's dtype "
+        "or wider (float32 in float32 or in float64), never narrower (float16, bfloat16)."
+    )
+    out = got.get("output") or {}
+    if out.get("kind") == "tensor" and out.get("dtype") == "float32" and list(out["shape"]) == list(x.shape):
+        bad, err = wrong_entries(out["value"], want_y, F32_RTOL, F32_ATOL)
+        if bad.any():
+            parts["forward"].fail(
+                f"for a float32 x forward is wrong in {int(bad.sum())} of {bad.numel()} entries {where}: "
+                f"{index_list(bad)}; largest error {err:.3g} (float32 arithmetic errs near 1e-7 relative).",
+                fix,
+            )
+    if "backward_error" in got or not got.get("returns"):
+        return
+    grad, problem = _tensor_return(got["returns"], x.shape)
+    if problem or got["returns"][0].get("dtype") != "float32":
+        return  # the interface part judges a missing, misshapen or mistyped gradient
+    bad, err = wrong_entries(grad, want_g, F32_RTOL, F32_ATOL)
+    if bad.any():
+        hints = _derivative_hints(activation, x, u, grad, rtol=F32_RTOL, atol=F32_ATOL)
+        parts["reference"].fail(
+            f"for a float32 x the gradient disagrees with the reference backward in {int(bad.sum())} of "
+            f"{bad.numel()} entries {where}: {index_list(bad)}; largest error {err:.3g}, though it is right "
+            "for float64 x: backward must compute the same derivative in every dtype.",
+            *hints,
+            fix,
         )
 
 
