@@ -54,12 +54,13 @@ def column_chunks(x: torch.Tensor, chunk: int) -> Iterator[torch.Tensor]:
 
 
 def saved_problem(name: str, seed: int) -> tuple[Any, tuple[torch.Tensor, ...]]:
-    """(fn, inputs) of a problem whose saved memory the learner's measurement reports."""
+    """(fn, inputs) of a problem whose saved memory the learner's measurement reports. Seed 0: the cases the notebook
+    shows. Any other seed (drawn from the grader's secret): a problem of the same idea drawn so that recognising the
+    shown ones does not help (`drawn_saved_problem`)."""
+    if seed:
+        return drawn_saved_problem(name, seed)
     gen = torch.Generator().manual_seed(97 * seed + len(name))
-    rows, V, dtype = 6, 40, torch.float64  # seed 0: the cases the notebook shows
-    if seed:  # drawn (from the grader's secret): no table of answers fits the hidden cases
-        rows, V = int(torch.randint(2, 13, (), generator=gen)), int(torch.randint(8, 97, (), generator=gen))
-        dtype = (torch.float32, torch.float64)[int(torch.randint(0, 2, (), generator=gen))]
+    rows, V, dtype = 6, 40, torch.float64
     x = torch.randn(rows, V, generator=gen, dtype=dtype, requires_grad=True)
     if name == "exp":  # saves its output: new memory
         return torch.exp, (x,)
@@ -71,6 +72,43 @@ def saved_problem(name: str, seed: int) -> tuple[Any, tuple[torch.Tensor, ...]]:
     if name == "composed_ce":  # log_softmax's output, saved by log_softmax and by nll_loss: one N×V block
         target = torch.randint(0, V, (rows,), generator=gen)
         return (lambda z: torch.nn.functional.nll_loss(torch.log_softmax(z, dim=1), target)), (x,)
+    raise CheckFailed(f"no saved-memory problem named {name!r}")
+
+
+# What a hidden problem is, for the judge's messages (its sizes and functions are drawn).
+DRAWN_SAVED = {
+    "exp": "an element-wise function that saves its output, on some columns of x",
+    "mul": "a product of some columns of x and a new tensor",
+    "view_sin": "sin of a view of x, beside an element-wise function of some columns of x",
+    "composed_ce": "log_softmax and nll_loss on some columns of the logits",
+}
+
+
+def drawn_saved_problem(name: str, seed: int) -> tuple[Any, tuple[torch.Tensor, ...]]:
+    """A hidden problem for `name`'s idea. Its inputs' sizes and dtype are drawn, and so are its function and the
+    width of the new memory it keeps (k columns of V, 0 < k < V: no function of the inputs' sizes); every one keeps
+    new memory beside what the idea is about (an input or a view of it, memory saved twice), and returns a scalar.
+    So a table of the shown answers, a constant (0 for the problems whose shown answer is 0), or formulas fitted to
+    the shown problems and picked by recognising them, all fail: only a measurement answers."""
+    gen = torch.Generator().manual_seed(97 * seed + sum(map(ord, name)))  # each problem its own draw
+    draw = lambda low, high: int(torch.randint(low, high, (), generator=gen))  # noqa: E731
+    rows, V = draw(2, 13), draw(8, 97)
+    dtype = (torch.float32, torch.float64)[draw(0, 2)]
+    k = draw(1, V)  # the columns of new memory
+    saves_output = (torch.exp, torch.sigmoid, torch.tanh)[draw(0, 3)]
+    x = torch.randn(rows, V, generator=gen, dtype=dtype, requires_grad=True)
+    if name == "exp":  # saves its output: new memory
+        return (lambda t: saves_output(t[:, :k]).sum()), (x,)
+    if name == "mul":  # saves a view of an input (nothing new) and a new tensor
+        y = torch.randn(rows, V, generator=gen, dtype=dtype, requires_grad=True)
+        scale = 0.5 + draw(0, 8)
+        return (lambda a, b: (a[:, :k] * (b[:, :k] * scale)).sum()), (x, y)
+    if name == "view_sin":  # saves a view of its input (nothing new), and an output (new)
+        view = (lambda t: t.view(-1), lambda t: t.t(), lambda t: t[1:])[draw(0, 3)]
+        return (lambda t: torch.sin(view(t)).sum() + saves_output(t[:, :k]).sum()), (x,)
+    if name == "composed_ce":  # log_softmax's output on k columns, saved by log_softmax and by nll_loss: once
+        target = torch.randint(0, k, (rows,), generator=gen)
+        return (lambda z: torch.nn.functional.nll_loss(torch.log_softmax(z[:, :k], dim=1), target)), (x,)
     raise CheckFailed(f"no saved-memory problem named {name!r}")
 
 

@@ -14,6 +14,7 @@ from ...judges import answers
 from ...judges.verdict import Part, Verdict, verdict_of
 from ...registry import ProbeData, decides
 from ..cases import (
+    DRAWN_SAVED,
     LEFT_PER_ROW,
     SAVED_PROBLEMS,
     bf16_case,
@@ -382,7 +383,8 @@ def judge_new_saved_bytes(
             "distinct": "the same memory saved twice (one op's output, saved by it and by the next op) is kept "
             "once: count each storage once",
         }[SAVED_PART[name]]
-        parts[SAVED_PART[name]].fail(f"for {name} you report {got} bytes, which is not what is kept", hint)
+        what = f"{name} (drawn: {DRAWN_SAVED[name]})" if seed else name
+        parts[SAVED_PART[name]].fail(f"for {what} you report {got} bytes, which is not what is kept", hint)
     return verdict_of(list(parts.values()), points, "new_saved_bytes (memory kept for backward)")
 
 
