@@ -565,19 +565,10 @@ def test_notebook_04_graded_torch_tools_replaced_under_other_names_are_flagged_a
         )
 
 
-CUBE_BACKWARD_BY = """class Cube(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x ** 3
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (x,) = ctx.saved_tensors
-        with torch.enable_grad():
-            x = x.detach().requires_grad_()
-            return LOOKUP
-"""
+CUBE_BACKWARD_BY = CUBE_BY_HELPER.replace(  # backward's gradient from autograd, reached by LOOKUP
+    "        return cube_gradient(x, grad_output)\n",
+    "        with torch.enable_grad():\n            x = x.detach().requires_grad_()\n            return LOOKUP\n",
+)
 CUBE_BY_A_GENERAL_KEY = {  # measured: 35/35 and no flag for the first (an object's __dict__ with a computed key)
     "dict": CUBE_BACKWARD_BY.replace("LOOKUP", 'torch.__dict__["auto" + "grad"].grad(x ** 3, x, grad_output)[0]'),
     "dict_get": CUBE_BACKWARD_BY.replace(
