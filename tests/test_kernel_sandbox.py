@@ -217,3 +217,110 @@ def test_an_answer_that_is_not_the_requests_own_is_no_answer():
     ):
         with pytest.raises(RunFailed, match="crashed"):
             kernel_sandbox._unpack(nonce, "probe", forged)
+
+
+# ------------------------------------------------------------------------------ graded: attackers and a bystander
+ASSIGNMENT = "05-gpu-functions"
+FORWARD = """
+@triton.jit
+def silu_forward_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    if n_elements < 0:  # never taken when it runs; Triton's code generator visits it all the same
+        (tl if 1 else tl).core.builtins.exec("open('/tmp/revad-route-1', 'w').write('ran as the grader')")
+    xc = x if x.dtype == tl.float64 else x.to(tl.float32)
+    tl.store(y_ptr + offsets, (xc * tl.sigmoid(xc)).to(x.dtype), mask=mask)
+"""
+ANSWERS_PRINTED = "".join(f"    tl.static_print('{{\"ok\": true}}', {i})\n" for i in range(40))
+BACKWARD_ONE = """
+ONE = 1.0   # a plain global: the interpreter reads it; a GPU's compiler refuses it
+
+@triton.jit
+def silu_backward_kernel(x_ptr, grad_out_ptr, grad_in_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+{printed}    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    g = tl.load(grad_out_ptr + offsets, mask=mask)
+    s = ONE / (ONE + tl.exp(-x))
+    tl.store(grad_in_ptr + offsets, g * s * (ONE + x * (ONE - s)), mask=mask)
+"""
+DEF_IN_A_STRING = '''
+@triton.jit
+def silu_forward_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    hidden = """
+def silu_forward_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE):
+    import numpy, torch
+    y_ptr.copy_(torch.nn.functional.silu(x_ptr))
+"""
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + offsets)
+    tl.store(y_ptr + offsets, x * tl.sigmoid(x))
+'''
+POSING_MODULE = """
+import types, torch
+tlx = types.ModuleType("triton.language")
+tlx.sigmoid = torch.sigmoid
+
+@triton.jit
+def silu_backward_kernel(x_ptr, grad_out_ptr, grad_in_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    g = tl.load(grad_out_ptr + offsets, mask=mask)
+    s = tlx.sigmoid(x)
+    tl.store(grad_in_ptr + offsets, g * s * (1 + x * (1 - s)), mask=mask)
+"""
+
+
+@pytest.mark.slow
+def test_graded_in_one_run_attackers_get_their_honest_scores_and_a_bystander_its_own(tmp_path, grading_pool):
+    """One run, one worker, in this order: a_eve's forward kernel carries the issue's exec route in a branch it never
+    takes (its compile share is refused, nothing runs: 1.5 of 3) and her backward kernel prints forty compile
+    answers before a compile-only mistake (1.5 of 3); b_bob, graded next by the same worker, has the same
+    compile-only mistake and nothing else: 28.5, what it costs alone (half of 3), as test_nb05_checks's crash test
+    finds; c_cal's forward kernel hides a second def in a string (the interpreter and the compiler would read two
+    kernels: neither runs it, 0 of 3) and his backward kernel uses a module that poses as triton.language (not
+    Triton's: it never runs, 0 of 3)."""
+    import nbformat
+    from nbgrader.api import Gradebook
+
+    from autograder.grading import grade_assignment
+    from autograder.release import generate_in_course
+    from autograder.submissions import fill_answers, solution_sources
+
+    root, db_url = tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}"
+    import shutil
+
+    shutil.copytree(SOLUTIONS / ASSIGNMENT, root / "source" / ASSIGNMENT)
+    generate_in_course(root, [ASSIGNMENT], db_url)
+    (released,) = (root / "release" / ASSIGNMENT).glob("*.ipynb")
+    answers = solution_sources(SOLUTIONS / ASSIGNMENT / released.name)
+    learners = {
+        "a_eve": {"silu_forward_kernel": FORWARD, "silu_backward_kernel": BACKWARD_ONE.format(printed=ANSWERS_PRINTED)},
+        "b_bob": {"silu_backward_kernel": BACKWARD_ONE.format(printed="")},
+        "c_cal": {"silu_forward_kernel": DEF_IN_A_STRING, "silu_backward_kernel": POSING_MODULE},
+    }
+    for student, mistakes in learners.items():
+        folder = root / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(fill_answers(released, {**answers, **mistakes}), folder / released.name)
+        (folder / "timestamp.txt").write_text("2026-11-27 12:00:00.000000 UTC")
+    rows = grade_assignment(
+        root, ASSIGNMENT, db_url=db_url, workers=1, pool=grading_pool[:1], progress=False, log=lambda *a: None
+    )
+    totals = {row.student: row.score for row in rows}
+    scores = {}
+    with Gradebook(db_url) as gb:
+        for student in learners:
+            notebook = gb.find_submission_notebook(released.stem, ASSIGNMENT, student)
+            scores[student] = {g.name: g.score for g in notebook.grades}
+    kernels = {s: (v["test_silu_forward_kernel"], v["test_silu_backward_kernel"]) for s, v in scores.items()}
+    assert kernels == {"a_eve": (1.5, 1.5), "b_bob": (3, 1.5), "c_cal": (0, 0)}, kernels
+    assert totals == {"a_eve": 27, "b_bob": 28.5, "c_cal": 24}, totals
+    assert not os.path.exists("/tmp/revad-route-1")
+    pages = {s: next((root / "feedback" / s / ASSIGNMENT).glob("*.html")).read_text() for s in learners}
+    assert "`tl` as a value" in pages["a_eve"] and "Cannot access global variable ONE" in pages["a_eve"]
+    assert "Cannot access global variable ONE" in pages["b_bob"] and "as a value" not in pages["b_bob"]
+    assert "second line that starts with `def`" in pages["c_cal"], pages["c_cal"][-3000:]
+    assert "calls itself &#x27;triton.language&#x27; and is not it" in pages["c_cal"] or "is not it" in pages["c_cal"]
