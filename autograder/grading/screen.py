@@ -140,7 +140,7 @@ def _constant_name(node) -> str | None:
     return None
 
 
-def _attribute_table(node) -> ast.AST | None:
+def _attribute_table(node) -> ast.expr | None:
     """The object whose attributes `node` is, as a dict: `x.__dict__` or `vars(x)` (None: neither)."""
     if isinstance(node, ast.Attribute) and node.attr == "__dict__":
         return node.value
@@ -298,6 +298,7 @@ def _computed_keys(tree) -> list[str]:
     found = []
     for node in ast.walk(tree):
         parent = parents.get(id(node))
+        code: ast.AST
         if _attribute_table(node) is not None:
             if isinstance(parent, ast.Subscript) and parent.value is node:
                 code, why = parent, "an object's attributes indexed by a computed key"
