@@ -1,8 +1,8 @@
 """Assembling the notebook the sandbox runs: the in-kernel setup first (autograder.probes.kernel), then
 the learner's answer and own cells and the instructor's copy of every locked cell. In each graded test
 cell every check call becomes a probe call (`__revad_probe__(grade_id, k, check, expr, params)`, with
-hidden cases already drawn, after a first line that creates the cell's records: `__revad_probe__.begin`) and the
-rest of the hidden-test section is left out: no judge runs in the kernel, and no hidden test code enters it."""
+hidden cases already drawn) and the rest of the hidden-test section is left out: no judge runs in the kernel,
+and no hidden test code enters it."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def probed_source(source: str, gid: str, calls: list[CheckCall]) -> str:
     lines = source.splitlines()
     starts = {c.first_line: (k, c) for k, c in enumerate(calls)}
     kinds = line_kinds(source)
-    out, number = [f"__revad_probe__.begin({gid!r}, {len(calls)})"], 1
+    out, number = [], 1
     while number <= len(lines):
         if number in starts:
             k, call = starts[number]

@@ -7,10 +7,10 @@ import math
 from pathlib import Path
 
 from ..feedback import CheckFailed
-from ..probes.channel import ProbeRecord
+from ..probes.channel import RECORD_MAX, ProbeRecord
 from ..registry import CHECKS, FAILED
 
-MAX_PROBE_BYTES = 32 * 2**20
+MAX_PROBE_BYTES = RECORD_MAX  # a probe sends no larger record (a larger one becomes a message that says so)
 NOT_RECORDED = {
     FAILED: "This test did not record what your code returned: the notebook stopped before it "
     "finished, or something in your notebook removed the grader's record."
@@ -30,7 +30,7 @@ STOPPED_CELL = {
 
 
 def load_record(path: Path) -> tuple[ProbeRecord | None, str | None]:
-    """(record, None) from one probe's channel file, or (None, why not)."""
+    """(record, None) from one probe's record, as the grader kept it, or (None, why not)."""
     import torch
 
     try:

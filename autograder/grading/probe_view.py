@@ -14,11 +14,16 @@ import ast
 import atexit
 import compileall
 import functools
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import autograder
+
+from ..probes.channel import COURIER_PYTHON
 
 OUTSIDE_ONLY = ("grading",)  # autograder's subpackages the sandbox does not contain, besides every judges module
 JUDGES = "judges"  # a module or folder of this name, anywhere in the package, never enters the sandbox
@@ -71,8 +76,37 @@ def build(package: Path, dest: Path) -> Path:
 
 @functools.cache
 def probe_view() -> Path:
-    """This process's copy of the installed autograder package as the sandbox sees it (built on first use)."""
+    """This process's copy of the installed autograder package as the sandbox sees it (built on first use), with the
+    interpreter of the probes' couriers."""
     holder = Path(tempfile.mkdtemp(prefix="revad-probe-view-"))
     holder.chmod(0o755)  # the kernel's unprivileged uid reads through it
     atexit.register(shutil.rmtree, holder, True)
-    return build(Path(autograder.__file__).resolve().parent, holder / "autograder")
+    view = build(Path(autograder.__file__).resolve().parent, holder / "autograder")
+    courier_interpreter(view / "probes")
+    return view
+
+
+def courier_interpreter(folder: Path) -> Path | None:
+    """An execute-only copy of this Python for the probes' couriers (``probes/courier.py``, started by
+    ``probes/kernel.py``), or None where such a copy does not run here (couriers then run on the kernel's own Python).
+
+    A process started from a file its user may run but not read is not dumpable: a kernel of another uid (the
+    sandbox's) can then neither write its memory (``/proc/PID/mem``) nor reach its descriptors (``/proc/PID/fd``,
+    ptrace, pidfd_getfd), as it could with any other process of its uid, a child of its own included. The copy beside
+    it, ``pyvenv.cfg``, tells the copy where its standard library is."""
+    real = Path(os.path.realpath(sys.executable))
+    target, config = folder / COURIER_PYTHON, folder / "pyvenv.cfg"
+    shutil.copyfile(real, target)
+    config.write_text(f"home = {real.parent}\n")
+    config.chmod(0o644)
+    target.chmod(0o111)
+    try:
+        ran = subprocess.run([str(target), "-I", "-S", "-c", "import _socket"], capture_output=True, timeout=60)
+        works = ran.returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        works = False
+    if not works:
+        target.unlink()
+        config.unlink()
+        return None
+    return target

@@ -1,16 +1,67 @@
-"""What a probe hands the grader: one ProbeRecord per check call, a file in the run's channel folder.
+"""What a probe hands the grader: one ProbeRecord per check call, sent as one frame on the grader's socket.
 
-The kernel writes it (``probes/kernel.py``, with ``torch.save``: plain data and CPU tensors only); the grader reads
-it back (``grading/judge.py``, with ``torch.load(weights_only=True)``) as untrusted input. The file is named by
-the test cell and the call, ``<grade_id>.<k>.pt``, and says both again inside, so a record copied to another
-name is refused.
+The kernel writes it (``probes/kernel.py``, with ``torch.save``: plain data and CPU tensors only) and hands it to a
+courier process (``probes/courier.py``) that sends it; the grader (``grading/records.py``) checks the frame and keeps
+the record as a file named by the test cell and the call, ``<grade_id>.<k>.pt``, out of the sandbox; the judge
+(``grading/judge.py``) reads it back with ``torch.load(weights_only=True)`` as untrusted input. The record says its
+cell and call again inside, so a record under another name is refused.
+
+A frame: ``MAGIC``, a header line (JSON: cell, call, size, sha256 of the record), the record's ``size`` bytes, the
+end of the stream.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .courier import MAGIC, SOCKET_NAME, identity
+
+__all__ = [
+    "COURIER_PYTHON",
+    "HEADER_MAX",
+    "MAGIC",
+    "RECORD_MAX",
+    "SOCKET_FOLDER",
+    "SOCKET_NAME",
+    "ProbeRecord",
+    "header",
+    "identity",
+    "parse_header",
+]
+
+SOCKET_FOLDER = "grader"  # the folder of the channel that holds the grader's socket: the grader's own
+COURIER_PYTHON = "courier-python"  # beside courier.py in the sandbox: an execute-only copy of Python for couriers
+RECORD_MAX = 32 * 2**20  # the largest record a probe sends: a larger one becomes a message that says so
+HEADER_MAX = 4096  # the header line's bytes, newline included
+
+
+def header(cell: str, call: int, payload: bytes) -> str:
+    """The header line of a record's frame (without its newline)."""
+    digest = hashlib.sha256(payload).hexdigest()
+    return json.dumps({"cell": cell, "call": call, "size": len(payload), "sha256": digest}, sort_keys=True)
+
+
+def parse_header(line: bytes) -> tuple[str, int, int, str]:
+    """(cell, call, size, sha256) of a frame's header line, read as untrusted input; ValueError when it is not one."""
+    try:
+        fields = json.loads(line.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError("not a header") from exc
+    if not isinstance(fields, dict) or set(fields) != {"cell", "call", "size", "sha256"}:
+        raise ValueError("not a header")
+    cell, call, size, digest = fields["cell"], fields["call"], fields["size"], fields["sha256"]
+    if not isinstance(cell, str) or not 0 < len(cell) <= 200 or not cell.isprintable() or "/" in cell:
+        raise ValueError("not a header")
+    for number, top in ((call, 10_000), (size, RECORD_MAX)):
+        if not isinstance(number, int) or isinstance(number, bool) or not 0 <= number <= top:
+            raise ValueError("not a header")
+    if not isinstance(digest, str) or len(digest) != 64 or digest.strip("0123456789abcdef"):
+        raise ValueError("not a header")
+    return cell, call, size, digest
 
 
 @dataclass(frozen=True)

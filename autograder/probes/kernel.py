@@ -7,8 +7,8 @@
 functions, the checks, IPython's hooks, tracing), and returns the probe runner. In the run the
 grader assembles, each check call of a graded test cell is replaced by
 ``__revad_probe__(grade_id, k, check, learner_expression, params)``: it evaluates the learner's
-expression, runs the check's probe on it (never the judge: that is absent here) and writes the data,
-plus what was found replaced, to a file in the channel folder.
+expression, runs the check's probe on it (never the judge: that is absent here) and sends the data,
+plus what was found replaced, to the grader's socket in the channel folder, through a courier process.
 
 Nothing here decides a score: whatever the learner's code does to this module can at most spoil
 the data, and the judges outside accept only complete answers to the cases they asked for.
@@ -19,14 +19,19 @@ from __future__ import annotations
 import importlib
 import io
 import os
+import select
+import signal
 import sys
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from .channel import ProbeRecord
+from . import courier
+from .channel import COURIER_PYTHON, RECORD_MAX, SOCKET_FOLDER, SOCKET_NAME, ProbeRecord, identity
+from .channel import header as channel_header
 
 # What the setup watches for replacement (flags only: this runs in the learner's kernel).
 WATCHED = [
@@ -237,95 +242,150 @@ def _active_torch_modes(torch) -> list[str]:
     return found
 
 
-_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+class ChannelError(RuntimeError):
+    """A probe's record did not reach the grader: the test cell stops with this error (a cell that ends in an error
+    scores 0). No honest notebook meets it: something stopped the record's courier or changed the grader's socket."""
 
 
 class _Records:
-    """The record files of the running test cell, created when it begins (before any learner code of the cell runs)
-    and each written and closed once by its probe. The grader watches the folder from outside
-    (``grading/records.py``): a record with any other history is not judged, so each anomaly the probe notices here
-    is made visible there, as a file no probe writes."""
+    """The probe's side of the record channel (the grader's side: ``grading/records.py``).
+
+    Each record goes to the grader through a courier process of its own (``probes/courier.py``), started after the
+    learner's code of the call has returned, with the record's cell, call, size and SHA-256 in its arguments and the
+    record on a pipe: no descriptor that reaches the grader exists in this process while the learner's code runs,
+    none is left for it to duplicate, reopen or write through after, and bytes it pushes into the pipe fail their
+    hash at the grader. Everything this class calls was taken when the grader's setup installed the probes, before
+    any learner code ran. A courier that did not deliver raises ChannelError (and leaves a file that says so in the
+    channel, which the grader flags): the record is then missing or refused, never replaced."""
 
     def __init__(self, channel: str):
-        self.channel = channel
-        self.open: dict[tuple[str, int], tuple[int, int]] = {}  # (cell, call) -> (fd, inode)
-
-    def begin(self, cell: str, count: int) -> None:
-        for fd, _ in self.open.values():
-            self._close(fd)
-        self.open = {}
-        for k in range(count):
-            slot = self._create(cell, k)
-            if slot is not None:
-                self.open[(cell, k)] = slot
-
-    def _create(self, cell: str, k: int) -> tuple[int, int] | None:
+        self.channel = os.path.abspath(channel)
+        self.folder = os.path.join(self.channel, SOCKET_FOLDER)
         try:
-            fd = os.open(os.path.join(self.channel, ProbeRecord.file_name(cell, k)), _OPEN_FLAGS, 0o600)
+            self.socket_id: str | None = identity(os.stat(os.path.join(self.folder, SOCKET_NAME)))
         except OSError:
-            return None  # it was there already: the grader saw who made it
-        return fd, os.fstat(fd).st_ino
+            self.socket_id = None  # no grader listens: every write says so
+        self.courier = Path(courier.__file__).read_text()
+        self.python = _courier_python(Path(courier.__file__).with_name(COURIER_PYTHON))
+        self.spawn, self.pipe, self.open_fd, self.write_fd, self.close = (
+            os.posix_spawn,
+            os.pipe,
+            os.open,
+            os.write,
+            os.close,
+        )
+        self.wait, self.exit_code, self.select = os.waitpid, os.waitstatus_to_exitcode, select.select
+        self.signal, self.header = signal.signal, channel_header
+        self.actions = [
+            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+        ]
 
     def write(self, record: ProbeRecord, payload: bytes) -> None:
-        slot = self.open.pop((record.cell, record.call), None) or self._create(record.cell, record.call)
-        if slot is None or not self._intact(slot):
-            if slot is not None:
-                self._close(slot[0])
-            self._signal(record, "tampered")
-            return
-        fd = slot[0]
+        """Hand one record to a courier and wait until it has sent it; ChannelError when it did not."""
+        socket_id = self.socket_id
+        if socket_id is None:
+            raise ChannelError("the grader's record channel is not there: this test's record could not be sent")
+        try:
+            previous = self.signal(signal.SIGCHLD, signal.SIG_DFL)  # a courier's exit is ours to collect
+        except (ValueError, OSError):  # not the main thread
+            previous = None
+        try:
+            why, started = self._send(record, payload, socket_id)
+        finally:
+            if previous is not None:
+                self.signal(signal.SIGCHLD, previous)
+        if why:
+            if started:  # something stopped its courier, or cut its input: said in the channel, for the grader
+                self._signal(record, "tampered")
+            raise ChannelError(f"this test's record could not be sent to the grader ({why})")
+
+    def _send(self, record: ProbeRecord, payload: bytes, socket_id: str) -> tuple[str, bool]:
+        """(why the record was not sent, "" when it was; whether a courier started)."""
+        head = self.header(record.cell, record.call, payload)
+        argv = (self.python, "-I", "-S", "-c", self.courier, self.folder, socket_id, head, str(len(payload)))
+        read_end, write_end = self.pipe()
+        try:
+            pid = self.spawn(
+                self.python, argv, {}, file_actions=[(os.POSIX_SPAWN_DUP2, read_end, 0), *self.actions], setsigmask=()
+            )
+        except OSError as exc:
+            self.close(write_end)
+            return f"its courier could not start: {exc.strerror}", False
+        finally:
+            self.close(read_end)
+        broken = False
         try:
             view = memoryview(payload)
             while view:
-                view = view[os.pwrite(fd, view, len(payload) - len(view)) :]
+                try:
+                    view = view[self.write_fd(write_end, view[: 1 << 20]) :]
+                except BlockingIOError:  # the pipe was made non-blocking from outside: wait until it takes more
+                    self.select([], [write_end], [])
+                except OSError:  # the courier is gone, or the descriptor is no longer the pipe
+                    broken = True
+                    break
         finally:
-            os.close(fd)
-
-    @staticmethod
-    def _close(fd: int) -> None:
+            self.close(write_end)
         try:
-            os.close(fd)
-        except OSError:
-            pass
-
-    @staticmethod
-    def _intact(slot: tuple[int, int]) -> bool:
-        """The probe's file is still the record it created, and still empty."""
-        try:
-            st = os.fstat(slot[0])
-        except OSError:
-            return False
-        return st.st_ino == slot[1] and st.st_size == 0
+            code = self.exit_code(self.wait(pid, 0)[1])
+        except ChildProcessError:  # collected by someone else
+            return "its courier's end was taken from it", True
+        if code != 0 or broken:
+            why = {2: "the grader's socket was replaced or moved", 3: "its input ended early"}
+            return why.get(code, f"its courier ended with status {code}"), True
+        return "", True
 
     def _signal(self, record: ProbeRecord, what: str) -> None:
+        """A file in the channel that no probe writes otherwise: the grader sees it and flags the notebook."""
         try:
-            os.close(os.open(os.path.join(self.channel, f"{record.cell}.{record.call}.{what}"), _OPEN_FLAGS, 0o600))
+            self.close(self.open_fd(os.path.join(self.channel, f"{record.cell}.{record.call}.{what}"), _FLAGS, 0o600))
         except OSError:
             pass
+
+
+_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+
+
+def _courier_python(own: Path) -> str:
+    """The couriers' interpreter: the grader's execute-only copy of Python where the sandbox has one and it runs here
+    (grading/probe_view.py: a process started from it is not dumpable, so this kernel's uid cannot write its memory
+    or reach its descriptors), else this Python. Tried once, at install, before any learner code runs."""
+    if not os.access(own, os.X_OK):
+        return sys.executable
+    try:
+        pid = os.posix_spawn(str(own), (str(own), "-I", "-S", "-c", "import _socket"), {})
+        works = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    except OSError:
+        works = False
+    return str(own) if works else sys.executable
 
 
 def _payload(save: Callable, record: ProbeRecord, failed: str) -> bytes:
-    """The probe's record as torch.save writes it; data that cannot be saved becomes a message that says so."""
+    """The probe's record as torch.save writes it; data that cannot be saved, or that is larger than a record may be
+    (channel.RECORD_MAX), becomes a message that says so."""
     buf = io.BytesIO()
     try:
         save(record.to_payload(), buf)
     except Exception as exc:  # noqa: BLE001
-        buf = io.BytesIO()
-        failure = {
-            failed: "The values your code returned could not be "
-            f"recorded ({type(exc).__name__}): return numbers, dicts or tensors."
-        }
-        save(replace(record, data=failure).to_payload(), buf)
+        why = f"could not be recorded ({type(exc).__name__}): return numbers, dicts or tensors."
+    else:
+        if buf.getbuffer().nbytes <= RECORD_MAX:
+            return buf.getvalue()
+        why = "were too large to record."
+    buf = io.BytesIO()
+    save(replace(record, data={failed: f"The values your code returned {why}"}).to_payload(), buf)
     return buf.getvalue()
 
 
 def install(modules: list[str], watched: list[str], channel: str) -> Callable[..., None]:
     """Import the checks' modules and return the probe runner for this kernel.
 
-    ``probe.begin(grade_id, n)`` opens a test cell: its n record files created. ``probe(grade_id, k, check, expr,
-    params)`` runs the k-th check call of the cell and writes its data to ``<channel>/<grade_id>.<k>.pt``
-    (torch.save): a file, so that no output cap, display hook or printing thread touches it, taken out of the
-    kernel's reach by the grader as soon as the cell ends. It never raises: a failure is data too.
+    ``probe(grade_id, k, check, expr, params)`` runs the k-th check call of the cell and sends its data (torch.save)
+    to the grader's socket in the channel folder, through a courier process of its own (``_Records``): not on the
+    output, so that no output cap, display hook or printing thread touches it, and out of the kernel's reach as soon
+    as it is sent. Whatever the learner's code raises is data; it raises only ChannelError, when its record could not
+    be sent (the cell then ends in an error, and scores 0).
     """
     import torch
     from IPython import get_ipython
@@ -368,12 +428,6 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
         record = ProbeRecord(cell, k, data, patched)
         records.write(record, _payload(save, record, FAILED))
 
-    def begin(cell: str, count: int) -> None:
-        """The first line of each graded test cell: its records created before any of its learner code runs."""
-        if not probe.replaying:
-            records.begin(cell, count)
-
     records = _Records(channel)
     probe.replaying = False
-    probe.begin = begin
     return probe
