@@ -9,8 +9,8 @@ through:
 - the kernel modules (triton.language as recorded by identity, its math, Python's math, triton's cdiv and
   next_power_of_2) only as the root of an attribute chain that ends at one of their public members, never as a
   value; no further attribute on such a member;
-- on any other value (a tensor, a pointer, a dtype, a constexpr) only attributes of Triton's tensors and types
-  (`x.to`, `x.dtype`, `x_ptr.dtype.element_ty`, `x.shape` ...);
+- on any other value (a tensor, a pointer, a tensor descriptor, a dtype, a constexpr) only attributes of Triton's
+  tensors, descriptors and types (`x.to`, `x.dtype`, `x_ptr.dtype.element_ty`, `x.shape`, `desc.load` ...);
 - numbers, booleans and None as constants; a string only as a docstring, in float("-inf") and its kin, or as the
   message of `tl.static_assert`,
   `tl.static_print`, `tl.device_assert`, `tl.device_print`, `print` or `assert` (a static print's text is the
@@ -52,8 +52,10 @@ def value_attributes() -> frozenset[str]:
     import triton.language as tl
 
     methods = {n for n in dir(tl.tensor) if not n.startswith("_")}
+    descriptors = {n for n in dir(tl.tensor_descriptor) if not n.startswith("_")}  # desc.load([i, j]) ...
     predicates = {n for n in dir(tl.dtype) if n.startswith("is_")}
-    return frozenset(methods | predicates | {"dtype", "shape", "numel", "element_ty", "scalar", "primitive_bitwidth"})
+    fields = {"dtype", "shape", "numel", "element_ty", "scalar", "primitive_bitwidth"}
+    return frozenset(methods | descriptors | predicates | fields)
 
 
 @cache

@@ -308,6 +308,29 @@ def silu_forward_with_exp(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     tl.store(y_ptr + offsets, y.to(x.dtype), mask=in_bounds)
 
 
+@triton.jit
+def _silu_of(x):
+    return x * tl.sigmoid(x)
+
+
+@triton.jit
+def silu_forward_int64_where(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    in_bounds = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=in_bounds, other=0.0)
+    xc = tl.where(in_bounds, x, 0.0) if x.dtype == tl.float64 else tl.where(in_bounds, x, 0.0).to(tl.float32)
+    tl.store(y_ptr + offsets, _silu_of(xc).to(x.dtype), mask=in_bounds)
+
+
+@triton.jit
+def silu_forward_clamped(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    in_bounds = offsets < n_elements
+    x = tl.load(x_ptr + tl.where(in_bounds, offsets, 0))  # every lane reads an entry of x: no mask needed
+    xc = x if x.dtype == tl.float64 else x.to(tl.float32)
+    tl.store(y_ptr + offsets, (xc * tl.sigmoid(xc)).to(x.dtype), mask=in_bounds)
+
+
 def _linear32_functional():  # F.linear inside, needs_input_grad respected
     @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.float32)
     def forward(ctx, x, W, b):
@@ -347,6 +370,8 @@ ALTERNATIVES = {
     "fused_gelu: sech² from cosh": ("fused_gelu", fn("FusedGELU", _gelu_f, _gelu_b_cosh)),
     "checkpoint: y.backward and x.grad": ("checkpoint", fn("Checkpoint", _ckpt_f, _ckpt_b_backward)),
     "forward kernel: tl.exp, other=0": ("forward_kernel", silu_forward_with_exp),
+    "forward kernel: int64 offsets, tl.where, a helper": ("forward_kernel", silu_forward_int64_where),
+    "forward kernel: offsets clamped into the tensor, no mask on the load": ("forward_kernel", silu_forward_clamped),
     "triton_silu: BLOCK_SIZE 128, exp kernel": ("triton_silu", triton_silu(silu_forward_with_exp, block=128)),
     "linear32: F.linear, needs_input_grad": ("linear32", _linear32_functional()),
     "saved_bytes: numel × element_size": ("saved_bytes", _saved_bytes_numel),
@@ -495,6 +520,32 @@ def test_a_kernel_wrong_in_the_interpreter_earns_nothing_for_compiling():
 
 
 @triton.jit
+def unmasked_load_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + offsets)  # the last block reads past the end of x (its values are never stored)
+    xc = x if x.dtype == tl.float64 else x.to(tl.float32)
+    tl.store(y_ptr + offsets, (xc * tl.sigmoid(xc)).to(x.dtype), mask=offsets < n_elements)
+
+
+@triton.jit
+def load_past_the_end_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + offsets, mask=offsets < n_elements + BLOCK_SIZE, other=0.0)  # a mask that lets too much in
+    xc = x if x.dtype == tl.float64 else x.to(tl.float32)
+    tl.store(y_ptr + offsets, (xc * tl.sigmoid(xc)).to(x.dtype), mask=offsets < n_elements)
+
+
+@triton.jit
+def backward_unmasked_grad_load_kernel(x_ptr, grad_out_ptr, grad_in_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    g = tl.load(grad_out_ptr + offsets)  # masked on x, forgotten on grad_output
+    s = tl.sigmoid(x)
+    tl.store(grad_in_ptr + offsets, g * s * (1 + x * (1 - s)), mask=mask)
+
+
+@triton.jit
 def unmasked_store_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     x = tl.load(x_ptr + offsets, mask=offsets < n_elements)
@@ -626,6 +677,15 @@ WRONG = {
     ),
     # (a backward that raises returns nothing whose interface could pass)
     "kernel: unmasked tl.store": ("forward_kernel", unmasked_store_kernel, None, "unmasked tl.store"),
+    # issue 47: loads without the mask their store has read past the end of the input (the values are never stored)
+    "kernel: unmasked tl.load, masked store": ("forward_kernel", unmasked_load_kernel, None, "unmasked tl.load"),
+    "kernel: a load mask that lets too much in": ("forward_kernel", load_past_the_end_kernel, None, "outside its"),
+    "backward kernel: grad_output loaded unmasked": (
+        "backward_kernel",
+        backward_unmasked_grad_load_kernel,
+        None,
+        "unmasked tl.load",
+    ),
     "kernel: mask offsets <= n": ("forward_kernel", off_by_one_mask_kernel, None, "past the end"),
     "kernel: every program does block 0": (
         "forward_kernel",
@@ -1068,11 +1128,13 @@ def silu_backward_kernel(x_ptr, grad_out_ptr, grad_in_ptr, n_elements, BLOCK_SIZ
 
 @pytest.mark.slow
 def test_a_crashing_kernel_costs_only_its_own_exercises(tmp_path, grading_pool):
-    """A kernel that stores far outside its tensor kills the interpreter's process (a segfault). The grader gives
-    the rest of the notebook a fresh kernel: the exercises that ran the kernel score 0, with the crash hint, and
-    the others keep their points, TritonSiLU's too: its check runs the course's kernels in place of the learner's.
-    In the same run, a backward kernel right in the interpreter that a GPU's compiler refuses loses the compile
-    share alone: the kernel's source recorded in the sandbox, compiled by the grader outside it."""
+    """A kernel that stores far outside its tensor kills the interpreter's process where it runs (a segfault): the
+    notebook's own cell that launches it crashes the learner's kernel, and the grader gives the rest of the
+    notebook a fresh one. The kernel's exercise runs its recorded text in a kernel runner instead, which performs
+    no store outside the tensors it handed over and says how many it refused: that exercise scores 0 with that
+    sentence, and the others keep their points, TritonSiLU's too (its check runs the course's kernels in place of
+    the learner's). In the same run, a backward kernel right in the interpreter that a GPU's compiler refuses loses
+    the compile share alone."""
     root, db_url = tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}"
     shutil.copytree(SOLUTIONS / CRASH_ASSIGNMENT, root / "source" / CRASH_ASSIGNMENT)
     generate_in_course(root, [CRASH_ASSIGNMENT], db_url)
@@ -1098,7 +1160,8 @@ def test_a_crashing_kernel_costs_only_its_own_exercises(tmp_path, grading_pool):
     assert scores["test_silu_forward_kernel"] == 0
     assert scores["test_triton_silu"] == 4, "TritonSiLU is checked with the course's kernels in place of the learner's"
     (feedback,) = (root / "feedback" / "dora" / CRASH_ASSIGNMENT).glob("*.html")
-    assert "Hint: likely an unmasked tl.load/tl.store" in feedback.read_text()
+    assert "far outside every tensor it was handed (the grader did not perform them)" in feedback.read_text()
+    assert "Hint: likely an unmasked tl.store" in feedback.read_text()
     assert scores["test_silu_backward_kernel"] == 1.5, "a compile-only mistake costs the compile share: half of 3"
     assert "Cannot access global variable ONE" in feedback.read_text()
     assert any("fresh kernel" in m for m in row.messages), row.messages

@@ -20,6 +20,7 @@ from ..feedback import CheckFailed, not_written
 from ..probes.apply import engine_agrees, function_apply
 from ..probes.call import call_learner
 from ..probes.function import probe_function
+from ..probes.memory_watch import Spans, watching
 from ..registry import ProbeData
 from .cases import (
     EPS,
@@ -384,8 +385,9 @@ def probe_kernel(
 
     forward kernels:  kernel[grid](x_ptr, y_ptr, n_elements, BLOCK_SIZE=block)
     backward kernels: kernel[grid](x_ptr, grad_out_ptr, grad_in_ptr, n_elements, BLOCK_SIZE=block)
-    For each (n, block, dtype): the written values, how many guard entries before and after the
-    output were overwritten, and whether the inputs changed; and the kernel's source (for the compile part).
+    For each (n, block, dtype): the written values, how many guard entries before and after the output were
+    overwritten, whether the inputs changed, how many entries were read outside the inputs and the output (seen in
+    the interpreter), and how many stores aimed outside every tensor handed (not performed).
     """
     name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", f"{kind} kernel")
     launcher, device, context = kernel_launcher(kernel, name)
@@ -401,7 +403,8 @@ def probe_kernel(
             x_before, g_before = x_buf.clone(), g_buf.clone()
             grid = (math.ceil(n / block),)
             args = (x, out, n) if kind == "forward" else (x, g, out, n)
-            with context():
+            inputs = [x] if kind == "forward" else [x, g]
+            with context(), watching([x_buf, g_buf, out_buf], reads=Spans.of([*inputs, out])) as seen:
                 call_kernel(lambda *a, grid=grid, block=block: launcher[grid](*a, BLOCK_SIZE=block), *args, name=name)
             data.append(
                 {
@@ -415,6 +418,8 @@ def probe_kernel(
                         _equal(x_buf.nan_to_num(7.0), x_before.nan_to_num(7.0))
                         and _equal(g_buf.nan_to_num(7.0), g_before.nan_to_num(7.0))
                     ),
+                    "read_outside": seen["reads_outside"],
+                    "written_far": seen["refused_writes"],
                 }
             )
     return {"launches": data}

@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
 import torch
 
 from ..feedback import CheckFailed
@@ -24,6 +23,7 @@ from ..nb05.probes import (
 )
 from ..probes.apply import engine_agrees
 from ..probes.call import call_learner
+from ..probes.memory_watch import Spans, watching
 from ..registry import ProbeData
 from .cases import (
     LEFT_PER_ROW,
@@ -39,17 +39,6 @@ from .cases import (
 # as imported, before any learner code runs (replaced later, they are flagged, and do not answer for the probe)
 _saved_tensors_hooks, _no_grad = torch.autograd.graph.saved_tensors_hooks, torch.no_grad
 
-
-# The interpreter's reads of memory, as Triton defines them, taken before any learner code runs (an unmasked load and
-# an atomic load go through create_masked_load too): loads_outside wraps them while a probe's kernel runs.
-try:
-    from triton.runtime.interpreter import InterpreterBuilder as _Builder
-
-    _READS = {
-        name: getattr(_Builder, name) for name in ("create_masked_load", "create_atomic_rmw", "create_atomic_cas")
-    }
-except ImportError:  # pragma: no cover - triton is pinned in requirements.txt
-    _Builder, _READS = None, {}
 
 GUARD = 16  # guard entries before and after an output
 
@@ -89,73 +78,26 @@ def twice(run: Callable[[float], dict], keys: Sequence[str]) -> dict:
     offset, whatever the kernel did with what it read."""
     first, second = run(float("nan")), run(SECOND_FILL)
     loaded = first.pop("loads_outside") + second.pop("loads_outside")
+    first["written_elsewhere"] = first["written_elsewhere"] or second.pop("written_elsewhere")
     first["read_outside"] = bool(loaded) or any(
         not torch.equal(first[k].nan_to_num(7.0, 7.0, 7.0), second[k].nan_to_num(7.0, 7.0, 7.0)) for k in keys
     )
     return first
 
 
-def _row_spans(tensors: Sequence[torch.Tensor]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Row r -> (starts, ends): the byte spans of row r's entries in each view (row r of a 2-D view, entry r of a
-    1-D one), sorted by start."""
-    spans: dict[int, tuple[list, list]] = {}
-    for t in tensors:
-        size = t.element_size()
-        offsets = torch.arange(t.storage_offset() + 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride())))
-        entries = offsets.as_strided(t.shape, t.stride(), t.storage_offset()).reshape(t.shape[0], -1)
-        base = np.uint64(t.untyped_storage().data_ptr())
-        for r, row in enumerate(entries.numpy().astype(np.uint64)):
-            starts, ends = spans.setdefault(r, ([], []))
-            starts.append(base + row * np.uint64(size))
-            ends.append(starts[-1] + np.uint64(size))
-    out = {}
-    for r, (starts, ends) in spans.items():
-        start, end = np.concatenate(starts), np.concatenate(ends)
-        order = np.argsort(start)
-        out[r] = (start[order], end[order])
-    return out
+def watched(handed: Sequence[torch.Tensor], reads: Sequence[torch.Tensor], writes: Sequence[torch.Tensor]) -> Any:
+    """memory_watch.watching for a row kernel (one program per row): each program may read its own row of `reads`
+    and store only into its own row of `writes`; nothing outside the buffers `handed` is ever touched."""
+    return watching(handed, reads=Spans.per_row(reads), writes=Spans.per_row(writes))
 
 
-@contextmanager
-def loads_outside(tensors: Sequence[torch.Tensor]) -> Iterator[dict]:
-    """While the body runs a row kernel (one program per row) in Triton's interpreter, box["n"] counts the entries
-    a program read (a load with its mask on, or an atomic) that are not its own row's in `tensors` (the views the
-    kernel may read: another row, a row's padding, the guard row before the first, the rows after the last are
-    not). A read whose values never reach a result is counted too. Compiled kernels (on a GPU) are not seen here:
-    there the guard values of `twice` show the reads that reach a result."""
-    box = {"n": 0}
-    if _Builder is None or kernel_device() != "cpu":
-        yield box
-        return
-    rows = _row_spans(tensors)
-
-    def count(builder: Any, ptrs: Any, mask: Any) -> None:
-        starts, ends = rows.get(int(builder.grid_idx[0]), (np.zeros(0, np.uint64), np.zeros(0, np.uint64)))
-        on = np.broadcast_to(np.asarray(True if mask is None else mask.data, dtype=bool), np.shape(ptrs.data))
-        addresses = np.asarray(ptrs.data, dtype=np.uint64)[on]
-        where = np.searchsorted(starts, addresses, side="right") - 1
-        inside = (where >= 0) & (addresses < ends[np.clip(where, 0, None)]) if len(ends) else np.zeros(0, bool)
-        box["n"] += int(addresses.size - inside.sum())
-
-    def load(self: Any, ptrs: Any, mask: Any, other: Any, *args: Any) -> Any:
-        count(self, ptrs, mask)
-        return _READS["create_masked_load"](self, ptrs, mask, other, *args)
-
-    def rmw(self: Any, op: Any, ptrs: Any, val: Any, mask: Any, *args: Any) -> Any:
-        count(self, ptrs, mask)
-        return _READS["create_atomic_rmw"](self, op, ptrs, val, mask, *args)
-
-    def cas(self: Any, ptrs: Any, *args: Any) -> Any:
-        count(self, ptrs, None)
-        return _READS["create_atomic_cas"](self, ptrs, *args)
-
-    before = {name: _Builder.__dict__.get(name) for name in _READS}
-    _Builder.create_masked_load, _Builder.create_atomic_rmw, _Builder.create_atomic_cas = load, rmw, cas
-    try:
-        yield box
-    finally:
-        for name, method in before.items():
-            setattr(_Builder, name, method)
+def outside(seen: dict) -> dict:
+    """What a run's watch saw, as the run's data: reads outside the program's row (or outside every tensor), stores
+    into another program's row (or outside every tensor, which were not performed)."""
+    return {
+        "loads_outside": seen["reads_outside"],
+        "written_elsewhere": seen["writes_elsewhere"] + seen["refused_writes"],
+    }
 
 
 def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None) -> ProbeData:
@@ -172,15 +114,15 @@ def probe_row_lse(kernel: Any, cases: Sequence[Any], seed: int = 0, points: floa
             before = whole.clone()
             out_buf = torch.full((rows + 2 * GUARD,), GUARD_VALUE, dtype=x.dtype, device=device)
             out = out_buf[GUARD : GUARD + rows]
-            with context(), loads_outside([logits[:, :V], out]) as loaded:
+            with context(), watched([whole, out_buf], [logits[:, :V], out], [out]) as seen:
                 call_kernel(
                     lambda *a: launcher[(rows,)](*a, BLOCK_V=block), logits, out, logits.stride(0), V, name=name
                 )
-            outside = (out_buf[:GUARD] != GUARD_VALUE).sum() + (out_buf[GUARD + rows :] != GUARD_VALUE).sum()
+            guards = (out_buf[:GUARD] != GUARD_VALUE).sum() + (out_buf[GUARD + rows :] != GUARD_VALUE).sum()
             return {
-                "loads_outside": loaded["n"],
+                **outside(seen),
                 "values": out.to(torch.float64).cpu().clone(),
-                "written_outside": int(outside),
+                "written_outside": int(guards),
                 "inputs_changed": not torch.equal(whole.nan_to_num(7.0), before.nan_to_num(7.0)),
             }
 
@@ -209,7 +151,8 @@ def probe_ce_forward(
                 buffer = torch.full((rows + 2 * GUARD,), GUARD_VALUE, dtype=x.dtype, device=device)
                 outputs[key] = (buffer, buffer[GUARD : GUARD + rows])
             views = [logits[:, :V], target, outputs["loss"][1], outputs["lse"][1]]
-            with context(), loads_outside(views) as loaded:
+            handed = [whole, target, outputs["loss"][0], outputs["lse"][0]]
+            with context(), watched(handed, views, [outputs["loss"][1], outputs["lse"][1]]) as seen:
                 call_kernel(
                     lambda *a: launcher[(rows,)](*a, BLOCK_V=block),
                     logits,
@@ -221,15 +164,15 @@ def probe_ce_forward(
                     ignore_index,
                     name=name,
                 )
-            outside = sum(
+            guards = sum(
                 int((b[:GUARD] != GUARD_VALUE).sum() + (b[GUARD + rows :] != GUARD_VALUE).sum())
                 for b, _ in outputs.values()
             )
             return {
-                "loads_outside": loaded["n"],
+                **outside(seen),
                 "loss": outputs["loss"][1].to(torch.float64).cpu().clone(),
                 "lse": outputs["lse"][1].to(torch.float64).cpu().clone(),
-                "written_outside": outside,
+                "written_outside": guards,
                 "inputs_changed": not (
                     torch.equal(whole.nan_to_num(7.0), before.nan_to_num(7.0)) and torch.equal(target, target_before)
                 ),
@@ -265,7 +208,8 @@ def probe_ce_backward(
             target, lse = guarded_vector(target, fill), guarded_vector(lse, fill)
             grad_whole, grad = padded_rows(torch.full_like(x, GUARD_VALUE), device, block, fill=GUARD_VALUE)
             inputs_before = (whole.clone(), target.clone(), lse.clone())
-            with context(), loads_outside([logits[:, :V], target, lse, grad[:, :V]]) as loaded:
+            handed = [whole, target, lse, grad_whole]
+            with context(), watched(handed, [logits[:, :V], target, lse, grad[:, :V]], [grad]) as seen:
                 call_kernel(
                     lambda *a: launcher[(rows,)](*a, BLOCK_V=block),
                     logits,
@@ -281,7 +225,7 @@ def probe_ce_backward(
             after = (whole, target, lse)
             written = grad_whole != GUARD_VALUE
             return {
-                "loads_outside": loaded["n"],
+                **outside(seen),
                 "grad": grad[:, :V].to(torch.float64).cpu().clone(),
                 "written_past_V": int(written.sum() - written[LEAD : LEAD + rows, :V].sum()),
                 "inputs_changed": not all(

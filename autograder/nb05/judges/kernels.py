@@ -11,7 +11,7 @@ from coursetools.gpu_compile import launch_signature
 
 from ...feedback import CheckFailed
 from ...judges import kernel_compile
-from ...judges.answers import entry, per_case, tensor
+from ...judges.answers import entry, integer, per_case, tensor
 from ...judges.verdict import Part, verdict_of
 from ...registry import ProbeData, decides
 from ..cases import (
@@ -40,7 +40,12 @@ def judge_kernel(
     params = {"kind": kind, "sizes": sizes, "seed": seed, "dtypes": dtypes}
     launches, record = kernel_compile.run_recorded(data, "autograder.nb05.probes:probe_kernel", params)
     data = [
-        entry(d, f"launch {i}", ("n", "block", "dtype", "values", "written_before", "written_after", "inputs_changed"))
+        entry(
+            d,
+            f"launch {i}",
+            ("n", "block", "dtype", "values", "written_before", "written_after", "inputs_changed", "read_outside")
+            + ("written_far",),
+        )
         for i, d in enumerate(per_case(launches, expected_runs))
     ]
     if [(d["n"], d["block"], d["dtype"]) for d in data] != [tuple(r) for r in expected_runs]:
@@ -56,6 +61,7 @@ def judge_kernel(
         x, g = case["x"].to(torch.float64), case["g"].to(torch.float64)
         want_y, want_g = reference_and_vjp("silu", x, g)
         _judge_kernel_values(got, kind, x, g, want_y, want_g, launch)
+        _judge_reads(got, launch)
     # right in the interpreter: the second idea, that the same kernel compiles for a GPU
     values = Part("values", title="the values, in every launch (Triton's interpreter)")
     compiles = kernel_compile.compile_part()
@@ -76,7 +82,14 @@ def judge_kernel(
 
 
 def _judge_writes(got, launch: str) -> None:
-    """Where the kernel wrote: nothing outside the output (the guard zones), nothing into the inputs."""
+    """Where the kernel read and wrote: nothing outside its inputs and output (the guard zones, or farther), nothing
+    into the inputs."""
+    if integer(got["written_far"], f"{launch}'s far stores"):
+        raise CheckFailed(
+            f"{launch} stored {got['written_far']} value(s) far outside every tensor it was handed (the grader did "
+            "not perform them).\nHint: likely an unmasked tl.store, or offsets that grow far too fast: a program's "
+            "offsets are its block's, pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)."
+        )
     if got["written_after"]:
         raise CheckFailed(
             f"{launch} wrote {got['written_after']} value(s) past the end of the output tensor.\n"
@@ -91,6 +104,17 @@ def _judge_writes(got, launch: str) -> None:
         )
     if got["inputs_changed"]:
         raise CheckFailed(f"{launch} wrote into one of its inputs: store into the output pointer only.")
+
+
+def _judge_reads(got, launch: str) -> None:
+    """What the kernel read: its inputs' (and output's) entries only. Judged after its values: a wrong offset shows
+    in both, and the values' message is the one that says what to mend."""
+    if integer(got["read_outside"], f"{launch}'s reads"):
+        raise CheckFailed(
+            f"{launch} read {got['read_outside']} value(s) outside its tensors (past the end of an input, whether or "
+            "not its results use them).\nHint: likely an unmasked tl.load: the last block reaches past n_elements, "
+            "and a load needs the same mask as the store. On a GPU it reads other tensors' memory, or faults."
+        )
     untouched = got["values"] == GUARD_VALUE
     if untouched.any():
         first = int(torch.nonzero(untouched)[0])

@@ -83,17 +83,33 @@ def _judge_bounds(part: Part, entry: Any, case: Sequence[Any], where: str, hint:
 
 def _judge_reads(parts: dict, judged: list) -> None:
     """After a check's cases: a kernel that read memory outside its tensors (its results changed with that memory,
-    or the interpreter saw the load) costs the bounds part, in each case whose results were otherwise right (where
-    they were wrong, that mistake is charged already, with its own hint: one mistake, once)."""
+    or the interpreter saw the load), or stored into another program's row, costs the bounds part, in each case
+    whose results were otherwise right (where they were wrong, that mistake is charged already, with its own hint:
+    one mistake, once)."""
     for entry, case, where in judged:
-        if not answers.flag(entry["read_outside"], f"the read check of case {case}"):
+        elsewhere = answers.integer(entry["written_elsewhere"], f"the write check of case {case}")
+        read = answers.flag(entry["read_outside"], f"the read check of case {case}")
+        if not (read or elsewhere):
             continue
         if any(m.startswith(where) for part in parts.values() for m in part.messages):
             continue
-        parts["bounds"].fail(
-            f"{where}: the kernel reads memory outside its tensors (whether or not its results use it)",
-            READ_OUTSIDE_HINT,
-        )
+        if elsewhere:
+            parts["bounds"].fail(
+                f"{where}: the kernel stores into memory that is not its own row ({elsewhere} value(s): another "
+                "program's row, or outside its tensors)",
+                RACE_HINT,
+            )
+        else:
+            parts["bounds"].fail(
+                f"{where}: the kernel reads memory outside its tensors (whether or not its results use it)",
+                READ_OUTSIDE_HINT,
+            )
+
+
+RACE_HINT = (
+    "each program stores only its own row's results. On a GPU the programs run at once, so a store into another "
+    "row races with that row's own program (the interpreter runs them one by one, and the last store can hide it)"
+)
 
 
 @decides("check_row_lse", draw=draw_row_lse)
@@ -103,7 +119,8 @@ def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: 
     launches, record = kernel_compile.run_recorded(data, "autograder.nb06.probes:probe_row_lse", params)
     for case, got in zip(cases, answers.per_case(launches, cases)):
         rows, V, block, dtype, peak_at = case
-        entry = answers.entry(got, f"case {case}", ("values", "written_outside", "inputs_changed", "read_outside"))
+        keys = ("values", "written_outside", "inputs_changed", "read_outside", "written_elsewhere")
+        entry = answers.entry(got, f"case {case}", keys)
         values = answers.tensor(entry["values"], f"the values of case {case}", shape=(rows,))
         where = f"{rows} rows of V = {V}, BLOCK_V = {block}, {dtype}"
         judged.append((entry, case, where))
@@ -218,7 +235,8 @@ def judge_ce_forward(
     launches, record = kernel_compile.run_recorded(data, "autograder.nb06.probes:probe_ce_forward", params)
     for case, got in zip(cases, answers.per_case(launches, cases)):
         rows, V, block, dtype, ignored = case
-        entry = answers.entry(got, f"case {case}", ("loss", "lse", "written_outside", "inputs_changed", "read_outside"))
+        keys = ("loss", "lse", "written_outside", "inputs_changed", "read_outside", "written_elsewhere")
+        entry = answers.entry(got, f"case {case}", keys)
         loss = answers.tensor(entry["loss"], f"the losses of case {case}", shape=(rows,))
         lse = answers.tensor(entry["lse"], f"the log-sum-exps of case {case}", shape=(rows,))
         where = f"{rows} rows of V = {V}, BLOCK_V = {block}, {dtype}, ignore_index = {ignore_index}"
@@ -399,7 +417,8 @@ def judge_ce_backward(
     values_mistake = None
     for case, got in answered:
         rows, V, block, dtype, ignored, lse_shift = case
-        entry = answers.entry(got, f"case {case}", ("grad", "written_past_V", "inputs_changed", "read_outside"))
+        keys = ("grad", "written_past_V", "inputs_changed", "read_outside", "written_elsewhere")
+        entry = answers.entry(got, f"case {case}", keys)
         grad = answers.tensor(entry["grad"], f"the gradient of case {case}", shape=(rows, V))
         past = answers.integer(entry["written_past_V"], f"the padding count of case {case}")
         changed = answers.flag(entry["inputs_changed"], f"the input check of case {case}")

@@ -1,0 +1,194 @@
+"""What a kernel run in Triton's interpreter reads and writes, seen at each of its loads, stores and atomics.
+
+    with watching(handed=[buffers...], reads=Spans.of(views) or Spans.per_row(views),
+                  writes=Spans.per_row(outputs)) as seen:
+        kernel[grid](...)
+    seen["reads_outside"], seen["writes_elsewhere"], seen["refused_reads"], seen["refused_writes"]
+
+The interpreter turns every tl.load and tl.store -- masked or not, through a pointer, a block pointer or a tensor
+descriptor -- and every atomic into calls of its builder's memory methods (taken here as Triton defines them, before
+any kernel runs). Wrapped for the body's length, they count:
+- reads_outside: entries a program read (its mask on) that are not in the spans it may read (its own row, for a
+  row kernel): a load without the mask it needs, or at the wrong offset, whatever it does with what it read;
+- writes_elsewhere: entries a program stored into another program's row (a race on a GPU, where the programs run
+  at once; the interpreter runs them one by one, so the last writer wins and the values can look right);
+- refused_reads, refused_writes: accesses outside every tensor handed to the launch. Those are not performed at all
+  (their lanes are masked off; a load gives its `other`, or 0, there): the process the kernel runs in stays whole,
+  whatever address it computes.
+Compiled kernels on a GPU are not seen here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+try:
+    from triton.runtime.interpreter import InterpreterBuilder as _Builder
+    from triton.runtime.interpreter import TensorHandle as _Handle
+
+    _METHODS = {
+        name: getattr(_Builder, name)
+        for name in ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas")
+    }
+except ImportError:  # pragma: no cover - triton is pinned in requirements.txt
+    _Builder, _Handle, _METHODS = None, None, {}
+
+_EMPTY = (np.zeros(0, np.uint64), np.zeros(0, np.uint64))
+
+
+@dataclass(frozen=True)
+class Spans:
+    """Byte spans [start, end) of memory, sorted, for every program (`common`) or for program r (`rows[r]`)."""
+
+    common: tuple[np.ndarray, np.ndarray] | None = None
+    rows: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
+
+    @classmethod
+    def of(cls, views: Sequence[torch.Tensor]) -> Spans:
+        """The entries of these views, for any program."""
+        starts, ends = [], []
+        for view in views:
+            s, e = _entry_spans(view)
+            starts.append(s.reshape(-1))
+            ends.append(e.reshape(-1))
+        return cls(common=_sorted(starts, ends))
+
+    @classmethod
+    def per_row(cls, views: Sequence[torch.Tensor]) -> Spans:
+        """Row r of each view (entry r of a 1-D one) for program r: a row kernel's own memory."""
+        rows: dict[int, tuple[list, list]] = {}
+        for view in views:
+            s, e = _entry_spans(view)
+            for r in range(s.shape[0] if s.ndim else 0):
+                mine = rows.setdefault(r, ([], []))
+                mine[0].append(s[r].reshape(-1))
+                mine[1].append(e[r].reshape(-1))
+        return cls(rows={r: _sorted(*mine) for r, mine in rows.items()})
+
+    def of_program(self, program: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.common is not None:
+            return self.common
+        return (self.rows or {}).get(program, _EMPTY)
+
+    def others(self, program: int) -> tuple[np.ndarray, np.ndarray]:
+        """The memory of every program but this one (a per-row Spans)."""
+        starts = [s for r, (s, _) in (self.rows or {}).items() if r != program]
+        ends = [e for r, (_, e) in (self.rows or {}).items() if r != program]
+        return _sorted(starts, ends) if starts else _EMPTY
+
+
+def _entry_spans(view: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) byte addresses of each entry of the view, in the view's shape."""
+    size = view.element_size()
+    if view.numel() == 0:
+        return np.zeros((0,), np.uint64), np.zeros((0,), np.uint64)
+    last = view.storage_offset() + 1 + sum((n - 1) * st for n, st in zip(view.shape, view.stride()))
+    offsets = torch.arange(last).as_strided(view.shape, view.stride(), view.storage_offset())
+    if offsets.ndim == 0:
+        offsets = offsets.reshape(1)
+    starts = np.uint64(view.untyped_storage().data_ptr()) + offsets.numpy().astype(np.uint64) * np.uint64(size)
+    return starts, starts + np.uint64(size)
+
+
+def _sorted(starts: list, ends: list) -> tuple[np.ndarray, np.ndarray]:
+    start = np.concatenate(starts) if starts else np.zeros(0, np.uint64)
+    end = np.concatenate(ends) if ends else np.zeros(0, np.uint64)
+    order = np.argsort(start, kind="stable")
+    return start[order], end[order]
+
+
+def _inside(addresses: np.ndarray, spans: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    starts, ends = spans
+    if not len(starts):
+        return np.zeros(addresses.shape, bool)
+    where = np.searchsorted(starts, addresses, side="right") - 1
+    return (where >= 0) & (addresses < ends[np.clip(where, 0, None)])
+
+
+def _int1() -> Any:
+    import triton.language as tl
+
+    return tl.int1
+
+
+@contextmanager
+def watching(handed: Sequence[torch.Tensor], reads: Spans, writes: Spans | None = None) -> Iterator[dict]:
+    """While the body runs a kernel in Triton's interpreter: what its programs read outside `reads`, stored into
+    another program's `writes` (per-row spans), and tried outside every tensor in `handed` (not performed)."""
+    seen = {"reads_outside": 0, "writes_elsewhere": 0, "refused_reads": 0, "refused_writes": 0}
+    if _Builder is None:
+        yield seen
+        return
+    storages = [t.untyped_storage() for t in handed]
+    safe = _sorted(
+        [np.array([s.data_ptr()], np.uint64) for s in storages],
+        [np.array([s.data_ptr() + s.nbytes()], np.uint64) for s in storages],
+    )
+
+    def program(builder: Any) -> int:
+        return int(builder.grid_idx[0])
+
+    def lanes(ptrs: Any, mask: Any) -> tuple[np.ndarray, np.ndarray]:
+        addresses = np.asarray(ptrs.data, dtype=np.uint64)
+        on = np.broadcast_to(np.asarray(True if mask is None else mask.data, dtype=bool), addresses.shape)
+        return addresses, on
+
+    def checked(builder: Any, ptrs: Any, mask: Any, read: bool, write: bool) -> Any:
+        """The mask with the lanes outside every handed tensor turned off, after counting what the lanes on do."""
+        addresses, on = lanes(ptrs, mask)
+        allowed = _inside(addresses, safe)
+        refused = int((on & ~allowed).sum())
+        seen["refused_reads"] += refused if read else 0
+        seen["refused_writes"] += refused if write else 0
+        me = program(builder)
+        if read:
+            seen["reads_outside"] += int((on & ~_inside(addresses, reads.of_program(me))).sum())
+        if write and writes is not None and writes.rows is not None:
+            seen["writes_elsewhere"] += int((on & allowed & _inside(addresses, writes.others(me))).sum())
+        if refused:
+            return _Handle(np.asarray(on & allowed), mask.dtype if mask is not None else _int1())
+        return mask
+
+    def load(self: Any, ptrs: Any, mask: Any, other: Any, *args: Any, **kwargs: Any) -> Any:
+        return _METHODS["create_masked_load"](
+            self, ptrs, checked(self, ptrs, mask, True, False), other, *args, **kwargs
+        )
+
+    def store(self: Any, ptrs: Any, value: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+        return _METHODS["create_masked_store"](
+            self, ptrs, value, checked(self, ptrs, mask, False, True), *args, **kwargs
+        )
+
+    def rmw(self: Any, op: Any, ptrs: Any, value: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+        return _METHODS["create_atomic_rmw"](
+            self, op, ptrs, value, checked(self, ptrs, mask, True, True), *args, **kwargs
+        )
+
+    def cas(self: Any, ptrs: Any, *args: Any, **kwargs: Any) -> Any:
+        addresses, _ = lanes(ptrs, None)
+        if not _inside(addresses, safe).all():
+            seen["refused_writes"] += int((~_inside(addresses, safe)).sum())
+            raise IndexError("an atomic_cas outside every tensor the kernel was handed")
+        checked(self, ptrs, None, True, True)
+        return _METHODS["create_atomic_cas"](self, ptrs, *args, **kwargs)
+
+    replacements: dict[str, Callable] = {
+        "create_masked_load": load,
+        "create_masked_store": store,
+        "create_atomic_rmw": rmw,
+        "create_atomic_cas": cas,
+    }
+    before = {name: _Builder.__dict__.get(name) for name in replacements}
+    for name, method in replacements.items():
+        setattr(_Builder, name, method)
+    try:
+        yield seen
+    finally:
+        for name, method in before.items():
+            setattr(_Builder, name, method)
