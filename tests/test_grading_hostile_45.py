@@ -848,3 +848,79 @@ def test_numpy_in_a_helper_the_answer_uses_is_flagged_and_elsewhere_it_is_not():
     elsewhere = [("logsumexp_stable", "import numpy as np\nprint(np.pi)")]  # a cell no measured exercise uses
     assert [f for f in screened("06-fused-cross-entropy", add=elsewhere) if f.code == "memory_out_of_sight"] == []
     assert [f for f in screened("06-fused-cross-entropy") if f.code == "memory_out_of_sight"] == []  # the solution
+
+
+# ============================================= issue 47, route 6: the launch evidence lives in the learner's process
+# The probe of notebook 06's FusedCrossEntropy counts the kernels a Function launches, and keeps what each left, in
+# a closure of the launch method it patches for the call's length: in the learner's process. A Function that
+# launches nothing and fills that record in itself earns the kernel parts. Not prevented (docs/grading.md, "Not
+# protected"); every route to the record the screen can read is flagged.
+
+FORGES_THE_LAUNCHES = '''
+import torch
+from torch.autograd import Function
+
+def _launch_record():
+    cells = LOOKUP or ()
+    return next((c.cell_contents for c in cells if isinstance(c.cell_contents, dict)), None)
+
+def _as_if_launched(*tensors, left=()):
+    record = _launch_record()
+    if record is None:
+        return
+    record["n"] += 1
+    for t in tensors:
+        record.setdefault("written", {})[t.untyped_storage().data_ptr()] = t.untyped_storage().clone()
+    for rows in left:
+        record.setdefault("left", []).append(rows.detach().to("cpu", torch.float64, copy=True).flatten())
+
+class FusedCrossEntropy(Function):
+    @staticmethod
+    def forward(ctx, logits, target, ignore_index=-100):
+        x = logits.double()
+        rows = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index, reduction="none")
+        _as_if_launched(left=(rows, torch.logsumexp(x, dim=1)))
+        counted = max(int((target != ignore_index).sum()), 1)
+        ctx.save_for_backward(logits, target)
+        ctx.ignore_index, ctx.counted = ignore_index, counted
+        return (rows.sum() / counted).to(logits.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        logits, target = ctx.saved_tensors
+        p = torch.softmax(logits.double(), dim=1)
+        counted = target != ctx.ignore_index
+        p[counted.nonzero().squeeze(1), target[counted]] -= 1.0
+        grad = (p * counted[:, None] * (float(grad_output) / ctx.counted)).to(logits.dtype).contiguous()
+        _as_if_launched(grad)
+        return grad, None, None
+'''
+LAUNCH_RECORD_LOOKUPS = {
+    "a type's __dict__ by a computed key": 'type(ce_forward_kernel).__dict__["r" + "un"].__closure__',
+    "vars() of the type": 'vars(type(ce_forward_kernel))["".join(["r", "un"])].__closure__',
+    "the garbage collector": "tuple(type('', (), {'cell_contents': o})() for o in __import__('gc').get_objects() "
+    "if isinstance(o, dict) and 'written' in o)",
+}
+
+
+@pytest.mark.nb06
+@pytest.mark.parametrize("lookup", list(LAUNCH_RECORD_LOOKUPS.values()), ids=list(LAUNCH_RECORD_LOOKUPS))
+def test_a_function_that_fills_in_the_launch_record_itself_is_flagged(lookup):
+    flags = screened("06-fused-cross-entropy", {"fused_cross_entropy": FORGES_THE_LAUNCHES.replace("LOOKUP", lookup)})
+    reaching = [f for f in flags if f.code == "reaches_for_grader"]
+    assert reaching and all("fused_cross_entropy" in f.detail for f in reaching), flags
+
+
+@pytest.mark.nb06
+def test_not_protected_a_function_that_fills_in_the_launch_record_itself_earns_the_kernel_parts():
+    """Documents a limit (issue 47's route 6, measured 35/35 for 30): the record of what the kernels wrote is made in
+    the learner's process, so a Function that launches nothing and writes that record earns the parts it decides."""
+    from autograder import nb06
+    from autograder.course_kernels import STAND_INS
+    from autograder.nb06.judges.functions import fused_ce_cases
+
+    namespace = {"ce_forward_kernel": STAND_INS["ce_forward_kernel"]}
+    lookup = LAUNCH_RECORD_LOOKUPS["a type's __dict__ by a computed key"]
+    exec(FORGES_THE_LAUNCHES.replace("LOOKUP", lookup), namespace)
+    verdict = nb06.check_fused_ce(namespace["FusedCrossEntropy"], cases=fused_ce_cases())
+    assert float(verdict) == 5.0, verdict.report()
