@@ -1,13 +1,16 @@
-"""What the "compiles for a GPU" part of a kernel check costs in grading: the judge's compile, four ways.
+"""What a kernel check's judge costs in grading: the kernel's recorded text run and compiled, four ways.
 
     python -m benchmarks.compile_part
 
-Row kernel of notebook 06 (the solution's), the check's visible cases (float64 and float32, one BLOCK_V):
-  cold       the first kernel judged in a grading process: the compile process starts, Triton's backend loads
-  cached     the same kernel and cases again (a hidden test cell): answered from the judge's own cache
-  new kernel another submission's kernel, same process: two compiles in a warm compile process
-  recompile  the same kernel with the judge's cache emptied: Triton's on-disk cache in the compile process answers
-Each figure is the whole judge call (the interpreter's parts are decided from recorded data and cost little).
+Row kernel of notebook 06 (the solution's), the check's visible cases (float64 and float32, one BLOCK_V), judged as
+a grading worker judges it: each run of the text and each compile in a child of the kernel runners' factories
+(bubblewrap, as root; without them, in this process and a local compile process):
+  cold       the first kernel judged in a grading process: the factories start (torch, Triton imported)
+  cached     the same kernel and cases again (a hidden test cell): run again, compile answered from the cache
+  new kernel another submission's kernel, same process: its run and its two compiles, each in a child
+  recompile  the same kernel with the compile cache emptied: its run and two compiles in children
+Each figure is the whole judge call: the run in the interpreter (two per case, guard memory NaN then 2.0), the
+compiles, the judging.
 """
 
 from __future__ import annotations
@@ -20,10 +23,13 @@ from pathlib import Path
 os.environ.setdefault("TRITON_INTERPRET", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from contextlib import nullcontext  # noqa: E402
+
 import test_nb06_checks as kernels  # noqa: E402
 
 from autograder import nb06  # noqa: E402
-from autograder.judges import kernel_compile  # noqa: E402
+from autograder.grading import kernel_sandbox, sandbox  # noqa: E402
+from autograder.judges import kernel_compile, kernel_runs  # noqa: E402
 
 
 def judged(data, label: str) -> float:
@@ -37,12 +43,19 @@ def judged(data, label: str) -> float:
 def main() -> None:
     right = nb06.check_row_lse.probe(kernels.right, cases=kernels.CASES)
     other = nb06.check_row_lse.probe(kernels.mask_on_the_row, cases=kernels.CASES)
-    print(f"judging row_lse_kernel with its compile part (sm_{kernel_compile.GRADED_ARCH}), {os.cpu_count()} cores:")
-    judged(right, "cold")
-    judged(right, "cached")
-    judged(other, "new kernel")
-    kernel_compile._answers.clear()
-    judged(right, "recompile")
+    info = sandbox.detect()
+    whole = info.active and info.as_root and info.drop_uid
+    runner = kernel_sandbox.SandboxedRunner(info, sandbox.Limits(), sandbox.BASE_UID, 1, []) if whole else None
+    where = "in the kernel runners' sandboxed children" if whole else "here and in a local compile process"
+    arch = kernel_compile.GRADED_ARCH
+    print(f"judging row_lse_kernel with its compile part (sm_{arch}), {where}, {os.cpu_count()} cores:")
+    with kernel_runs.using(runner) if runner else nullcontext():
+        judged(right, "cold")
+        judged(right, "cached")
+        judged(other, "new kernel")
+        kernel_runs._compiled.clear()
+        judged(right, "recompile")
+    kernel_sandbox.stop_all()
 
 
 if __name__ == "__main__":
