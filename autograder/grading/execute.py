@@ -36,6 +36,7 @@ def _make_client_class():
 
         output_cap = 512 * 1024
         timed_out: set
+        errored: set
         truncated: set
         current = -1
         _sizes: dict
@@ -57,6 +58,13 @@ def _make_client_class():
         async def _async_handle_timeout(self, timeout, cell=None):
             self.timed_out.add(self.current)
             return await super()._async_handle_timeout(timeout, cell)
+
+        async def _check_raise_for_error(self, cell, cell_index, exec_reply):
+            # the kernel's own word that the cell ended in an error, whatever the cell shows: an exception handler
+            # of the learner's can keep a probe's error out of the cell's outputs, not out of this reply
+            if exec_reply is not None and exec_reply.get("content", {}).get("status") == "error":
+                self.errored.add(cell_index)
+            return await super()._check_raise_for_error(cell, cell_index, exec_reply)
 
     return GradingClient
 
@@ -151,6 +159,7 @@ class SandboxedRun:
         self.start_kwargs = start_arguments(self.info, self.limits, scratch / "work")
         self.client_class = _make_client_class()
         self.timed_out: set[int] = set()
+        self.errored: set[int] = set()
         self.truncated: set[int] = set()
         self.sizes: dict[int, int] = {}
         self.status = {i: "not_run" for i in range(len(run_nb.cells))}
@@ -198,6 +207,7 @@ class SandboxedRun:
         )
         client.output_cap = limits.output_kb * 1024
         client.timed_out, client.truncated, client._sizes = self.timed_out, self.truncated, self.sizes
+        client.errored = self.errored
         return km, client
 
     async def start(self) -> None:
@@ -270,6 +280,7 @@ class SandboxedRun:
         # a test cell's probe calls (hidden cases included) stay out of the kernel's input history (In, _ih, _i):
         # the learner's code reads that history as easily as its own variables
         store_history = self.records is None or index not in self.records.tests
+        self.errored.discard(index)  # (a recovery replays earlier cells under this index)
         t0 = time.monotonic()
         try:
             await asyncio.wait_for(
@@ -291,7 +302,7 @@ class SandboxedRun:
             print(f"cell {index}: {time.monotonic() - t0:.2f} s", file=sys.stderr, flush=True)
         if index in self.client.timed_out:
             self.status[index] = "timeout"
-        elif any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+        elif index in self.errored or any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
             self.status[index] = "error"
         else:
             self.status[index] = "ok"

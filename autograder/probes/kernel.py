@@ -304,7 +304,10 @@ class _Records:
         """(why the record was not sent, "" when it was; whether a courier started)."""
         head = self.header(record.cell, record.call, payload)
         argv = (self.python, "-I", "-S", "-c", self.courier, self.folder, socket_id, head, str(len(payload)))
-        read_end, write_end = self.pipe()
+        try:
+            read_end, write_end = self.pipe()
+        except OSError as exc:
+            return f"no pipe for its courier: {exc.strerror}", False
         try:
             pid = self.spawn(
                 self.python, argv, {}, file_actions=[(os.POSIX_SPAWN_DUP2, read_end, 0), *self.actions], setsigmask=()
