@@ -624,3 +624,35 @@ def test_the_courier_sends_nothing_to_a_socket_it_was_not_given_and_nothing_part
     assert courier(probes.socket_id, data, len(data)) == 0
     collector.after(1)
     assert "t.0.pt was sent" in described(collector) and collector.refused == {"t": {0}}
+
+
+# ----------------------------------------------------------------------------------------------- what is flagged
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "for fd in os.listdir('/proc/self/fd'):\n    os.dup(int(fd))",
+        "os.open(f'/proc/self/fd/{fd}', os.O_WRONLY)",
+        "mem = open('/proc/self/mem', 'r+b')",
+        "mem = open(f'/proc/{pid}/mem', 'r+b')",
+        "fd = os.open(f'/proc/{pid}/fd/0', os.O_RDWR)",
+        "spans = open('/proc/self/maps').read()",
+        "here = b'/proc/thread-self/fd'",
+    ],
+)
+def test_the_screen_flags_a_process_descriptors_or_memory_reached_through_proc(code):
+    """What cannot be kept from the kernel's process is flagged where the screen reads it: its own memory (what a probe
+    computes its record in, before the courier takes it) and its descriptors, by a path into /proc."""
+    from autograder.grading.screen import reaches
+
+    assert any("descriptors or memory through /proc" in r for r in reaches(code)), reaches(code)
+
+
+@pytest.mark.parametrize(
+    "code", ["used = open('/proc/self/status').read()", "pids = os.listdir('/proc')", "t = 'processing/fd'"]
+)
+def test_the_screen_spares_other_uses_of_proc(code):
+    from autograder.grading.screen import reaches
+
+    assert reaches(code) == []

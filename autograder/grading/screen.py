@@ -210,6 +210,7 @@ def reaches(source: str, own_modules: frozenset[str] = frozenset()) -> list[str]
     found = []
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     tables = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and _attribute_table(n) is not None}
+    parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}  # read as their f-string
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in ATTRIBUTE_LOOKUPS and id(node) not in called:
             found.append(f"a name built at run time: {node.id} handed on as a value (what it reaches cannot be read)")
@@ -256,6 +257,8 @@ def reaches(source: str, own_modules: frozenset[str] = frozenset()) -> list[str]
         elif isinstance(node, ast.Call) and _dynamic_attribute(node):
             lookup = f"{ast.unparse(node.func)}(..., {ast.unparse(node.args[1])})"
             found.append(f"a name built at run time: {lookup} (what it reaches cannot be read)")
+        elif isinstance(node, ast.Constant | ast.JoinedStr) and id(node) not in parts and _process_internals(node):
+            found.append(f"a process's descriptors or memory through /proc: uses {ast.unparse(node)[:70]}")
     found += _computed_keys(tree)
     return list(dict.fromkeys(found))
 
@@ -328,6 +331,20 @@ def _computed_keys(tree) -> list[str]:
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
         found.append(f"a name built at run time: {shown} ({why}: what it reaches cannot be read)")
     return found
+
+
+PROCESS_INTERNALS = re.compile(r"/proc/[^/\s]*/(fd|fdinfo|mem|maps|map_files|task)(/|\b|$)")
+
+
+def _process_internals(node: ast.Constant | ast.JoinedStr) -> bool:
+    """A path to a process's descriptors or memory (`/proc/self/fd`, `f"/proc/{pid}/mem"`): duplicating, reopening or
+    writing through the kernel's descriptors reaches no probe record (grading/records.py), but the kernel's own memory
+    is what a probe computes its record in, and another process's is a courier's where it is not protected."""
+    if isinstance(node, ast.JoinedStr):
+        text = "".join(v.value if isinstance(v, ast.Constant) else "*" for v in node.values)
+    else:
+        text = node.value.decode(errors="replace") if isinstance(node.value, bytes) else node.value
+    return isinstance(text, str) and PROCESS_INTERNALS.search(text) is not None
 
 
 def _dynamic_attribute(node: ast.Call) -> bool:
