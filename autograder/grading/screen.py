@@ -340,11 +340,12 @@ def _process_internals(node: ast.Constant | ast.JoinedStr) -> bool:
     """A path to a process's descriptors or memory (`/proc/self/fd`, `f"/proc/{pid}/mem"`): duplicating, reopening or
     writing through the kernel's descriptors reaches no probe record (grading/records.py), but the kernel's own memory
     is what a probe computes its record in, and another process's is a courier's where it is not protected."""
-    if isinstance(node, ast.JoinedStr):
-        text = "".join(v.value if isinstance(v, ast.Constant) else "*" for v in node.values)
-    else:
-        text = node.value.decode(errors="replace") if isinstance(node.value, bytes) else node.value
-    return isinstance(text, str) and PROCESS_INTERNALS.search(text) is not None
+    values = node.values if isinstance(node, ast.JoinedStr) else [node]
+    pieces = [v.value if isinstance(v, ast.Constant) else "*" for v in values]
+    text = "".join(
+        p.decode(errors="replace") if isinstance(p, bytes) else p for p in pieces if isinstance(p, str | bytes)
+    )
+    return PROCESS_INTERNALS.search(text) is not None
 
 
 def _dynamic_attribute(node: ast.Call) -> bool:
