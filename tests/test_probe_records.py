@@ -656,3 +656,20 @@ def test_the_screen_spares_other_uses_of_proc(code):
     from autograder.grading.screen import reaches
 
     assert reaches(code) == []
+
+
+def test_couriers_run_on_an_execute_only_copy_of_python_the_sandbox_holds(run, tmp_path):
+    """The sandbox's view of the package holds the copy (grading/probe_view.py): run but never read by the kernel's
+    uid, so the couriers started from it are not dumpable (x_records_courier_memory_rewritten, in the sandbox)."""
+    from autograder.grading.probe_view import courier_interpreter, probe_view
+    from autograder.probes.channel import COURIER_PYTHON
+    from autograder.probes.kernel import _courier_python
+
+    copy = courier_interpreter(tmp_path)
+    assert copy is not None and copy.stat().st_mode & 0o777 == 0o111
+    assert _courier_python(copy) == str(copy) and _courier_python(tmp_path / "missing") == sys.executable
+    assert (probe_view() / "probes" / COURIER_PYTHON).stat().st_mode & 0o777 == 0o111
+    collector, probes = run
+    probes.python = str(copy)
+    honest_cell(collector, probes)
+    assert collector.taken == {"test_a": {0, 1}} and not collector.problems
