@@ -10,12 +10,13 @@ request is a child process forked from a clean factory, sandboxed with the submi
 notebook, the tests -- the text is rebuilt and run here, and compiled in a fresh local process: there is nobody
 to protect the learner from.
 
-Compile answers are kept for the process, by the whole request: the child that answered saw that text and nothing
-else, so the same text gets the same answer whoever hands it in.
+Answers are kept for the process, by the whole request: the child that answered saw that request and nothing else,
+so the same text gets the same answer whoever hands it in.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -88,6 +89,8 @@ class LocalRunner:
 _local = LocalRunner()
 _installed: list[Runner] = []
 _compiled: dict[str, list[dict]] = {}
+_probed: dict[str, Any] = {}
+MAX_PROBES_KEPT = 64  # a worker grading a class keeps the last few (the same kernel checked again, a regrade)
 
 
 @contextmanager
@@ -106,8 +109,15 @@ def current() -> Runner:
 
 def probe(probe_name: str, record: dict, params: dict) -> Any:
     """What the kernel probe `probe_name` (module:function, one of kernel_runner.KERNEL_PROBES) returned for the
-    recorded kernel: its data, or {FAILED: message}. RunFailed when the run ended without an answer."""
-    return current().probe(probe_name, record, params)
+    recorded kernel: its data, or {FAILED: message}. RunFailed when the run ended without an answer. Kept for the
+    process by the whole request, as compile answers are (the cases are drawn from the request's seed, and the
+    child saw nothing else); handed out as a copy."""
+    key = json.dumps([probe_name, record, params], sort_keys=True, default=str)
+    if key not in _probed:
+        _probed[key] = current().probe(probe_name, record, params)
+        while len(_probed) > MAX_PROBES_KEPT:
+            _probed.pop(next(iter(_probed)))
+    return copy.deepcopy(_probed[key])
 
 
 def compile(record: dict, launches: Sequence[tuple[dict, dict]], arch: int = GRADED_ARCH) -> list[dict]:  # noqa: A001
