@@ -924,3 +924,104 @@ def test_not_protected_a_function_that_fills_in_the_launch_record_itself_earns_t
     exec(FORGES_THE_LAUNCHES.replace("LOOKUP", lookup), namespace)
     verdict = nb06.check_fused_ce(namespace["FusedCrossEntropy"], cases=fused_ce_cases())
     assert float(verdict) == 5.0, verdict.report()
+
+
+# =========================================================================== records the learner cannot rewrite (#47)
+
+from hostile.record_attacks import DUPLICATES_OF_THE_RECORD  # noqa: E402  (tests/hostile/: learner code)
+
+REWRITE_FROM_DEL = (
+    DUPLICATES_OF_THE_RECORD
+    + '''
+import io, sys
+
+
+def _rewrite_the_record(right):
+    """While a probe calls the learner's blank Function: the record the probe's own collect makes of `right` (a
+    right Function kept under another name), written later, from __del__ of an object left in the probe runner's
+    params, through a duplicate of the probe's own descriptor of its record file."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_name != "probe":
+        frame = frame.f_back
+    if frame is None or "_rewrite" in frame.f_locals["params"]:
+        return
+    here = frame.f_locals
+    cell, k, params = here["cell"], here["k"], here["params"]
+    kept = _dups_of_the_record(cell, k)
+    if not kept:
+        return
+    buf = io.BytesIO()
+    data = here["checks"][here["check"]].collect(right, **params)
+    torch.save({"cell": cell, "call": k, "results": [data], "patched": []}, buf)
+
+    class Rewrite:
+        def __del__(self):
+            for dup in kept:
+                os.ftruncate(dup, 0)
+                os.pwrite(dup, buf.getvalue(), 0)
+                os.close(dup)
+
+    params["_rewrite"] = Rewrite()
+
+
+def _written_elsewhere(name, f, df):
+    class Right(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return f(x)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * df(x)
+
+    Right.__name__ = Right.__qualname__ = name
+    return Right
+'''
+)
+BLANK_BUT_REWRITING = '''class {name}(Function):
+    @staticmethod
+    def forward(ctx, x):
+        _rewrite_the_record(_written_elsewhere("{name}", {f}, {df}))
+        raise NotImplementedError()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        raise NotImplementedError()
+'''
+
+
+@pytest.mark.slow
+def test_notebook_05_blank_fused_functions_get_nothing_from_a_record_rewritten_after_the_probe(tmp_path, grading_pool):
+    """Issue 47's measured route: FusedSiLU and FusedGELU left blank (their forward raises NotImplementedError), but
+    while a probe calls one it duplicates the probe's descriptor of its record and leaves in the probe runner's params
+    an object whose __del__, once the probe has written, rewrites the record with what the probe makes of a right
+    Function kept under another name. Measured on the commit before the courier (820cffc): 1 of 3 for each of the two
+    (26 of 30 in all), flagged only for the frames it reaches for, no record_forged; the issue's own forgery got 3 of 3
+    each. Records now go to the grader through a courier process the learner's code never runs in: there is nothing
+    to rewrite, and the two score 0."""
+    silu = "lambda x: x * torch.sigmoid(x)", "lambda x: torch.sigmoid(x) * (1 + x * (1 - torch.sigmoid(x)))"
+    c, t = "math.sqrt(2 / math.pi)", "torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))"
+    gelu = (
+        f"lambda x: 0.5 * x * (1 + {t})",
+        f"lambda x: 0.5 * (1 + {t}) + 0.5 * x * (1 - {t} ** 2) * {c} * (1 + 3 * 0.044715 * x * x)",
+    )
+    rows = grade_routes(
+        tmp_path,
+        "05-gpu-functions",
+        {
+            "rewriting": {
+                "answers": {
+                    "fused_silu": REWRITE_FROM_DEL
+                    + "\n\n"
+                    + BLANK_BUT_REWRITING.format(name="FusedSiLU", f=silu[0], df=silu[1]),
+                    "fused_gelu": BLANK_BUT_REWRITING.format(name="FusedGELU", f=gelu[0], df=gelu[1]),
+                }
+            }
+        },
+        grading_pool,
+    )
+    row = rows["rewriting"]
+    assert row.by_cell["test_fused_silu"][0] == 0 and row.by_cell["test_fused_gelu"][0] == 0, row.by_cell
+    assert "record_forged" not in {f.split(":")[0] for f in row.flags}, row.flags  # nothing reached a record

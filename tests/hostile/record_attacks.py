@@ -1,6 +1,7 @@
 """Pieces of learner code the x_records_* specs are built from (issue 47's route and its variants): a cell of helpers
 (the right answers by autograd, a well-formed record and frame, the grader's socket, the kernel's child processes and
-a thread that watches for them), and the head of a blank `adjoint_trace` that notes the right answers for the probe
+a thread that watches for them; duplicates of a record file's descriptors, from when probes wrote
+files), and the head of a blank `adjoint_trace` that notes the right answers for the probe
 call running (found through the call stack) and returns zeros. Not a spec: specs are the [hx]_*.py files."""
 
 HELPERS = """import hashlib, importlib, io, json, os, signal, socket, time
@@ -54,6 +55,20 @@ def _each_new_child(act):
                         pass
             time.sleep(0.0005)
     _th.Thread(target=watch, daemon=True).start()"""
+
+DUPLICATES_OF_THE_RECORD = """import os
+
+
+def _dups_of_the_record(cell, k):
+    # duplicates of every descriptor of this process that leads to the probe's record file of call k of `cell`
+    kept = []
+    for fd in os.listdir('/proc/self/fd'):
+        try:
+            if int(fd) not in kept and os.readlink(f'/proc/self/fd/{fd}').endswith(f'/probe/{cell}.{k}.pt'):
+                kept.append(os.dup(int(fd)))
+        except OSError:
+            pass
+    return kept"""
 
 ADJOINT_HEAD = """def adjoint_trace(x1, x2):
     import sys

@@ -6,17 +6,11 @@ test cell, rewrites that record with the right answers worked out by autograd. B
 of 7, no `record_forged`). Now a probe hands its record, after the learner's code has returned, to a courier process
 of its own that no learner code runs in: there is no record descriptor to duplicate while the learner's code runs and
 nothing to rewrite after, so `adjoint_trace` earns nothing: 4 of 7."""
-from hostile.record_attacks import ADJOINT_HEAD, HELPERS, ZEROS
+from hostile.record_attacks import ADJOINT_HEAD, DUPLICATES_OF_THE_RECORD, HELPERS, ZEROS
 
-PREPEND = [HELPERS]
+PREPEND = [HELPERS + "\n\n" + DUPLICATES_OF_THE_RECORD]
 ANSWERS = {"adjoint_trace": ADJOINT_HEAD + """    if '_rewrite' not in params:
-        kept = []
-        for fd in os.listdir('/proc/self/fd'):
-            try:
-                if os.readlink(f'/proc/self/fd/{fd}').endswith(f'/probe/test_adjoint_trace.{k}.pt'):
-                    kept.append(os.dup(int(fd)))
-            except OSError:
-                pass
+        kept = _dups_of_the_record('test_adjoint_trace', k)
 
         class Rewrite:
             def __del__(self):

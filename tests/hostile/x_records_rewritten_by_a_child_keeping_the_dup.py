@@ -4,17 +4,12 @@ probe's close then ends nothing); once the probe has written and returned, still
 in the probe runner's `params` hands the child the right answers worked out by autograd, and the child rewrites the
 record through its copy of the descriptor. Before, both records were judged (7 of 7, no `record_forged`).
 Now no descriptor of the kernel reaches a record, and `adjoint_trace` earns nothing: 4 of 7."""
-from hostile.record_attacks import ADJOINT_HEAD, HELPERS, ZEROS
+from hostile.record_attacks import ADJOINT_HEAD, DUPLICATES_OF_THE_RECORD, HELPERS, ZEROS
 
-PREPEND = [HELPERS]
-ANSWERS = {"adjoint_trace": ADJOINT_HEAD + """    kept = None
-    for fd in os.listdir('/proc/self/fd'):
-        try:
-            if os.readlink(f'/proc/self/fd/{fd}').endswith(f'/probe/test_adjoint_trace.{k}.pt'):
-                kept = int(fd)
-        except OSError:
-            pass
-    if kept is not None and '_child' not in params:
+PREPEND = [HELPERS + "\n\n" + DUPLICATES_OF_THE_RECORD]
+ANSWERS = {"adjoint_trace": ADJOINT_HEAD + """    kept = _dups_of_the_record('test_adjoint_trace', k) if '_child' not in params else []
+    if kept:
+        kept = kept[0]
         ready, go = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: the probe's descriptor, inherited; the record, once the parent has every answer
@@ -26,6 +21,7 @@ ANSWERS = {"adjoint_trace": ADJOINT_HEAD + """    kept = None
             os.pwrite(kept, data, 0)
             os._exit(0)
         os.close(ready)
+        os.close(kept)  # only the child keeps it
 
         class Wait:
             def __del__(self):  # the probe has written and returned: hand the child the record, and wait for it
