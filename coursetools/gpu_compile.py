@@ -143,8 +143,15 @@ def occupancy(registers: int, threads_per_block: int = 128, registers_per_sm: in
     return min(blocks * threads_per_block, max_threads) / max_threads
 
 
+# the compile process's program: this module from the folder it lies in (where the course is not installed too)
+_SERVE = (
+    f"import sys; sys.path.insert(0, {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))!r}); "
+    "from coursetools.gpu_compile import serve; serve(int(sys.argv[1]))"
+)
+
+
 class CompileProcess:
-    """A fresh Python process that compiles recorded kernels (this module, run with -m): Triton's interpreter
+    """A fresh Python process that compiles recorded kernels (this module's `serve`): Triton's interpreter
     patches triton.language in the process it runs in, so compiling happens in a process that never ran one.
     Environment: PATH and a cache directory of its own; TRITON_INTERPRET is not passed on. Its answers come back
     on a pipe of their own: what a kernel prints as it compiles (tl.static_print) goes to its stdout, which nobody
@@ -160,7 +167,7 @@ class CompileProcess:
         self._answers = os.fdopen(answers, "r")
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-I", "-m", "coursetools.gpu_compile", str(self._answers_in)],
+                [sys.executable, "-I", "-c", _SERVE, str(self._answers_in)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
