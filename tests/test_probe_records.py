@@ -673,3 +673,18 @@ def test_couriers_run_on_an_execute_only_copy_of_python_the_sandbox_holds(run, t
     probes.python = str(copy)
     honest_cell(collector, probes)
     assert collector.taken == {"test_a": {0, 1}} and not collector.problems
+
+
+def test_a_method_replaced_on_the_class_after_install_does_not_send_the_record(run, monkeypatch):
+    """The learner's code replacing what sends a record (`_Records._send`, reached through the module: flagged as an
+    autograder import) after the probes were installed: the probes keep what they took at install."""
+    collector, probes = run
+
+    def forged(self, record, data, socket_id):
+        return _Records._send.__wrapped__(self, record, payload(record.cell, record.call, 9.0), socket_id)
+
+    forged.__wrapped__ = _Records._send
+    monkeypatch.setattr(_Records, "_send", forged)
+    honest_cell(collector, probes)
+    assert collector.taken == {"test_a": {0, 1}} and not collector.problems
+    assert read_channel(collector.collected, "test_a", 2)[0] == [{"value": 1.0}, {"value": 2.0}]

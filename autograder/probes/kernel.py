@@ -280,6 +280,7 @@ class _Records:
             (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
             (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
         ]
+        self.send_one, self.say = self._send, self._signal  # bound now: a method replaced on the class is not used
 
     def write(self, record: ProbeRecord, payload: bytes) -> None:
         """Hand one record to a courier and wait until it has sent it; ChannelError when it did not."""
@@ -291,13 +292,13 @@ class _Records:
         except (ValueError, OSError):  # not the main thread
             previous = None
         try:
-            why, started = self._send(record, payload, socket_id)
+            why, started = self.send_one(record, payload, socket_id)
         finally:
             if previous is not None:
                 self.signal(signal.SIGCHLD, previous)
         if why:
             if started:  # something stopped its courier, or cut its input: said in the channel, for the grader
-                self._signal(record, "tampered")
+                self.say(record, "tampered")
             raise ChannelError(f"this test's record could not be sent to the grader ({why})")
 
     def _send(self, record: ProbeRecord, payload: bytes, socket_id: str) -> tuple[str, bool]:
@@ -403,6 +404,10 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
     from torch.utils._python_dispatch import _disable_current_modes as disable_current_modes
 
     save = torch.save
+    # what runs after the learner's code of a call, taken now: a replacement made meanwhile (of a module's function or
+    # of a class's method: restore_own puts back only the first, and only before the call) is not what sends a record
+    records = _Records(channel)
+    send, record_of, payload_of = records.write, ProbeRecord, _payload
 
     def probe(cell: str, k: int, check: str, expr: str, params: dict) -> None:
         if probe.replaying:  # the kernel was restarted after a crash: earlier cells run again, unprobed
@@ -428,9 +433,8 @@ def install(modules: list[str], watched: list[str], channel: str) -> Callable[..
         except BaseException as exc:  # noqa: BLE001 -- whatever the learner's code raised is data
             data = {FAILED: f"Your code raised {type(exc).__name__} while it was being tested: {exc}"}
         patched = list(dict.fromkeys(replaced + watch.changed() + modes))
-        record = ProbeRecord(cell, k, data, patched)
-        records.write(record, _payload(save, record, FAILED))
+        record = record_of(cell, k, data, patched)
+        send(record, payload_of(save, record, FAILED))
 
-    records = _Records(channel)
     probe.replaying = False
     return probe
