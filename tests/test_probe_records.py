@@ -688,3 +688,27 @@ def test_a_method_replaced_on_the_class_after_install_does_not_send_the_record(r
     honest_cell(collector, probes)
     assert collector.taken == {"test_a": {0, 1}} and not collector.problems
     assert read_channel(collector.collected, "test_a", 2)[0] == [{"value": 1.0}, {"value": 2.0}]
+
+
+def test_a_record_the_grader_cannot_keep_is_refused_with_the_graders_reason(run, monkeypatch):
+    """The grader's own disk failing as it keeps a record: the record is not judged, the flag says whose the failure
+    was, and the receiving thread goes on (the next record is taken)."""
+    collector, probes = run
+    failed = []
+
+    def full_disk(path, mode="r", *args, **kwargs):
+        if not failed and ".incoming-" in str(path):
+            failed.append(path)
+            raise OSError(28, "No space left on device")
+        return open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(records_module, "open", full_disk, raising=False)
+    collector.before(TEST)
+    try:
+        probes.write(ProbeRecord("test_a", 0, None), payload("test_a", 0, 1.0))
+    except ChannelError:
+        pass  # its courier saw the grader close the connection
+    probes.write(ProbeRecord("test_a", 1, None), payload("test_a", 1, 2.0))
+    collector.after(TEST)
+    assert failed and collector.refused == {"test_a": {0}} and collector.taken == {"test_a": {1}}
+    assert "could not be kept by the grader (No space left on device)" in described(collector)

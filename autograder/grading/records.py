@@ -333,8 +333,11 @@ class _Receiver:
             read += len(data)
             if self.stored + len(data) > STORED_MAX:
                 conn.refuse("came when the grader's room for records was full")
-            else:
+                continue
+            try:
                 self.stored += conn.feed(data)
+            except OSError as exc:  # the grader's own disk: said as such to the instructor
+                conn.refuse(f"could not be kept by the grader ({exc.strerror})")
         if conn.broken:
             self._finish(conn)
 
