@@ -724,8 +724,11 @@ def test_a_launch_for_show_beside_pytorchs_answer_scores_nothing(forward, backwa
 
 def test_a_kernel_subclass_with_its_own_run_is_not_a_kernel():
     """An InterpretedFunction subclass whose run computes with PyTorch (and launches nothing): refused, whatever its
-    run does; the genuine kernel, re-wrapped by the probe, is checked as usual."""
+    run does; the genuine kernel, re-wrapped by the probe, is checked as usual; and the kernel checks' probe takes no
+    text from it."""
     from triton.runtime.interpreter import InterpretedFunction
+
+    from autograder.probes import triton_kernels
 
     class Pretend(InterpretedFunction):
         def run(self, x, y, n, grid=None, warmup=False, **kwargs):
@@ -733,9 +736,11 @@ def test_a_kernel_subclass_with_its_own_run_is_not_a_kernel():
 
     fake = Pretend(_silu_forward.fn)
     with pytest.raises(CheckFailed, match="as Triton makes it"):
-        nb05.probes.interpreted(fake, "silu_forward_kernel")
-    wrapped = nb05.probes.interpreted(_silu_forward, "silu_forward_kernel")
+        triton_kernels.interpreted(fake, "silu_forward_kernel")
+    wrapped = triton_kernels.interpreted(_silu_forward, "silu_forward_kernel")
     assert type(wrapped) is InterpretedFunction and wrapped is not _silu_forward and wrapped.fn is _silu_forward.fn
+    with pytest.raises(CheckFailed, match="as Triton makes it"):
+        triton_kernels.record(fake)
 
 
 # ================================================================== notebook 04's LinearLayer must use FunctionalLinear

@@ -1224,7 +1224,7 @@ def test_kernels_using_tl_helpers_pass_whichever_mode_triton_was_imported_in(int
 def test_a_kernel_runs_compiled_on_a_gpu_and_interpreted_without_one(monkeypatch):
     from triton.runtime.jit import JITFunction
 
-    from autograder.nb05 import probes
+    from autograder.probes import triton_kernels as probes
 
     compiled = JITFunction(silu_forward_kernel.fn)
     launcher, device, _ = probes.kernel_launcher(compiled, "k")

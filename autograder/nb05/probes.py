@@ -12,15 +12,16 @@ from typing import Any
 
 import torch
 
-from coursetools.device import triton_mode
-from coursetools.kernel_text import NotAKernel, real_modules, take
+from coursetools.kernel_text import real_modules
 
 from ..course_kernels import StandInKernel
 from ..feedback import CheckFailed, not_written
+from ..probes import triton_kernels
 from ..probes.apply import engine_agrees, function_apply
 from ..probes.call import call_learner
 from ..probes.function import probe_function
 from ..probes.memory_watch import Spans, watching
+from ..probes.triton_kernels import kernel_device, kernel_launcher
 from ..registry import ProbeData
 from .cases import (
     EPS,
@@ -299,72 +300,9 @@ def written_by_launch(counter: dict, tensor: Any) -> bool:
     )
 
 
-def kernel_device() -> str:
-    """Where tensors handed to the learner's Triton Function must live."""
-    return "cpu" if triton_mode() == "interpreter" else "cuda"
-
-
-def kernel_launcher(kernel: Any, name: str) -> tuple[Any, str, Callable[[], Any]]:
-    """(launcher, device, context) for running the learner's kernel: compiled on the GPU where there is one and
-    Triton runs compiled; else in the interpreter on the CPU, in a context where Triton's own @jit helpers
-    (tl.sigmoid, tl.softmax ...) run as Python, which they do not when Triton was imported in compiled mode."""
-    from triton.runtime.jit import JITFunction
-
-    if type(kernel) is JITFunction and torch.cuda.is_available() and triton_mode() != "interpreter":
-        return JITFunction(kernel.fn), "cuda", _nothing  # the probe's own wrapper of the learner's function
-    return interpreted(kernel, name), "cpu", helpers_as_python
-
-
-@contextmanager
-def _nothing():
-    yield
-
-
-@contextmanager
-def helpers_as_python() -> Iterator[None]:
-    """While an interpreted kernel runs: a @triton.jit function it calls (compiled-mode object) runs its Python body."""
-    from triton.runtime.jit import JITFunction
-
-    before = JITFunction.__dict__.get("__call__")
-    JITFunction.__call__ = lambda self, *args, **kwargs: self.fn(*args, **kwargs)
-    try:
-        yield
-    finally:
-        if before is None:
-            del JITFunction.__call__
-        else:
-            JITFunction.__call__ = before
-
-
-def interpreted(kernel: Any, name: str) -> Any:
-    """The learner's kernel as an interpreted Triton function (whatever mode the notebook compiled it in)."""
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-        from triton.runtime.jit import JITFunction
-    except ImportError:  # pragma: no cover - triton is pinned in requirements.txt
-        raise CheckFailed("Triton is not installed in this environment: `pip install -r requirements.txt`.") from None
-    # exactly what @triton.jit makes (a subclass could run anything), re-wrapped by the probe around the learner's
-    # own Python function: what runs is that function, in Triton's interpreter
-    if type(kernel) in (InterpretedFunction, JITFunction) and callable(getattr(kernel, "fn", None)):
-        return InterpretedFunction(kernel.fn)
-    raise CheckFailed(
-        f"`{name}` should be a Triton kernel (a function decorated with @triton.jit, as Triton makes it), "
-        f"but it is a {type(kernel).__name__}."
-    )
-
-
 def record_kernel(kernel: Any, **params: Any) -> ProbeData:
-    """A kernel check's probe in the learner's process: the kernel's text, taken once (coursetools.kernel_text),
-    and nothing it ran. The judges run that text on the check's cases (params) and compile it, where grading
-    decides nothing (autograder/judges/kernel_runs.py)."""
-    try:
-        return {"kernel": take(kernel)}
-    except NotAKernel:
-        name = getattr(kernel, "__name__", None) or "the kernel"
-        raise CheckFailed(
-            f"`{name}` should be a Triton kernel (a function decorated with @triton.jit, as Triton makes it), "
-            f"but it is a {type(kernel).__name__}."
-        ) from None
+    """The kernel checks' probe: the kernel's text (triton_kernels.record); the judges run it on `params`' cases."""
+    return triton_kernels.record(kernel)
 
 
 def _guarded(values: torch.Tensor, guard: int, fill: float, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:

@@ -17,7 +17,6 @@ outside the sandbox, which never sees it.
 
 from __future__ import annotations
 
-from ..nb05.probes import record_kernel
 from ..registry import NotebookChecks, show_verdict
 from . import probes
 from .cases import (
@@ -27,9 +26,9 @@ from .cases import (
 checks = NotebookChecks(__name__)
 check_logsumexp = checks.add("check_logsumexp", probes.probe_logsumexp, by_hand=False)
 check_online_lse = checks.add("check_online_lse", probes.probe_online_lse, by_hand=False)
-check_row_lse = checks.add("check_row_lse", record_kernel, by_hand=False)
-check_ce_forward = checks.add("check_ce_forward", record_kernel, by_hand=False)
-check_ce_backward = checks.add("check_ce_backward", record_kernel, by_hand=False)
+check_row_lse = checks.add("check_row_lse", probes.record_kernel, by_hand=False)
+check_ce_forward = checks.add("check_ce_forward", probes.record_kernel, by_hand=False)
+check_ce_backward = checks.add("check_ce_backward", probes.record_kernel, by_hand=False)
 # by hand: the Function's backward is the learner's kernel, so a backward handed to torch.autograd is flagged
 check_fused_ce = NotebookChecks(__name__, show=show_verdict, names=checks.names).add(
     "check_fused_ce", probes.probe_fused_ce, by_hand=True, measures_memory=True

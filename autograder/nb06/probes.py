@@ -21,6 +21,7 @@ from ..nb05.probes import (
     kernel_launcher,
     written_by_launch,
 )
+from ..probes import triton_kernels
 from ..probes.apply import engine_agrees
 from ..probes.call import call_learner
 from ..probes.memory_watch import Spans, watching
@@ -47,6 +48,11 @@ LEAD = 1  # guard rows before the first row: a read at a negative offset lands i
 
 
 SECOND_FILL = 2.0  # the guard memory's value in a kernel's second run (NaN in its first)
+
+
+def record_kernel(kernel: Any, **params: Any) -> ProbeData:
+    """The kernel checks' probe: the kernel's text (triton_kernels.record); the judges run it on `params`' cases."""
+    return triton_kernels.record(kernel)
 
 
 def padded_rows(

@@ -117,78 +117,77 @@ def _int1() -> Any:
     return tl.int1
 
 
-@contextmanager
-def watching(handed: Sequence[torch.Tensor], reads: Spans, writes: Spans | None = None) -> Iterator[dict]:
-    """While the body runs a kernel in Triton's interpreter: what its programs read outside `reads`, stored into
-    another program's `writes` (per-row spans), and tried outside every tensor in `handed` (not performed)."""
-    seen = {"reads_outside": 0, "writes_elsewhere": 0, "refused_reads": 0, "refused_writes": 0}
-    if _Builder is None:
-        yield seen
-        return
-    storages = [t.untyped_storage() for t in handed]
-    safe = _sorted(
-        [np.array([s.data_ptr()], np.uint64) for s in storages],
-        [np.array([s.data_ptr() + s.nbytes()], np.uint64) for s in storages],
-    )
+class _Watcher:
+    """The counts of one watched body, and the interpreter's memory methods as they run while it is watched."""
 
-    def program(builder: Any) -> int:
-        return int(builder.grid_idx[0])
+    def __init__(self, handed: Sequence[torch.Tensor], reads: Spans, writes: Spans | None) -> None:
+        self.reads, self.writes = reads, writes
+        self.seen = {"reads_outside": 0, "writes_elsewhere": 0, "refused_reads": 0, "refused_writes": 0}
+        storages = [t.untyped_storage() for t in handed]
+        self.safe = _sorted(
+            [np.array([s.data_ptr()], np.uint64) for s in storages],
+            [np.array([s.data_ptr() + s.nbytes()], np.uint64) for s in storages],
+        )
 
-    def lanes(ptrs: Any, mask: Any) -> tuple[np.ndarray, np.ndarray]:
+    def checked(self, builder: Any, ptrs: Any, mask: Any, read: bool, write: bool) -> Any:
+        """The mask with the lanes outside every handed tensor turned off, after counting what the lanes on do."""
         addresses = np.asarray(ptrs.data, dtype=np.uint64)
         on = np.broadcast_to(np.asarray(True if mask is None else mask.data, dtype=bool), addresses.shape)
-        return addresses, on
-
-    def checked(builder: Any, ptrs: Any, mask: Any, read: bool, write: bool) -> Any:
-        """The mask with the lanes outside every handed tensor turned off, after counting what the lanes on do."""
-        addresses, on = lanes(ptrs, mask)
-        allowed = _inside(addresses, safe)
+        allowed = _inside(addresses, self.safe)
         refused = int((on & ~allowed).sum())
-        seen["refused_reads"] += refused if read else 0
-        seen["refused_writes"] += refused if write else 0
-        me = program(builder)
+        self.seen["refused_reads"] += refused if read else 0
+        self.seen["refused_writes"] += refused if write else 0
+        program = int(builder.grid_idx[0])
         if read:
-            seen["reads_outside"] += int((on & ~_inside(addresses, reads.of_program(me))).sum())
-        if write and writes is not None and writes.rows is not None:
-            seen["writes_elsewhere"] += int((on & allowed & _inside(addresses, writes.others(me))).sum())
+            self.seen["reads_outside"] += int((on & ~_inside(addresses, self.reads.of_program(program))).sum())
+        if write and self.writes is not None and self.writes.rows is not None:
+            elsewhere = on & allowed & _inside(addresses, self.writes.others(program))
+            self.seen["writes_elsewhere"] += int(elsewhere.sum())
         if refused:
             return _Handle(np.asarray(on & allowed), mask.dtype if mask is not None else _int1())
         return mask
 
-    def load(self: Any, ptrs: Any, mask: Any, other: Any, *args: Any, **kwargs: Any) -> Any:
-        return _METHODS["create_masked_load"](
-            self, ptrs, checked(self, ptrs, mask, True, False), other, *args, **kwargs
-        )
+    def methods(self) -> dict[str, Callable]:
+        """The builder's memory methods, each counting and masking before it calls Triton's own."""
+        checked, original = self.checked, _METHODS
 
-    def store(self: Any, ptrs: Any, value: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
-        return _METHODS["create_masked_store"](
-            self, ptrs, value, checked(self, ptrs, mask, False, True), *args, **kwargs
-        )
+        def load(builder: Any, ptrs: Any, mask: Any, other: Any, *args: Any, **kwargs: Any) -> Any:
+            mask = checked(builder, ptrs, mask, True, False)
+            return original["create_masked_load"](builder, ptrs, mask, other, *args, **kwargs)
 
-    def rmw(self: Any, op: Any, ptrs: Any, value: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
-        return _METHODS["create_atomic_rmw"](
-            self, op, ptrs, value, checked(self, ptrs, mask, True, True), *args, **kwargs
-        )
+        def store(builder: Any, ptrs: Any, value: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+            mask = checked(builder, ptrs, mask, False, True)
+            return original["create_masked_store"](builder, ptrs, value, mask, *args, **kwargs)
 
-    def cas(self: Any, ptrs: Any, *args: Any, **kwargs: Any) -> Any:
-        addresses, _ = lanes(ptrs, None)
-        if not _inside(addresses, safe).all():
-            seen["refused_writes"] += int((~_inside(addresses, safe)).sum())
-            raise IndexError("an atomic_cas outside every tensor the kernel was handed")
-        checked(self, ptrs, None, True, True)
-        return _METHODS["create_atomic_cas"](self, ptrs, *args, **kwargs)
+        def rmw(builder: Any, op: Any, ptrs: Any, value: Any, mask: Any, *args: Any, **kwargs: Any) -> Any:
+            mask = checked(builder, ptrs, mask, True, True)
+            return original["create_atomic_rmw"](builder, op, ptrs, value, mask, *args, **kwargs)
 
-    replacements: dict[str, Callable] = {
-        "create_masked_load": load,
-        "create_masked_store": store,
-        "create_atomic_rmw": rmw,
-        "create_atomic_cas": cas,
-    }
-    before = {name: _Builder.__dict__.get(name) for name in replacements}
-    for name, method in replacements.items():
+        def cas(builder: Any, ptrs: Any, *args: Any, **kwargs: Any) -> Any:
+            outside = ~_inside(np.asarray(ptrs.data, dtype=np.uint64), self.safe)
+            if outside.any():  # an atomic_cas has no mask to turn lanes off with: the run stops
+                self.seen["refused_writes"] += int(outside.sum())
+                raise IndexError("an atomic_cas outside every tensor the kernel was handed")
+            checked(builder, ptrs, None, True, True)
+            return original["create_atomic_cas"](builder, ptrs, *args, **kwargs)
+
+        return {"create_masked_load": load, "create_masked_store": store, "create_atomic_rmw": rmw,
+                "create_atomic_cas": cas}  # fmt: skip
+
+
+@contextmanager
+def watching(handed: Sequence[torch.Tensor], reads: Spans, writes: Spans | None = None) -> Iterator[dict]:
+    """While the body runs a kernel in Triton's interpreter: what its programs read outside `reads`, stored into
+    another program's `writes` (per-row spans), and tried outside every tensor in `handed` (not performed)."""
+    watcher = _Watcher(handed, reads, writes)
+    if _Builder is None:
+        yield watcher.seen
+        return
+    before = {name: _Builder.__dict__.get(name) for name in _METHODS}
+    for name, method in watcher.methods().items():
         setattr(_Builder, name, method)
     try:
-        yield seen
+        yield watcher.seen
     finally:
         for name, method in before.items():
             setattr(_Builder, name, method)
