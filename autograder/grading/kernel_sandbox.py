@@ -75,12 +75,17 @@ def stop_all() -> None:
         shutil.rmtree(_folder[0], ignore_errors=True)
 
 
-def factory(mode: str, info: sandbox.SandboxInfo, limits: sandbox.Limits, threads: int, hide: list[Path]) -> Factory:
-    """This worker process's factory of `mode` for these settings, started and waited for if it has none."""
+def _key(mode: str, info: sandbox.SandboxInfo, limits: sandbox.Limits, hide: list[Path]) -> tuple:
+    hidden = tuple(str(p) for p in sandbox.hidden_in_view(hide))
+    return (mode, info.tool, info.as_root, info.drop_uid, limits.memory_mb, limits.tmp_mb, limits.fsize_mb, hidden)
+
+
+def start(mode: str, info: sandbox.SandboxInfo, limits: sandbox.Limits, threads: int, hide: list[Path]) -> Factory:
+    """This worker process's factory of `mode` for these settings, started if it has none (without waiting for it:
+    it imports while the worker runs the submission's notebook)."""
     from .execute import kernel_environment
 
-    hidden = tuple(str(p) for p in sandbox.hidden_in_view(hide))
-    key = (mode, info.tool, info.as_root, info.drop_uid, limits.memory_mb, limits.tmp_mb, limits.fsize_mb, hidden)
+    key = _key(mode, info, limits, hide)
     current = _factories.get(mode)
     if current is not None and current.key == key and current.alive():
         return current
@@ -91,27 +96,53 @@ def factory(mode: str, info: sandbox.SandboxInfo, limits: sandbox.Limits, thread
     folder.mkdir(parents=True)
     folder.chmod(0o700)  # the grader's only: no child can ask for another's run
     env = kernel_environment(folder / "home", threads, info.active)
-    argv = sandbox.kernel_runner_command(info, limits, folder, env, [Path(p) for p in hidden], mode)
+    argv = sandbox.kernel_runner_command(info, limits, folder, env, [Path(p) for p in key[-1]], mode)
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except OSError as error:
         raise RunnerUnavailable(f"the kernel runner did not start ({error})") from None
     made = Factory(key, proc, folder, folder / "runner.sock")
     _factories[mode] = made
+    return made
+
+
+def factory(mode: str, info: sandbox.SandboxInfo, limits: sandbox.Limits, threads: int, hide: list[Path]) -> Factory:
+    """This worker process's factory of `mode` for these settings, ready (started and waited for if need be)."""
+    made = start(mode, info, limits, threads, hide)
     if not _wait_ready(made):
         made.stop()
-        del _factories[mode]
+        _factories.pop(mode, None)
         raise RunnerUnavailable("the kernel runner did not become ready")
     return made
 
 
 class SandboxedRunner:
-    """The kernel runs of one submission: its uid, its limits."""
+    """The kernel runs of one submission: its uid, its limits. `warm`: the worker's warm kernels' factory, which
+    serves the interpreter's runs where there is one (it has imported torch and the probes already); the GPU
+    compiles always go to a factory of their own (Triton in compiled mode)."""
 
     def __init__(
-        self, info: sandbox.SandboxInfo, limits: sandbox.Limits, uid: int | None, threads: int, hide: list[Path]
+        self,
+        info: sandbox.SandboxInfo,
+        limits: sandbox.Limits,
+        uid: int | None,
+        threads: int,
+        hide: list[Path],
+        warm: Factory | None = None,
     ) -> None:
-        self.info, self.limits, self.uid, self.threads, self.hide = info, limits, uid, threads, hide
+        self.info, self.limits, self.uid, self.threads, self.hide, self.warm = info, limits, uid, threads, hide, warm
+
+    def prestart(self) -> None:
+        """Start the factories this submission's kernel checks will ask, without waiting for them."""
+        try:
+            start("compile", self.info, self.limits, self.threads, self.hide)
+            if not self._warm_ready():
+                start("interpret", self.info, self.limits, self.threads, self.hide)
+        except RunnerUnavailable:
+            pass  # said when a request needs it
+
+    def _warm_ready(self) -> bool:
+        return self.warm is not None and self.uid is not None and self.warm.poll_ready()
 
     def probe(self, probe: str, record: dict, params: dict) -> Any:
         body = {"probe": probe, "record": record, "params": params}
@@ -137,7 +168,10 @@ class SandboxedRunner:
         return answer if isinstance(answer, list) else [{"ok": False, "why": "no answer", "line": None}]
 
     def _ask(self, mode: str, kind: str, body: dict, timeout_s: float) -> Any:
-        made = factory(mode, self.info, self.limits, self.threads, self.hide)
+        made = self.warm if mode == "interpret" and self._warm_ready() else None
+        own = made is None
+        if made is None:
+            made = factory(mode, self.info, self.limits, self.threads, self.hide)
         nonce = secrets.token_bytes(16)
         request = {
             "kind": kind,
@@ -156,7 +190,10 @@ class SandboxedRunner:
                 conn.sendall(line)
                 ended, received = _read_answer(conn)
         except OSError as error:
-            made.stop()
+            if own:
+                made.stop()
+            else:  # the warm kernels' factory is the worker's: this runner asks its own from now on
+                self.warm = None
             raise RunnerUnavailable(f"the kernel runner stopped answering ({error})") from None
         if ended.get("timed_out"):
             raise RunFailed(TIMED_OUT.format(seconds=timeout_s))

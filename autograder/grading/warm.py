@@ -118,6 +118,11 @@ def _base() -> Path:
     return _folder[0]
 
 
+def current() -> Factory | None:
+    """This worker's factory, when it is up and ready."""
+    return _factory if _factory is not None and _factory.ready and _factory.alive() else None
+
+
 def current_for(scratch: Path) -> Factory | None:
     """The warm factory whose kernels' folder holds this scratch folder."""
     if _factory is not None and _factory.ready and _factory.alive() and scratch.parent == _factory.kernels_dir:

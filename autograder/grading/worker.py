@@ -84,14 +84,16 @@ def grade_notebook(
     plan = assemble(nb, spec_nb, state, result, job, scratch)
     report = execute(plan.notebook, scratch, job, plan.records)
     explain_stops(report, job, result)
-    with kernel_runs.using(kernel_runner(job)):  # the kernels' texts run and compile in this submission's sandbox
+    with kernel_runs.using(kernel_runner(job, warm.current())):  # the kernels' texts run in this submission's sandbox
         judge(plan, report, spec_nb, result)
     return result, write(plan, report, nb, spec_nb, result, job, out_dir)
 
 
-def kernel_runner(job: Job) -> SandboxedRunner:
+def kernel_runner(job: Job, factory: warm.Factory | None = None) -> SandboxedRunner:
+    """Where this submission's kernel texts run and compile (its uid, its limits; the worker's warm factory runs
+    them where there is one)."""
     info = sandbox.SandboxInfo(job.sandbox.tool, job.sandbox.as_root, job.sandbox.drop_uid)
-    return SandboxedRunner(info, job.limits, job.kernel_uid, job.threads, [Path(p) for p in job.hide])
+    return SandboxedRunner(info, job.limits, job.kernel_uid, job.threads, [Path(p) for p in job.hide], factory)
 
 
 def empty_result(name: str, spec_nb: NotebookSpec) -> NotebookResult:
@@ -329,6 +331,8 @@ def grade_submission(job: Job) -> SubmissionResult:
         )
     info = sandbox.SandboxInfo(job.sandbox.tool, job.sandbox.as_root, job.sandbox.drop_uid)
     factory = warm.factory_for(info, job.limits, job.threads, [Path(p) for p in job.hide])
+    if runs_kernels(spec):  # its kernel runners start while the notebook runs
+        kernel_runner(job, factory).prestart()
     for name, spec_nb in spec.notebooks.items():
         # a warm kernel's scratch folder lives where its factory's sandbox holds it; the records never do
         scratch = (factory.kernels_dir if factory else Path(job.scratch)) / name.replace("/", "_")[:40]
@@ -353,6 +357,17 @@ def grade_submission(job: Job) -> SubmissionResult:
     shutil.rmtree(taken.folder, ignore_errors=True)
     result.seconds = round(time.monotonic() - start, 2)
     return result
+
+
+def runs_kernels(spec: AssignmentSpec) -> bool:
+    """Whether a check of the assignment runs a kernel's text (its probe records the kernel: triton_kernels)."""
+    return any(
+        CHECKS[call.check].probe.__name__ == "record_kernel"
+        for notebook in spec.notebooks.values()
+        for cell in notebook.cells
+        for call in cell.calls
+        if call.check in CHECKS
+    )
 
 
 def take_in(submitted: Path, copy: Path) -> intake.Intake:

@@ -10,7 +10,9 @@ patched, random state, threads, environment) reaches the next: each is a fresh c
 code ran in.
 
 The grader talks to it over a Unix socket only root can reach (grading/warm.py): one line of JSON per kernel asked
-for; the answer, when the kernel ends, is its exit status. A grader that goes away kills its kernel.
+for; the answer, when the kernel ends, is its exit status. A grader that goes away kills its kernel. A line that
+asks for a kernel text's run instead (autograder/probes/kernel_runner.py) is served by a child of its own the same
+way: this factory has imported everything such a run needs.
 """
 
 from __future__ import annotations
@@ -64,6 +66,9 @@ def warm() -> None:
 
     import_notebook_modules()
     from autograder.probes import kernel  # noqa: F401  (the grader's in-kernel setup)
+    from autograder.probes.kernel_runner import warm_launch
+
+    warm_launch()  # a kernel's first launch in the interpreter (the learner's, or a kernel run's) costs less after
 
     torch.func.jvp(torch.sin, (torch.zeros(1),), (torch.ones(1),))  # forward mode's first call loads the rest
 
@@ -159,6 +164,11 @@ def become_kernel(request: dict) -> None:
 
 def _serve_one(conn: socket.socket, listener: socket.socket) -> None:
     request = json.loads(conn.makefile("r").readline() or "{}")
+    if request.get("kind") == "probe":  # a kernel text to run with a notebook's kernel probe: a child of its own
+        from .kernel_runner import serve_request
+
+        serve_request(request, conn, listener, isolated=True)
+        return
     errors_out, errors_in = os.pipe()
     pid = os.fork()
     if pid == 0:

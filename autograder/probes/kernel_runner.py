@@ -4,9 +4,11 @@ factory that no learner text ever ran in.
     python -m autograder.probes.kernel_runner SOCKET interpret|compile [--isolate]
 
 The factory imports what its children need (torch and the notebooks' kernel probes with Triton's interpreter;
-or Triton alone, in compiled mode, for the GPU compile) and waits on a Unix socket only the grader can reach. For
-each request it forks a child that takes namespaces of its own (mounts, IPC, network, hostname), the submission's
-unprivileged uid with no groups, capabilities or new privileges (kernel_fork's isolate and drop_to), limits on CPU
+or Triton alone, in compiled mode, for the GPU compile; the warm kernels' factory, autograder/probes/kernel_fork.py,
+has imported the first already and serves the interpreter's requests too) and waits on a Unix socket only the
+grader can reach. For each request it forks a child that takes namespaces of its own (mounts, IPC, network,
+hostname), the submission's unprivileged uid with no groups, capabilities or new privileges (kernel_fork's isolate
+and drop_to), limits on CPU
 time and processes, an empty environment and stdin/stdout/stderr on /dev/null. The child rebuilds the recorded
 kernel from its text (coursetools.kernel_text), runs one of the notebooks' kernel probes on it or compiles it for
 a GPU, and writes its answer -- the request's nonce, a length, torch.save bytes -- on a pipe of its own. The
@@ -124,10 +126,9 @@ def warm(mode: str) -> None:
     choose Triton's interpreter where there is no GPU, before importing Triton); the compiler's import Triton in
     compiled mode, and nothing of torch's."""
     if mode == "interpret":
-        import torch  # noqa: F401
-
         for probe in KERNEL_PROBES:
             importlib.import_module(probe.partition(":")[0])
+        warm_launch()
     else:
         os.environ.pop("TRITON_INTERPRET", None)
         import triton.compiler  # noqa: F401
@@ -142,6 +143,16 @@ def warm(mode: str) -> None:
     from coursetools.kernel_text import real_modules
 
     real_modules()
+
+
+def warm_launch() -> None:
+    """One launch of the course's own kernel in Triton's interpreter: the interpreter imports parts of itself at its
+    first launch (80 ms), here once rather than in every child."""
+    import torch
+
+    from coursetools.kernel_text import rebuild
+
+    rebuild(WARM_KERNEL, interpreted=True)[(1,)](torch.zeros(32), 32, BLOCK=32)
 
 
 def child(request: dict, answers: int, isolated: bool) -> None:
@@ -186,7 +197,12 @@ def child(request: dict, answers: int, isolated: bool) -> None:
 
 
 def serve_one(conn: socket.socket, listener: socket.socket, isolated: bool) -> None:
-    request = json.loads(conn.makefile("rb").readline() or b"{}")
+    serve_request(json.loads(conn.makefile("rb").readline() or b"{}"), conn, listener, isolated)
+
+
+def serve_request(request: dict, conn: socket.socket, listener: socket.socket, isolated: bool) -> None:
+    """One request, read from `conn`: its child forked, watched, and its answer handed back on `conn`. (The warm
+    kernels' factory serves the interpreter's requests this way too: it has imported all they need.)"""
     request["home"] = tempfile.mkdtemp(prefix="kernel-run-")  # the child's, emptied after it
     answers_read, answers_write = os.pipe()
     pid = os.fork()

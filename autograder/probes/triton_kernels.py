@@ -8,6 +8,7 @@ is graded, this process in a learner's own notebook -- the notebooks' kernel pro
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,7 +18,7 @@ import torch
 from coursetools.device import triton_mode
 from coursetools.kernel_text import NotAKernel, take
 
-from ..feedback import CheckFailed
+from ..feedback import CheckFailed, not_written
 from ..registry import ProbeData
 
 
@@ -80,10 +81,28 @@ def record(kernel: Any) -> ProbeData:
     (coursetools.kernel_text), and nothing it ran. The judges run that text on the check's cases and compile it,
     where grading decides nothing (autograder/judges/kernel_runs.py)."""
     try:
-        return {"kernel": take(kernel)}
+        record = take(kernel)
     except NotAKernel:
         name = getattr(kernel, "__name__", None) or "the kernel"
         raise CheckFailed(
             f"`{name}` should be a Triton kernel (a function decorated with @triton.jit, as Triton makes it), "
             f"but it is a {type(kernel).__name__}."
         ) from None
+    if blank(record["functions"].get(record["entry"], "")):
+        raise not_written(record["entry"])
+    return {"kernel": record}
+
+
+def blank(text: str) -> bool:
+    """Whether the function's text is the released stub: its body (a docstring aside) is `raise NotImplementedError`."""
+    try:
+        body = ast.parse(text).body[0].body  # type: ignore[attr-defined]
+    except (SyntaxError, IndexError, AttributeError):
+        return False
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Raise):
+        return False
+    exc = body[0].exc
+    exc = exc.func if isinstance(exc, ast.Call) else exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
