@@ -14,6 +14,7 @@ code: copying it answers no kernel exercise (those checks take Triton kernels on
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import torch
@@ -82,26 +83,66 @@ def _ce_backward(grid, logits, target, lse, grad, stride, V, ignore_index, scale
     _rows(grad, rows, V, stride).copy_(g)
 
 
+# Triton's launch options: passed at a launch beside the kernel's arguments, never the kernel's parameters
+LAUNCH_OPTIONS = frozenset(
+    {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid", "launch_pdl"}
+)
+
+
 class StandInKernel:
     """Launched as `kernel[grid](*tensors, n_elements, BLOCK_SIZE=...)`; each launch goes through `run`, as a
     Triton kernel's does (the check counts launches there). A row kernel's stand-in reads the grid (one program
-    per row)."""
+    per row). Put in place of a learner's kernel (`in_place_of`), it takes its arguments as that kernel does:
+    positional or by keyword under the kernel's own parameter names, with its defaults."""
 
-    def __init__(self, name: str, compute: Callable[..., None], takes_grid: bool = False):
-        self.__name__, self.compute, self.takes_grid = name, compute, takes_grid
+    def __init__(
+        self,
+        name: str,
+        compute: Callable[..., None],
+        takes_grid: bool = False,
+        signature: inspect.Signature | None = None,
+    ):
+        self.__name__, self.compute, self.takes_grid, self.signature = name, compute, takes_grid, signature
+        self.takes = len(inspect.signature(compute).parameters) - takes_grid  # the values compute reads, in order
+
+    def in_place_of(self, kernel: object) -> StandInKernel:
+        """This stand-in, binding each launch by the parameters of `kernel` (the learner's `@triton.jit` function,
+        or its blank stub): a launch by keyword, or leaning on a default, then runs as it would with the learner's
+        own kernel. Anything without a Python signature leaves the launch positional."""
+        try:
+            signature = inspect.signature(getattr(kernel, "fn", kernel))  # type: ignore[arg-type]
+        except Exception:  # not a function (a learner's object can raise anything here): positional launches
+            return self
+        if len(signature.parameters) < self.takes:
+            return self
+        return StandInKernel(self.__name__, self.compute, self.takes_grid, signature)
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
 
+    def _bound(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """(the values compute reads, the launch's arguments by name) of one launch. The kernel's parameters in its
+        own order: the first `takes` are those the notebook's kernel takes before its block sizes."""
+        if self.signature is None:
+            return args, {k: v for k, v in kwargs.items() if k.isupper()}
+        given = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
+        try:
+            bound = self.signature.bind(*args, **given)
+        except TypeError as error:
+            raise TypeError(f"{self.__name__}[grid](...): {error}") from None
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())[: self.takes], dict(bound.arguments)
+
     def run(self, *args, grid=None, **kwargs) -> None:
+        values, named = self._bound(args, kwargs)
         if not self.takes_grid:
-            self.compute(*args)
+            self.compute(*values)
             return
         if callable(grid):
-            grid = grid({k: v for k, v in kwargs.items() if k.isupper()})
+            grid = grid(named)
         if not isinstance(grid, (tuple, list)) or not grid or not isinstance(grid[0], int):
             raise TypeError(f"{self.__name__}[grid]: grid should be a tuple such as (rows,), not {grid!r}")
-        self.compute(tuple(grid), *args)
+        self.compute(tuple(grid), *values)
 
 
 # the notebooks' name of each kernel -> its stand-in

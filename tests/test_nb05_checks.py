@@ -870,6 +870,57 @@ def test_a_kernel_mistake_costs_only_the_kernels_exercise(forward_kernel, backwa
     assert space["silu_forward_kernel"] is forward_kernel and space["silu_backward_kernel"] is backward_kernel
 
 
+@pytest.mark.parametrize(
+    "launches",
+    [
+        ("(x, y, x.numel(), BLOCK_SIZE=1024)", "(x_ptr=x, y_ptr=y, n_elements=x.numel(), BLOCK_SIZE=1024)"),
+        ("(x, y, x.numel(), BLOCK_SIZE=1024)", "(x, y_ptr=y, BLOCK_SIZE=1024, n_elements=x.numel(), num_warps=4)"),
+        (
+            "(\n            x, grad_output.contiguous(), grad_x, x.numel(), BLOCK_SIZE=1024\n        )",
+            "(grad_x_ptr=grad_x, x_ptr=x, n_elements=x.numel(), grad_out_ptr=grad_output.contiguous())",
+        ),
+    ],
+    ids=["forward by keyword", "forward mixed, a launch option", "backward by keyword, its block by default"],
+)
+def test_a_launch_by_keyword_runs_as_it_does_with_the_learners_kernels(launches):
+    """Issue 48: `kernel[grid](x_ptr=x, ...)` is legal Triton and works with the learner's kernels, so it works with
+    the course's kernels in their place too: the stand-in binds each launch by the learner's kernel's own
+    parameters (names, defaults, Triton's launch options beside them)."""
+
+    @triton.jit
+    def forward_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+        pass
+
+    @triton.jit
+    def backward_kernel(x_ptr, grad_out_ptr, grad_x_ptr, n_elements, BLOCK_SIZE: tl.constexpr = 256):
+        pass
+
+    old, new = launches
+    assert old in TRITON_SILU_SOURCE
+    space = {"Function": Function, "torch": torch, "triton": triton}
+    space.update(silu_forward_kernel=forward_kernel, silu_backward_kernel=backward_kernel)
+    exec(TRITON_SILU_SOURCE.replace(old, new), space)
+    check, params = CHECK_CALLS["triton_silu"]
+    verdict, report = run(check, space["TritonSiLU"], **params)
+    assert verdict is not None and float(verdict) == params["points"], report
+
+
+def test_a_launch_the_learners_kernel_would_refuse_names_the_learners_parameter():
+    @triton.jit
+    def forward_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+        pass
+
+    source = TRITON_SILU_SOURCE.replace("(x, y, x.numel(), BLOCK_SIZE=1024)", "(x_ptr=x, y=y, n_elements=x.numel())")
+    space = {"Function": Function, "torch": torch, "triton": triton}
+    space.update(silu_forward_kernel=forward_kernel, silu_backward_kernel=silu_backward_kernel)
+    exec(source, space)
+    check, params = CHECK_CALLS["triton_silu"]
+    verdict, report = run(check, space["TritonSiLU"], **params)
+    assert verdict is None or float(verdict) < params["points"]
+    assert "silu_forward_kernel[grid](...)" in report and "'y_ptr'" in report, report
+    assert "_silu_forward" not in report and "course_kernels" not in report, report
+
+
 def test_the_function_around_the_course_kernels_is_still_graded():
     """The stand-ins replace the kernels, not the Function: a wrapper mistake (no .contiguous()) still loses its
     part, and the report says whose kernels ran."""

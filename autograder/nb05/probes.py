@@ -403,8 +403,8 @@ def course_kernels(obj: Any) -> Iterator[list[str]]:
         if isinstance(space, dict) and not any(space is seen for seen in namespaces):
             namespaces.append(space)
     replaced = [(space, key, space[key]) for space in namespaces for key in STAND_INS if key in space]
-    for space, key, _ in replaced:
-        space[key] = STAND_INS[key]
+    for space, key, learners in replaced:
+        space[key] = STAND_INS[key].in_place_of(learners)  # launched as the learner's kernel would be
     try:
         yield sorted({key for _, key, _ in replaced})
     finally:
