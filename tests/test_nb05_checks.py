@@ -905,6 +905,29 @@ def test_a_launch_by_keyword_runs_as_it_does_with_the_learners_kernels(launches)
     assert verdict is not None and float(verdict) == params["points"], report
 
 
+def test_a_kernel_derivative_scaled_by_grad_output_in_pytorch_is_the_kernels():
+    """Issue 48: backward launches its kernel with a gradient of ones (the derivative itself) and multiplies by
+    grad_output in PyTorch: what it hands back is the kernel's output times grad_output, the kernel's work. Computed
+    by PyTorch beside the launch, it is not."""
+    old = "        return grad_x\n"
+    scaled = TRITON_SILU_SOURCE.replace("grad_output.contiguous(), grad_x", "torch.ones_like(x), grad_x").replace(
+        old, "        return grad_x * grad_output\n"
+    )
+    beside = TRITON_SILU_SOURCE.replace(
+        old, "        s = torch.sigmoid(x)\n        return grad_output * s * (1 + x * (1 - s))\n"
+    )
+    check, params = CHECK_CALLS["triton_silu"]
+    scores = []
+    for source in (scaled, beside):
+        space = {"Function": Function, "torch": torch, "triton": triton}
+        space.update(silu_forward_kernel=silu_forward_kernel, silu_backward_kernel=silu_backward_kernel)
+        exec(source, space)
+        verdict, report = run(check, space["TritonSiLU"], **params)
+        scores.append((float(verdict) if verdict is not None else 0.0, report))
+    assert scores[0][0] == params["points"], scores[0][1]
+    assert scores[1][0] < params["points"], scores[1][1]
+
+
 def test_a_launch_the_learners_kernel_would_refuse_names_the_learners_parameter():
     @triton.jit
     def forward_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):

@@ -1648,6 +1648,29 @@ def test_without_the_course_kernels_the_same_kernel_mistake_would_cost_the_funct
     assert fused_score(namespace["FusedCE"])[0] < 5.0
 
 
+def test_a_kernel_gradient_scaled_by_grad_output_in_pytorch_is_the_kernels():
+    """Issue 48: the kernel launched with scale = 1/counted, and backward hands back `grad * grad_output`: the gradient
+    is the kernel's output times grad_output, so it is the kernel's work (it lost a part in exercise 6 and again in
+    the bfloat16 exercise). A gradient PyTorch computed beside the launch still is not."""
+    namespace = functions_around(forward_right, backward_right, scale=lambda g, n: 1.0 / n)
+    source = FUSED_SOURCE.replace("return grad, None, None", "return grad * grad_output, None, None")
+    namespace = {**namespace}
+    exec(compile(source, "<scaled in PyTorch>", "exec"), namespace)
+    assert fused_score(namespace["FusedCE"])[:2] == (5.0, set())
+    assert verdict_of_call(nb06.check_bf16, namespace["FusedCE"])[:2] == (3.0, set())
+
+    beside = FUSED_SOURCE.replace(
+        "return grad, None, None",
+        "g = torch.softmax(logits, 1)\n"
+        "        g[torch.arange(N), target.clamp(min=0)] -= 1\n"
+        "        g[target == ctx.ignore_index] = 0\n"
+        "        return g * scale, None, None",  # right values, computed by PyTorch beside the launch
+    )
+    exec(compile(beside, "<PyTorch beside the kernel>", "exec"), namespace)
+    points, failed, report = fused_score(namespace["FusedCE"])
+    assert points < 5.0 and "no gradient a Triton kernel wrote" in report, report
+
+
 def test_a_tensor_scale_is_told_to_be_a_python_number():
     namespace = functions_around(forward_right, backward_right, scale=lambda g, n: g / n)
     points, failed, report = fused_score(namespace["FusedCE"])

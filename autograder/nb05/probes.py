@@ -185,7 +185,8 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
             result["launches"]["backward_any"] = backward_launches["n"]
     if triton:
         first = raw[0] if isinstance(raw, (tuple, list)) and raw else raw
-        result["launches"]["backward"] = backward_launches["n"] if written_by_launch(backward_launches, first) else 0
+        made = written_by_launch(backward_launches, first, times=u)
+        result["launches"]["backward"] = backward_launches["n"] if made else 0
     result["returns"] = _returns(raw)
     result["grad_output_modified"] = bool(u.device.type != "meta" and not _equal(u, kept))
 
@@ -286,18 +287,36 @@ def _as_bytes(storage: Any) -> torch.Tensor:
     return torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
 
 
-def written_by_launch(counter: dict, tensor: Any) -> bool:
+def written_by_launch(counter: dict, tensor: Any, times: Any = None) -> bool:
     """Whether `tensor` lies in memory a counted launch was handed, and holds exactly what that launch left there
-    (a tensor computed with PyTorch, or overwritten after the launch, does not)."""
+    (a tensor computed with PyTorch, or overwritten after the launch, does not). With `times` (the grad_output a
+    backward was handed): also a tensor equal, bit for bit, to what a launch left in memory of its size multiplied
+    by `times` -- a kernel's gradient that backward scales by grad_output with PyTorch is the kernel's."""
     if not isinstance(tensor, torch.Tensor) or tensor.device.type == "meta":
         return False
     storage = tensor.untyped_storage()
-    snapshot = counter.get("written", {}).get(storage.data_ptr())
-    return (
+    written = counter.get("written", {})
+    snapshot = written.get(storage.data_ptr())
+    if (
         snapshot is not None
         and snapshot.nbytes() == storage.nbytes()
         and _equal(_as_bytes(snapshot), _as_bytes(storage))
-    )
+    ):
+        return True
+    return isinstance(times, torch.Tensor) and any(_scaled_equal(left, tensor, times) for left in written.values())
+
+
+def _scaled_equal(snapshot: Any, tensor: torch.Tensor, times: torch.Tensor) -> bool:
+    """Whether `snapshot` (a launch's memory), read as a tensor of `tensor`'s dtype and shape, times `times` is
+    `tensor`."""
+    if snapshot.nbytes() != tensor.numel() * tensor.element_size() or snapshot.device != tensor.device:
+        return False
+    with torch.no_grad():
+        left = _as_bytes(snapshot).view(tensor.dtype).view(tensor.shape)
+        try:
+            return _equal(left * times.to(tensor.device), tensor.detach())
+        except RuntimeError:  # shapes that do not broadcast: not this launch's
+            return False
 
 
 def record_kernel(kernel: Any, **params: Any) -> ProbeData:

@@ -370,8 +370,9 @@ def _probe_fused_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: int
         kept = kept_on_ctx(loss.grad_fn, (logits, target))
         launches, backward_error = {"n": 0}, None
         try:  # a backward that raises costs the backward's parts, as in notebook 05: forward is judged all the same
+            handed = torch.full_like(loss, grad_output)
             with counting_launches(launches):
-                grads = backward_of(loss.grad_fn, torch.full_like(loss, grad_output), name)
+                grads = backward_of(loss.grad_fn, handed, name)
             fresh = x.clone().requires_grad_()
             engine_agrees(
                 lambda fresh=fresh, target=target: (
@@ -386,7 +387,9 @@ def _probe_fused_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: int
             grads, backward_error = (), str(failure)
         grads = grads if isinstance(grads, tuple) else (grads,)
         # backward's launches count when the gradient it hands back is what a launch left (notebook 05's rule)
-        backward_launches = launches["n"] if grads and written_by_launch(launches, grads[0]) else 0
+        # (or it times grad_output: a kernel launched with scale 1/counted, its gradient scaled in PyTorch)
+        made = backward_error is None and grads and written_by_launch(launches, grads[0], times=handed)
+        backward_launches = launches["n"] if made else 0
         moved = []
         if numeric:
             with _no_grad():
@@ -476,7 +479,10 @@ def _probe_bf16_run(apply: Any, name: str, logits: torch.Tensor, target: torch.T
     except CheckFailed as failure:  # costs the gradient's part; the loss is judged all the same
         return answer | {"backward_error": str(failure)}
     return answer | {
-        "launches": [forward["n"], backward["n"] if written_by_launch(backward, grad) else 0],
+        "launches": [
+            forward["n"],
+            backward["n"] if written_by_launch(backward, grad, times=torch.ones_like(loss)) else 0,
+        ],
         "grad": grad.detach().to("cpu", torch.float64).clone(),
         "grad_dtype": str(grad.dtype).removeprefix("torch."),
     }
