@@ -1206,6 +1206,54 @@ def test_linear_cross_entropy_chunks_not_made_by_the_kernels_lose_the_kernel_par
     assert failed == failed_parts and says in report, report
 
 
+def liger_linear(torch_gradients=False):
+    """Liger-Kernel's design (issue 48): forward computes each chunk's logits once, its losses and its logit gradient
+    for grad_output = 1, accumulates both products and keeps them; backward only scales them by grad_output.
+    torch_gradients: the chunk gradients computed with PyTorch instead (the kernel launched for show, on zeros)."""
+
+    class LinearCE(Function):
+        @staticmethod
+        def forward(ctx, hidden, weight, target, chunk):
+            N, V = hidden.shape[0], weight.shape[0]
+            loss, lse = torch.empty(N, dtype=hidden.dtype), torch.empty(N, dtype=hidden.dtype)
+            grad_h, grad_w = torch.empty_like(hidden), torch.zeros_like(weight)
+            for start in range(0, N, chunk):
+                rows = slice(start, start + chunk)
+                logits = hidden[rows] @ weight.T
+                forward_right[(logits.shape[0],)](
+                    logits, target[rows], loss[rows], lse[rows], logits.stride(0), V, -100, BLOCK_V=16
+                )
+                g = torch.empty_like(logits)
+                shown = torch.zeros_like(logits) if torch_gradients else logits
+                backward_right[(g.shape[0],)](
+                    shown, target[rows], lse[rows], g, logits.stride(0), V, -100, 1.0 / N, BLOCK_V=16
+                )
+                if torch_gradients:
+                    g = _torch_chunk_gradient(logits, target[rows], lse[rows], 1.0 / N)
+                grad_h[rows] = g @ weight
+                grad_w += g.T @ hidden[rows]
+            ctx.save_for_backward(grad_h, grad_w)
+            return loss.sum() / N
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            grad_h, grad_w = ctx.saved_tensors
+            return grad_h * grad_output, grad_w * grad_output, None, None
+
+    return LinearCE
+
+
+def test_linear_cross_entropy_in_liger_kernels_design_keeps_full_marks():
+    """Issue 48: it got 3.75/5, "backward launched no Triton kernel": its kernels did launch, in forward. The chunks'
+    gradients written by kernels count wherever they were launched; computed by PyTorch, they still do not."""
+    cases = linear_ce_cases()
+    assert verdict_of_call(nb06.check_linear_ce, liger_linear(), cases=cases)[:2] == (5.0, set())
+    drawn = draw_linear_ce(random.Random(6), 2)
+    assert verdict_of_call(nb06.check_linear_ce, liger_linear(), **drawn)[:2] == (5.0, set())
+    points, failed, report = verdict_of_call(nb06.check_linear_ce, liger_linear(torch_gradients=True), cases=cases)
+    assert failed == {"reference"} and "no Triton kernel wrote the chunks' logit gradients" in report, report
+
+
 def test_linear_cross_entropy_a_kernel_writing_g_unscaled_keeps_full_marks():
     assert verdict_of_call(nb06.check_linear_ce, make_linear(unscaled_kernel=True), cases=linear_ce_cases())[:2] == (
         5.0,

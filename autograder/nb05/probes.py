@@ -229,7 +229,8 @@ def counting_launches(counter: dict) -> Iterator[dict]:
     wrap kernels must launch some. Launches go through Triton's own run methods, whatever the learner's code did
     to them (a replaced run is flagged by the kernel's watch). With counter["small"] = k, counter["left"] gathers,
     launch after launch, the values each launch left in the floating-point tensors of at most k numbers it was
-    handed (per-row buffers: where a judge looks for the per-row results the kernels were to compute)."""
+    handed (per-row buffers: where a judge looks for the per-row results the kernels were to compute); with
+    counter["large"] = K, counter["left_large"] the same for tensors of at most K numbers (chunks of logits)."""
 
     def counted(run):
         def launch(self, *args, **kwargs):
@@ -261,8 +262,11 @@ def _keep_what_it_left(counter: dict, values: tuple) -> None:
         if isinstance(value, torch.Tensor) and value.device.type != "meta":
             storage = value.untyped_storage()
             counter.setdefault("written", {})[storage.data_ptr()] = storage.clone()
-            if value.is_floating_point() and value.numel() <= counter.get("small", 0):
-                counter.setdefault("left", []).append(value.detach().to("cpu", torch.float64, copy=True).flatten())
+            if not value.is_floating_point():
+                continue
+            for key, most in (("left", counter.get("small", 0)), ("left_large", counter.get("large", 0))):
+                if value.numel() <= most:
+                    counter.setdefault(key, []).append(value.detach().to("cpu", torch.float64, copy=True).flatten())
 
 
 def _beside_the_profiler(fn: Callable, *args: Any) -> None:

@@ -321,10 +321,11 @@ def _saved_while(apply: Any, args: tuple, inputs: list[torch.Tensor], name: str,
     return out, saved, launches
 
 
-def left_by_launches(launches: dict, most: int) -> torch.Tensor:
-    """The values counted launches left in their small buffers, launch by launch, as one float64 tensor: at most
-    `most` + 1 of them (one more than the judge accepts, so that it can tell too many)."""
-    values = torch.cat([torch.empty(0, dtype=torch.float64), *launches.get("left", [])])
+def left_by_launches(launches: dict, most: int, key: str = "left") -> torch.Tensor:
+    """The values counted launches left in their small buffers (key "left_large": their large ones), launch by
+    launch, as one float64 tensor: at most `most` + 1 of them (one more than the judge accepts, so that it can tell
+    too many)."""
+    values = torch.cat([torch.empty(0, dtype=torch.float64), *launches.get(key, [])])
     return values[: most + 1].clone()
 
 
@@ -510,7 +511,8 @@ def largest_allocation() -> Iterator[dict]:
 def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None) -> ProbeData:
     """LinearCrossEntropy.apply(hidden, weight, target, chunk) for each (N, D, V, chunk, grad_output), float64: the
     loss, backward's raw return, the largest block of memory PyTorch allocated in forward and in backward, and the
-    Triton launches of each with what they left in buffers of per-row size (forward) or the logits' (backward)."""
+    Triton launches of each with what they left in buffers of per-row size (forward) or the logits' (backward, and
+    forward: where Liger's design writes the chunks' gradients)."""
     name = getattr(obj, "__name__", "your Function")
     apply = function_apply(obj, name)
     with course_kernels(obj):
@@ -532,7 +534,7 @@ def _probe_linear_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: in
                 new_saved.append(t.untyped_storage().nbytes())
             return t
 
-        launched = {"n": 0, "small": N}
+        launched = {"n": 0, "small": N, "large": N * V}  # large: Liger's design computes gradients in forward
         with largest_allocation() as forward, _saved_tensors_hooks(pack, lambda t: t), counting_launches(launched):
             loss = call_learner(
                 apply, h, w, target, chunk, name=name, call=f"{name}.apply(hidden, weight, target, {chunk})"
@@ -553,6 +555,7 @@ def _probe_linear_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: in
                 "launches": [launched["n"], relaunched["n"]],
                 "forward_left": left_by_launches(launched, LEFT_PER_ROW * N),
                 "backward_left": left_by_launches(relaunched, LEFT_PER_ROW * N * V),
+                "forward_left_large": left_by_launches(launched, LEFT_PER_ROW * N * V, key="left_large"),
                 "returned": [
                     g.detach().to("cpu", torch.float64).clone() if isinstance(g, torch.Tensor) else None for g in grads
                 ],

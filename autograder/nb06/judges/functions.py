@@ -538,7 +538,17 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
         entry = answers.entry(
             got,
             f"case {case}",
-            ("loss", "launches", "forward_left", "backward_left", "returned", "largest", "kept", "device"),
+            (
+                "loss",
+                "launches",
+                "forward_left",
+                "backward_left",
+                "forward_left_large",
+                "returned",
+                "largest",
+                "kept",
+                "device",
+            ),
         )
         if entry["device"] not in ALLOCATION_GRANULE:
             raise answers.mismatch(f"case {case} ran on the unknown device {entry['device']!r}")
@@ -600,16 +610,20 @@ def _judge_linear_kernels(parts: dict, where: str, entry: Any, case: Sequence[An
     unit = softmax - torch.nn.functional.one_hot(target, V).to(softmax.dtype)
     candidates = [unit * (grad_output / N), unit, unit * grad_output, unit / N, softmax]
     everything = torch.ones(N * V, dtype=torch.bool)
-    if not launches[1] or not written_in_row_order(entry["backward_left"], candidates, everything, rtol=1e-6):
+    in_backward = launches[1] and written_in_row_order(entry["backward_left"], candidates, everything, rtol=1e-6)
+    # Liger-Kernel's design: forward's kernels write each chunk's gradient (for grad_output 1), forward keeps the
+    # two products, and backward scales them by grad_output
+    in_forward = written_in_row_order(entry["forward_left_large"], candidates, everything, rtol=1e-6)
+    if not (in_backward or in_forward):
         parts["reference"].fail(
             f"{where}: "
             + (
-                "backward launched no Triton kernel"
+                "no Triton kernel wrote the chunks' logit gradients (backward launched none)"
                 if not launches[1]
                 else "backward's kernels did not write the chunks' logit gradients"
             ),
-            "each recomputed chunk of logits goes to the backward kernel, which writes the chunk's gradient G; "
-            "the products with G give the two gradients",
+            "each chunk of logits goes to the backward kernel, which writes the chunk's gradient G (in backward, "
+            "from recomputed logits, or already in forward); the products with G give the two gradients",
         )
 
 
