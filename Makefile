@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export PYTHONWARNINGS := ignore::DeprecationWarning
 
-.PHONY: venv lab formgrader demo release test test-fast clean bench-engine grade sandbox system-deps bench-grading bench-on-submit bench-checks check collect feedback lint hand-out
+.PHONY: venv lab formgrader demo release test test-fast clean bench-engine grade sandbox system-deps bench-grading bench-on-submit bench-checks check collect feedback lint hand-out pins-elsewhere
 
 venv: $(STAMP)
 
@@ -109,6 +109,17 @@ test: $(STAMP)  ## the whole test suite (CI runs this)
 
 test-fast: $(STAMP)  ## the inner loop: every test that grades no class, runs no whole notebook and starts no server
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not slow" $(PYTEST_ARGS)
+
+# Learners off Linux install the same requirements.txt: resolved here to wheels only for macOS arm64 and Windows amd64.
+# uv evaluates each environment marker for the platform it resolves for (pip's --platform evaluates them for this
+# machine, and asks macOS for torch's CUDA packages). It reads the package registry; no test needs the network.
+OTHER_PLATFORMS := aarch64-apple-darwin x86_64-pc-windows-msvc
+pins-elsewhere: $(STAMP)  ## CI: requirements.txt resolves to wheels for macOS arm64 (14.0) and Windows amd64, Python 3.11
+	@for platform in $(OTHER_PLATFORMS); do \
+		MACOSX_DEPLOYMENT_TARGET=14.0 $(BIN)/uv pip compile requirements.txt --python-version 3.11 \
+			--python-platform $$platform --only-binary :all: --quiet --no-header -o /dev/null || exit 1; \
+		echo "pins-elsewhere: requirements.txt resolves for $$platform (wheels only)"; \
+	done
 
 lint: $(STAMP)  ## ruff (rules in pyproject.toml) and mypy on autograder/grading: zero findings (CI runs this first)
 	$(BIN)/ruff check .
