@@ -42,9 +42,11 @@ def kernel_record(kernel: Any) -> dict:
 # --------------------------------------------------------------------------------------------- compiling
 
 
-def launch_signature(record: dict, positional: Sequence[str], constexprs: dict[str, Any]) -> tuple[dict, dict]:
+def launch_signature(record: dict, positional: Sequence[Any], constexprs: dict[str, Any]) -> tuple[dict, dict]:
     """(signature, constexprs) of a launch `kernel[grid](*positional, **constexprs)` for the recorded kernel's own
-    parameter names: positional types in order, the named constexprs, other parameters' constant defaults."""
+    parameter names: positional arguments in order (a pointer's type such as "*fp32", or a number's value: the
+    compile specializes it as a real launch would, see `specialize`), the named constexprs, other parameters'
+    constant defaults."""
     try:
         fn = ast.parse(record["functions"][record["entry"]]).body[0]
     except (KeyError, TypeError, SyntaxError, IndexError):
@@ -72,14 +74,64 @@ def compile_record(record: dict, signature: dict[str, str], constexprs: dict[str
 
     try:
         kernel = rebuild(record, interpreted=False)
-        source = ASTSource(fn=kernel, signature=signature, constexprs=constexprs)
-        compiled = triton.compile(source, target=GPUTarget("cuda", arch, 32))
+        target = GPUTarget("cuda", arch, 32)
+        signature, constexprs, attrs = specialize(kernel, signature, constexprs, target)
+        source = ASTSource(fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs)
+        compiled = triton.compile(source, target=target)
     except Exception as error:  # noqa: BLE001 - every compile error is the answer, as the compiler gives it
         why, line = compile_error_summary(error)
         return {"ok": False, "why": why, "line": line, "error": type(error).__name__}
     report = ptxas_report(compiled.asm["ptx"], arch)
     report.update(ok=True, ptx_chars=len(compiled.asm["ptx"]), shared_bytes=int(compiled.metadata.shared))
     return report
+
+
+class _Pointer:
+    """What Triton's launch reads of a tensor argument to specialize it: its dtype and its address (16-byte aligned,
+    as a tensor PyTorch allocates is)."""
+
+    def __init__(self, dtype: Any) -> None:
+        self.dtype = dtype
+
+    def data_ptr(self) -> int:
+        return 0
+
+
+def _launch_value(given: Any) -> Any:
+    """The argument a launch would pass for a signature entry: a pointer for "*fp32", a number as it is; a bare type
+    ("i32", "fp32") is a number Triton does not specialize (neither 1 nor a multiple of 16)."""
+    if isinstance(given, str) and given.startswith("*"):
+        return _Pointer(given[1:])  # Triton reads the dtype's name: "fp32", "i64", "bf16"
+    return {"i32": 3, "i64": 3 << 33, "fp32": 0.5, "fp64": 0.5}.get(given, given) if isinstance(given, str) else given
+
+
+def specialize(kernel: Any, given: dict, constexprs: dict, target: Any) -> tuple[dict, dict, dict]:
+    """(signature, constexprs, attrs) that a real launch with these arguments compiles, by Triton's own launch
+    binder: a parameter annotated `tl.constexpr` is a constant of the launch's value (`V: tl.constexpr` included),
+    an integer equal to 1 becomes the constant 1 and one divisible by 16 carries that divisibility, like a pointer
+    16-byte aligned. Without that binder (another Triton), the given types as they are."""
+    try:
+        from triton.compiler.compiler import make_backend
+        from triton.runtime.jit import create_function_from_signature
+    except ImportError:  # pragma: no cover - Triton 3.9 has both
+        typed = {k: "fp32" if isinstance(v, float) else "i32" if isinstance(v, int) else v for k, v in given.items()}
+        return typed, dict(constexprs), {}
+    values = {}
+    for name in kernel.arg_names:
+        if name in constexprs:
+            values[name] = constexprs[name]
+        elif name in given and given[name] != "constexpr":
+            values[name] = _launch_value(given[name])
+    backend = make_backend(target)
+    _, specialization, _ = create_function_from_signature(kernel.signature, kernel.params, backend)(**values)
+    signature, constants, attrs = {}, {}, {}
+    for i, (param, (kind, key)) in enumerate(zip(kernel.params, specialization)):
+        signature[param.name] = kind
+        if kind == "constexpr":
+            constants[(i,)] = key
+        elif isinstance(key, str) and key:
+            attrs[(i,)] = backend.parse_attr(key)
+    return signature, constants, attrs
 
 
 def compile_error_summary(error: BaseException) -> tuple[str, int | None]:

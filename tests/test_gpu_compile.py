@@ -222,6 +222,33 @@ def test_honest_kernels_written_differently_pass_the_screen_and_compile(source):
     assert part.passed is True, part.messages
 
 
+def compile_launched_with(record: dict, n: int) -> Part:
+    """The compile part for launches (x, y, n, BLOCK_SIZE=16) with this n_elements, in float32 and float64."""
+    part = kernel_compile.compile_part()
+    launches = [
+        (dtype, *launch_signature(record, [pointer(dtype)] * 2 + [n], {"BLOCK_SIZE": 16}))
+        for dtype in ("float32", "float64")
+    ]
+    kernel_compile.judge_compiles(part, record, launches, others=[Part("values")])
+    return part
+
+
+def test_the_compile_specializes_the_launch_as_triton_does():
+    """Issue 48: the judge compiles what a real launch compiles, by Triton's own launch binder. A parameter annotated
+    `tl.constexpr` that the check passes positionally (`n: tl.constexpr`, legal) is a constant of the launch's value
+    (it lost its compile part: compiled as an i32); an integer argument equal to 1 is the constant 1, so that
+    `n.to(tl.int64)` fails for a launch with n_elements 1 as it does on a GPU (it kept its part)."""
+    constant_n = record_of("def double(x_ptr, y_ptr, n: tl.constexpr, BLOCK_SIZE: tl.constexpr):" + BODY)
+    for n in (1, 7, 64):
+        part = compile_launched_with(constant_n, n)
+        assert part.passed is True, (n, part.messages)
+    widened = record_of(PLAIN.replace("mask=offsets < n)", "mask=offsets < n.to(tl.int64))"))
+    assert compile_launched_with(widened, 37).passed is True
+    assert compile_launched_with(widened, 32).passed is True
+    part = compile_launched_with(widened, 1)
+    assert part.passed is False and "line 3 of `double`" in part.messages[0], part.messages
+
+
 def test_patching_triton_in_the_learners_process_changes_nothing(monkeypatch):
     """The compile runs in a process of its own: a notebook that replaces Triton's compiler fools only itself."""
     import triton

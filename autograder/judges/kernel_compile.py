@@ -65,6 +65,11 @@ def judge_compiles(
         part.messages.append("not scored: the compile could not run here (an answer was missing)")
 
 
+def int_kind(n: int) -> str:
+    """How a real launch specializes an integer argument: the constant 1, divisible by 16, or neither."""
+    return "one" if n == 1 else "multiple of 16" if n % 16 == 0 else "other"
+
+
 def plain(why: Any) -> str:
     """A reason as it may be shown: text, bounded, no control characters."""
     text = why if isinstance(why, str) else "no reason given"

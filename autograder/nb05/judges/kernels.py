@@ -66,15 +66,17 @@ def judge_kernel(
     values = Part("values", title="the values, in every launch (Triton's interpreter)")
     compiles = kernel_compile.compile_part()
     pointers = 2 if kind == "forward" else 3
+    # one compile per launch that Triton specializes differently: n_elements 1 is a constant, a multiple of 16 aligned
+    launches = {(block, dtype, kernel_compile.int_kind(n)): n for n, block, dtype in expected_runs}
     kernel_compile.judge_compiles(
         compiles,
         record,
         [
             (
-                f"{dtype} tensors, BLOCK_SIZE={block}",
-                *launch_signature(record, [kernel_compile.pointer(dtype)] * pointers + ["i32"], {"BLOCK_SIZE": block}),
+                f"{dtype} tensors, n_elements={n}, BLOCK_SIZE={block}",
+                *launch_signature(record, [kernel_compile.pointer(dtype)] * pointers + [n], {"BLOCK_SIZE": block}),
             )
-            for block, dtype in dict.fromkeys((block, dtype) for _, block, dtype in expected_runs)
+            for (block, dtype, _), n in launches.items()
         ],
         others=[values],
     )

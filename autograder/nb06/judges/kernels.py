@@ -138,7 +138,7 @@ def judge_row_lse(data: ProbeData, cases: Sequence[Any], seed: int = 0, points: 
             failures.append((part_of(case), f"{where}: row {off[0]} is {off[1]}", off[1], slip))
     _charge_row_failures(parts, failures)
     _judge_reads(parts, judged)
-    _judge_compiles(parts, record, cases, lambda dtype: [pointer(dtype), pointer(dtype), "i32", "i32"])
+    _judge_compiles(parts, record, cases, lambda dtype, stride, V: [pointer(dtype), pointer(dtype), stride, V])
     return verdict_of(list(parts.values()), points, "row_lse_kernel (each row's log-sum-exp)")
 
 
@@ -256,7 +256,7 @@ def judge_ce_forward(
         parts,
         record,
         cases,
-        lambda dtype: [pointer(dtype), "*i64", pointer(dtype), pointer(dtype), "i32", "i32", "i32"],
+        lambda dtype, stride, V: [pointer(dtype), "*i64", pointer(dtype), pointer(dtype), stride, V, ignore_index],
     )
     return verdict_of(list(parts.values()), points, "cross_entropy_forward_kernel (per-row losses)")
 
@@ -310,17 +310,27 @@ def _judge_forward_values(
 
 
 def _judge_compiles(parts: dict[str, Part], record: Any, cases: Sequence[Any], positional: Callable) -> None:
-    """The kernel's own source compiled for a GPU, once per (BLOCK_V, dtype) of the cases (the part comes last)."""
+    """The kernel's own source compiled for a GPU, once per launch of the cases that Triton specializes differently
+    (BLOCK_V, dtype, and how the row stride V + BLOCK_V and V specialize: the probes' launches); the part comes
+    last. positional(dtype, stride, V): the launch's arguments before BLOCK_V."""
     others = [part for name, part in parts.items() if name != "bounds"]
     if share_earned(others)[0] == 0:  # a kernel that computes nothing right earns nothing for what it left alone
         parts["bounds"].unscore("not scored: the kernel earns nothing in the interpreter yet")
     parts["compiles"] = kernel_compile.compile_part()
+    launches: dict[tuple, tuple] = {}
+    for case in cases:
+        V, block, dtype = case[1], case[2], case[3]
+        kinds = (block, dtype, kernel_compile.int_kind(V + block), kernel_compile.int_kind(V))
+        launches.setdefault(kinds, (block, dtype, V))
     kernel_compile.judge_compiles(
         parts["compiles"],
         record,
         [
-            (f"{dtype} rows, BLOCK_V={block}", *launch_signature(record, positional(dtype), {"BLOCK_V": block}))
-            for block, dtype in dict.fromkeys((case[2], case[3]) for case in cases)
+            (
+                f"{dtype} rows, V={V}, BLOCK_V={block}",
+                *launch_signature(record, positional(dtype, V + block, V), {"BLOCK_V": block}),
+            )
+            for block, dtype, V in launches.values()
         ],
         others=others,
     )
@@ -451,6 +461,15 @@ def judge_ce_backward(
         parts,
         record,
         cases,
-        lambda dtype: [pointer(dtype), "*i64", pointer(dtype), pointer(dtype), "i32", "i32", "i32", "fp32"],
+        lambda dtype, stride, V: [
+            pointer(dtype),
+            "*i64",
+            pointer(dtype),
+            pointer(dtype),
+            stride,
+            V,
+            ignore_index,
+            "fp32",
+        ],  # fmt: skip
     )
     return verdict_of(list(parts.values()), points, "cross_entropy_backward_kernel (the gradient, recomputed)")
