@@ -928,6 +928,27 @@ def test_a_kernel_derivative_scaled_by_grad_output_in_pytorch_is_the_kernels():
     assert scores[1][0] < params["points"], scores[1][1]
 
 
+@triton.jit
+def widened_count_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements.to(tl.int64)  # a GPU launch with n_elements 1 makes it the constant 1: no .to
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(y_ptr + offsets, x * tl.sigmoid(x), mask=mask)
+
+
+def test_a_kernel_that_only_compiles_for_counts_other_than_one_loses_its_compile_part_where_a_count_is_one():
+    """Issue 48: right in the interpreter for every size, and on a GPU for every size but n_elements == 1 (Triton
+    makes an integer argument equal to 1 a constant; measured on an H100, docs/figures.md). The drawn sizes include
+    a single element; such a launch costs the compile part, as it fails on a GPU, and only there."""
+    check, params = CHECK_CALLS["forward_kernel"]
+    assert (1, 16) in params["sizes"]
+    verdict, report = run(check, widened_count_kernel, **{**params, "sizes": [s for s in params["sizes"] if s[0] > 1]})
+    assert float(verdict) == 1.0, report
+    verdict, report = run(check, widened_count_kernel, **params)
+    assert {p.name for p in verdict.parts if p.passed is False} == {"compiles"}, report
+    assert "n_elements=1" in report and "has no attribute 'to'" in report and "equal to 1" in report, report
+
+
 def test_a_launch_the_learners_kernel_would_refuse_names_the_learners_parameter():
     @triton.jit
     def forward_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):

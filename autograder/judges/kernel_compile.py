@@ -107,6 +107,12 @@ def hint_for(why: str) -> str:
             "the compiler unrolls tl.static_range loops and constexpr branches completely: a kernel that loops over "
             "its data with range() compiles in a fraction of a second."
         )
+    if "'int' object has no attribute" in why:
+        return (
+            "a launch turns an integer argument equal to 1 into a constant, a plain Python int (Triton specializes "
+            "it, as it does the tl.constexpr parameters): it has no tensor methods there, though the interpreter, "
+            "which passes every argument the same way, has them."
+        )
     if "cannot read the source" in why:
         return "define the kernel with def in a cell of its own: Triton compiles from the source it reads."
     return (
