@@ -148,6 +148,10 @@ def compile_error_summary(error: BaseException) -> tuple[str, int | None]:
         reason = wrapped.group(2)
     if "Cannot access global variable" in text:
         reason = re.sub(r"\s+", " ", text[text.index("Cannot access global variable") :]).split(". ")[0] + "."
+    lines = text.splitlines()
+    if not reason.strip(" ^~") and len(lines) >= 2:  # no message: the caret under the source line is all there is
+        what = "tl.static_assert failed" if type(error).__name__ == "CompileTimeAssertionFailure" else "refused"
+        reason = f"{what}: {lines[-2].strip()}"
     return reason.strip()[:400], line
 
 

@@ -21,7 +21,7 @@ from coursetools.kernel_screen import screen
 
 from ..feedback import CheckFailed
 from ..registry import FAILED
-from . import answers, kernel_runs
+from . import answers, compile_hints, kernel_runs
 from .verdict import Part, share_earned
 
 GRADED_ARCH = kernel_runs.GRADED_ARCH
@@ -44,7 +44,7 @@ def judge_compiles(
         return
     problem = screen(record)
     if problem:
-        part.fail(problem, "A Triton kernel holds Triton code only: tl functions, numbers, its arguments.")
+        part.fail(problem, compile_hints.for_screen(problem))
         return
     name = record["entry"]
     answered = kernel_runs.compile(record, [(signature, constexprs) for _, signature, constexprs in launches])
@@ -56,9 +56,12 @@ def judge_compiles(
             return
         if answer["ok"] is not True:
             line = answer.get("line")
-            where = f"line {line} of `{name}`" if type(line) is int else f"`{name}`"
             why = plain(answer.get("why"))
-            part.fail(f"Compiled for sm_{GRADED_ARCH} ({what}): {where}: {why}", hint_for(why))
+            if "PassManager::run failed" in why and type(line) is not int:  # the diagnostic went to stderr
+                line = compile_hints.return_line(record)
+                why = "the kernel returns a value (the compiler's passes failed)" if line else why
+            where = f"line {line} of `{name}`" if type(line) is int else f"`{name}`"
+            part.fail(f"Compiled for sm_{GRADED_ARCH} ({what}): {where}: {why}", compile_hints.for_compiler(why))
             return
     if len(answered) < len(launches):
         part.passed = None
@@ -75,50 +78,6 @@ def plain(why: Any) -> str:
     text = why if isinstance(why, str) else "no reason given"
     text = "".join(c if c.isprintable() else " " for c in text)
     return text[:MAX_REASON_CHARS]
-
-
-def hint_for(why: str) -> str:
-    """The idea behind the compile error the compiler gave."""
-    if "Loop-carried variable" in why and "<[" in why:
-        return (
-            "a variable that is a single number before the loop becomes a block of values in it. The compiler "
-            "keeps a loop variable's type fixed: start it as a block (tl.zeros([BLOCK], dtype)), or reduce the "
-            "block inside the loop (tl.sum, tl.max) so it stays one number."
-        )
-    if "Loop-carried variable" in why:
-        return (
-            "a loop variable's type changes in the loop: a Python number (0.0, -float('inf')) starts as float32, "
-            "and float64 data makes it float64. The interpreter lets a type change; the compiler does not. Start "
-            "accumulators typed like the data: tl.zeros([], dtype) or tl.full([], value, dtype), with dtype = "
-            "out_ptr.dtype.element_ty."
-        )
-    if "Break" in why or "Continue" in why:
-        return (
-            "Triton's compiler has no break or continue: a loop runs every iteration it names. Bound the loop "
-            "instead, or mask the work of the iterations you meant to skip."
-        )
-    if "Cannot access global variable" in why:
-        return (
-            "a global read inside a kernel must be a tl.constexpr (NAME = tl.constexpr(2.0)), or be passed as an "
-            "argument: the interpreter reads any Python global, the compiler only constants it can fold in."
-        )
-    if "did not finish" in why:
-        return (
-            "the compiler unrolls tl.static_range loops and constexpr branches completely: a kernel that loops over "
-            "its data with range() compiles in a fraction of a second."
-        )
-    if "'int' object has no attribute" in why:
-        return (
-            "a launch turns an integer argument equal to 1 into a constant, a plain Python int (Triton specializes "
-            "it, as it does the tl.constexpr parameters): it has no tensor methods there, though the interpreter, "
-            "which passes every argument the same way, has them."
-        )
-    if "cannot read the source" in why:
-        return "define the kernel with def in a cell of its own: Triton compiles from the source it reads."
-    return (
-        "the interpreter runs a kernel as Python and forgives what Triton's compiler refuses: keep to the Triton "
-        "language (tl functions on blocks, typed accumulators, loops over range)."
-    )
 
 
 def run_recorded(data: Any, probe: str, params: dict[str, Any]) -> tuple[Any, dict]:

@@ -498,6 +498,19 @@ def _bf16_gradient_hint(grad: torch.Tensor, grad_ulps: torch.Tensor, expected_gr
 # --------------------------------------------------------------------------------------------- linear cross-entropy
 
 
+LINEAR_CE_KEYS = (
+    "loss",
+    "launches",
+    "forward_left",
+    "backward_left",
+    "forward_left_large",
+    "returned",
+    "largest",
+    "kept",
+    "device",
+)
+
+
 def linear_ce_cases() -> list[tuple]:
     """(N tokens, D features, V vocabulary, chunk, grad_output): chunks that divide N, and one that does not."""
     return [(16, 5, 40, 4, 1.0), (18, 4, 33, 5, 0.5)]
@@ -538,17 +551,7 @@ def judge_linear_ce(data: ProbeData, cases: Sequence[Any], seed: int = 0, points
         entry = answers.entry(
             got,
             f"case {case}",
-            (
-                "loss",
-                "launches",
-                "forward_left",
-                "backward_left",
-                "forward_left_large",
-                "returned",
-                "largest",
-                "kept",
-                "device",
-            ),
+            LINEAR_CE_KEYS,
         )
         if entry["device"] not in ALLOCATION_GRANULE:
             raise answers.mismatch(f"case {case} ran on the unknown device {entry['device']!r}")

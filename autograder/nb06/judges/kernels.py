@@ -256,7 +256,7 @@ def judge_ce_forward(
         parts,
         record,
         cases,
-        lambda dtype, stride, V: [pointer(dtype), "*i64", pointer(dtype), pointer(dtype), stride, V, ignore_index],
+        lambda dtype, stride, V: [*_ce_pointers(dtype), stride, V, ignore_index],
     )
     return verdict_of(list(parts.values()), points, "cross_entropy_forward_kernel (per-row losses)")
 
@@ -307,6 +307,11 @@ def _judge_forward_values(
             None if same else IGNORED_HINT,
             same_mistake_as=same,
         )
+
+
+def _ce_pointers(dtype: str) -> list[str]:
+    """The cross-entropy kernels' four pointers: logits, targets (int64), and two of the logits' dtype."""
+    return [pointer(dtype), "*i64", pointer(dtype), pointer(dtype)]
 
 
 def _judge_compiles(parts: dict[str, Part], record: Any, cases: Sequence[Any], positional: Callable) -> None:
@@ -461,15 +466,6 @@ def judge_ce_backward(
         parts,
         record,
         cases,
-        lambda dtype, stride, V: [
-            pointer(dtype),
-            "*i64",
-            pointer(dtype),
-            pointer(dtype),
-            stride,
-            V,
-            ignore_index,
-            "fp32",
-        ],  # fmt: skip
+        lambda dtype, stride, V: [*_ce_pointers(dtype), stride, V, ignore_index, "fp32"],
     )
     return verdict_of(list(parts.values()), points, "cross_entropy_backward_kernel (the gradient, recomputed)")
