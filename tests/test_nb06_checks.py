@@ -1739,6 +1739,33 @@ def test_a_kernel_gradient_scaled_by_grad_output_in_pytorch_is_the_kernels():
     assert points < 5.0 and "no gradient a Triton kernel wrote" in report, report
 
 
+@pytest.mark.parametrize(
+    ("mistake", "exercise_6_loses"),
+    [
+        ({"return grad, None, None": "return grad, None"}, "interface"),  # one None short
+        ({}, "reference"),  # a tensor scale (SCALE below), which the notebook warns about
+    ],
+    ids=["backward one None short", "a tensor scale"],
+)
+def test_a_mistake_of_exercise_6_is_charged_there_once_and_not_again_in_the_bfloat16_exercise(
+    mistake, exercise_6_loses
+):
+    """Issue 48: `return grad, None` cost 3.33/5 in exercise 6 (its layout part too, with the hint "make the logits
+    contiguous" for a Function that does) and 2/3 in the bfloat16 exercise; a tensor scale 4.17/5 and 2/3. Each is
+    one idea of exercise 6, charged there once; the bfloat16 exercise grades what it adds, the dtypes."""
+    scale = (lambda g, n: float(g) / n) if mistake else (lambda g, n: g / n)
+    namespace = functions_around(forward_right, backward_right, scale=scale)
+    source = FUSED_SOURCE
+    for old, new in mistake.items():
+        source = source.replace(old, new)
+    exec(compile(source, "<one mistake>", "exec"), namespace)
+    points, failed, report = fused_score(namespace["FusedCE"])
+    assert points == 4.17 and exercise_6_loses in failed and report.count("Hint:") <= 1, report  # one of 6 ideas
+    assert "make the logits contiguous" not in report, report
+    points, failed, report = verdict_of_call(nb06.check_bf16, namespace["FusedCE"])
+    assert (points, failed) == (3.0, set()), report
+
+
 def test_a_tensor_scale_is_told_to_be_a_python_number():
     namespace = functions_around(forward_right, backward_right, scale=lambda g, n: g / n)
     points, failed, report = fused_score(namespace["FusedCE"])
