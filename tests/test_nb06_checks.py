@@ -570,6 +570,36 @@ def backward_no_scale(logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, igno
 
 
 @triton.jit
+def backward_scale_on_the_softmax_only(
+    logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr
+):
+    row = tl.program_id(0)
+    target = tl.load(target_ptr + row)
+    lse = tl.load(lse_ptr + row)
+    counted = target != ignore_index
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=0.0).to(lse_ptr.dtype.element_ty)
+        g = tl.exp(x - lse) * scale - tl.where(cols == target, 1.0, 0.0)  # issue 48: it scored 0/5
+        tl.store(grad_ptr + row * stride + cols, tl.where(counted, g, 0.0), mask=cols < V)
+
+
+@triton.jit
+def backward_writes_zeros(
+    logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr
+):
+    row = tl.program_id(0)
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        tl.store(grad_ptr + row * stride + cols, tl.zeros([BLOCK_V], lse_ptr.dtype.element_ty), mask=cols < V)
+
+
+def test_a_kernel_that_writes_zeros_is_no_formula_with_a_wrong_term():
+    """The fitted formula a * softmax + b * one_hot needs both terms: zeros everywhere earn nothing, as before."""
+    assert backward_score(backward_writes_zeros)[0] == 0.0
+
+
+@triton.jit
 def backward_in_float32(
     logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr
 ):
@@ -601,6 +631,7 @@ def test_a_right_backward_kernel_gets_full_marks_on_visible_and_drawn_cases():
         (backward_ignores_nothing, {"ignored"}, "gradient of 0 in every column"),
         (backward_own_sum, {"uses_lse"}, "not from a sum of your own"),
         (backward_no_scale, {"values", "tail", "ignored", "uses_lse"}, "(softmax - one_hot) * scale"),
+        (backward_scale_on_the_softmax_only, {"values", "tail", "ignored", "uses_lse"}, "(softmax - one_hot) * scale"),
         (backward_in_float32, {"values", "tail", "ignored", "uses_lse"}, "a float64 row was computed in float32"),
     ],
 )

@@ -366,10 +366,12 @@ def backward_part(case: Sequence[Any]) -> str:
 
 
 def _backward_models(
-    seed: int, case: Sequence[Any], ignore_index: int, scale: float
+    seed: int, case: Sequence[Any], ignore_index: int, scale: float, terms: tuple[float, float] | None = None
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """(the case's gradient, what whole-formula mistakes would give instead): a case that fails by the same mistake
-    as the plain case is charged once; one that fails otherwise (a blank kernel's NaN) is charged in its own part."""
+    as the plain case is charged once; one that fails otherwise (a blank kernel's NaN) is charged in its own part.
+    terms: (a, b) of a formula a * softmax + b * one_hot fitted to the plain case (a wrong term's coefficient, such
+    as the scale on the softmax alone), the model "terms"."""
     rows, V, block, dtype, ignored, lse_shift = case
     x = row_case(seed, rows, V, dtype, 0).to(torch.float64)
     target = ce_targets(seed, rows, V, ignored, ignore_index)
@@ -385,7 +387,29 @@ def _backward_models(
         "sign": -expected,
         "no one-hot": p * scale * counted_only,
     }
+    if terms is not None:
+        models["terms"] = (terms[0] * p + terms[1] * one_hot) * counted_only
     return expected, models
+
+
+def fitted_terms(seed: int, case: Sequence[Any], ignore_index: int, grad: torch.Tensor) -> tuple[float, float] | None:
+    """(a, b) when the counted rows of `grad` are exactly a * softmax + b * one_hot with both terms present: the
+    right formula with a wrong coefficient (the scale on one term only, a factor 2). None otherwise (a blank or
+    zero kernel, another formula)."""
+    rows, V, _, dtype, ignored, lse_shift = case
+    x = row_case(seed, rows, V, dtype, 0).to(torch.float64)
+    target = ce_targets(seed, rows, V, ignored, ignore_index)
+    counted = target != ignore_index
+    if not counted.any() or not torch.isfinite(grad).all():
+        return None
+    p = torch.exp(x - (torch.logsumexp(x, dim=1, keepdim=True) + lse_shift))[counted]
+    one_hot = torch.zeros_like(p)
+    one_hot[torch.arange(p.shape[0]), target[counted]] = 1.0
+    basis = torch.stack([p.flatten(), one_hot.flatten()], dim=1)
+    a, b = torch.linalg.lstsq(basis, grad[counted].to(torch.float64).flatten()[:, None]).solution.flatten().tolist()
+    if a == 0 or b == 0 or not _matches(grad[counted].to(torch.float64), a * p + b * one_hot):
+        return None
+    return a, b
 
 
 def _matches(grad: torch.Tensor, model: torch.Tensor) -> bool:
@@ -429,7 +453,7 @@ def judge_ce_backward(
     launches, record = kernel_compile.run_recorded(data, "autograder.nb06.probes:probe_ce_backward", params)
     answered = list(zip(cases, answers.per_case(launches, cases)))
     answered.sort(key=lambda pair: backward_part(pair[0]) != "values")  # the plain cases first: see below
-    values_mistake = None
+    values_mistake, terms = None, None
     for case, got in answered:
         rows, V, block, dtype, ignored, lse_shift = case
         keys = ("grad", "written_past_V", "inputs_changed", "read_outside", "written_elsewhere")
@@ -446,13 +470,16 @@ def judge_ce_backward(
                 f"{where}: {past} value(s) stored past the end of a row",
                 "the last chunk's store needs the same mask as its load: columns at or beyond V belong to no one",
             )
-        expected, models = _backward_models(seed, case, ignore_index, scale)
+        expected, models = _backward_models(seed, case, ignore_index, scale, terms)
         bad = ~torch.isclose(grad, expected, rtol=1e-9, atol=1e-12)
         if not bad.any():
             continue
         row = int(bad.any(dim=1).nonzero()[0])
         part = backward_part(case)
         mistake = next((name for name, model in models.items() if _matches(grad, model)), None)
+        if part == "values" and mistake is None and values_mistake is None:
+            terms = fitted_terms(seed, case, ignore_index, grad)  # one wrong term: the later cases show it again
+            mistake = "terms" if terms else None
         if part == "values":
             values_mistake = mistake
         # the plain case's mistake seen again here (the same wrong formula): it costs the values' share once
