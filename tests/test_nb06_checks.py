@@ -1797,6 +1797,20 @@ def test_a_mistake_of_exercise_6_is_charged_there_once_and_not_again_in_the_bflo
     assert (points, failed) == (3.0, set()), report
 
 
+def test_lse_kept_in_float32_for_float64_logits_costs_one_idea_with_a_hint_on_precision():
+    """Issue 48: it scored 0/5 (the loss off by about 1e-8 of itself, then every part unscored) and its hint named
+    neither the dtype nor precision. One idea lost, the forward's, with a hint on float32's precision; the gradient
+    it puts off too is that mistake again."""
+    namespace = functions_around(forward_right, backward_right)
+    source = FUSED_SOURCE.replace(
+        "acc = torch.float64 if logits.dtype == torch.float64 else torch.float32", "acc = torch.float32"
+    )
+    exec(compile(source, "<lse in float32>", "exec"), namespace)
+    points, failed, report = fused_score(namespace["FusedCE"])
+    assert points == 4.17 and "forward" in failed, report
+    assert "float32's precision" in report and report.count("Hint:") == 1, report
+
+
 def test_a_tensor_scale_is_told_to_be_a_python_number():
     namespace = functions_around(forward_right, backward_right, scale=lambda g, n: g / n)
     points, failed, report = fused_score(namespace["FusedCE"])
