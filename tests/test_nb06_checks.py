@@ -428,6 +428,18 @@ def test_the_first_rows_target_read_everywhere_is_one_mistake_though_ignored_row
     assert "used row 0's target" in report and report.count("Hint:") == 1, report
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_the_first_rows_target_read_everywhere_costs_one_share_in_every_draw(seed):
+    """Issue 48: on a drawn case where every counted row's target is row 0's (two rows, the second ignored), only the
+    ignored rows showed it, and were charged on their own with the hint "store 0" (a wrong fix): 2.4/4 in some
+    draws, 3.2/4 in others. Now the loss's idea, once, in every draw."""
+    points, failed, report = forward_score(
+        forward_reads_the_first_rows_target, **draw_ce_forward(random.Random(seed), 2)
+    )
+    assert (points, failed) == (one_share_lost(4, nb06.judges.kernels.CE_FORWARD_PARTS), {"loss"}), report
+    assert "store 0" not in report and report.count("Hint:") == 1, report
+
+
 @triton.jit
 def forward_wrong_axis(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr):
     row = tl.program_id(0)

@@ -300,13 +300,15 @@ def _judge_forward_values(
             same_mistake_as="lse" if lse_wrong else None,
         )
     if not (loss[~counted] == 0).all():
-        # row 0's target read for every row: its ignored rows are wrong by the same mistake as the rest
-        same = "loss" if loss_wrong and close(loss, row0)[~counted].all() else None
-        parts["ignored"].fail(
-            f"{where}: a row whose target is ignore_index has a loss other than 0",
-            None if same else IGNORED_HINT,
-            same_mistake_as=same,
-        )
+        if t0 != ignore_index and close(loss, row0)[~counted].all():
+            # row 0's target read for every row: the loss's idea (each row its own target), whichever rows show it;
+            # where only ignored rows do (every counted row's target is row 0's), "store 0" would be a wrong fix
+            parts["loss"].fail(
+                f"{where}: a row whose target is ignore_index has the loss row 0's target gives it",
+                ROW0_TARGET_HINT,
+            )
+        else:
+            parts["ignored"].fail(f"{where}: a row whose target is ignore_index has a loss other than 0", IGNORED_HINT)
 
 
 def _ce_pointers(dtype: str) -> list[str]:
