@@ -815,6 +815,7 @@ def make_function(
     no_scale=False,
     softmax_in_pieces=False,
     gradient_in_forward=False,
+    gradient_from_saved_softmax=False,
     forward_sum=False,
     any_layout=True,
 ):
@@ -857,6 +858,10 @@ def make_function(
             if gradient_in_forward:
                 return ctx.grad * grad_output, None, None
             logits, target, kept = ctx.saved_tensors
+            if gradient_from_saved_softmax:  # forward kept the softmax; PyTorch makes the gradient from it here
+                g = kept.clone()
+                g[torch.arange(g.shape[0]), target.clamp(min=0)] -= 1.0
+                return g * (float(grad_output) / ctx.n) * (target != ctx.ignore_index)[:, None], None, None
             rows, V = logits.shape
             lse = torch.log(kept.sum(dim=1)) + 0 if False else kept
             scale = 1.0 if no_scale else float(grad_output) / ctx.n
@@ -918,6 +923,21 @@ def test_each_function_mistake_costs_its_part(options, failed_parts, hint):
     points, failed, report = fused_score(make_function(**options))
     assert failed == failed_parts, report
     assert points == FUSED_ONE_SHARE_LOST and hint in report
+
+
+def test_a_gradient_made_in_backward_from_a_kept_softmax_is_two_mistakes_not_one():
+    """Issue 48: forward keeps the softmax (the memory's idea) and backward makes the gradient from it with PyTorch
+    (the backward kernel's idea): the second was labelled "the same mistake as memory ... computed in forward and
+    kept", though it was computed in backward. Two ideas lost, each named; a gradient forward made and kept (the
+    backward kernel run in forward, scaled in backward) is still the memory's one mistake."""
+    points, failed, report = fused_score(make_function(save_softmax=True, gradient_from_saved_softmax=True))
+    assert failed == {"memory", "reference"}, report
+    assert points == round(5 * (FUSED_IDEAS - 2) / FUSED_IDEAS, 2), report
+    assert "(it was computed in forward and kept)" not in report and "no gradient a Triton kernel wrote" in report, (
+        report
+    )
+    points, failed, report = fused_score(make_function(gradient_in_forward=True))
+    assert points == FUSED_ONE_SHARE_LOST and "(it was computed in forward and kept)" in report, report
 
 
 def test_a_function_of_torch_operations_earns_no_kernel_part():

@@ -38,7 +38,7 @@ from .cases import (
 )
 
 # as imported, before any learner code runs (replaced later, they are flagged, and do not answer for the probe)
-_saved_tensors_hooks, _no_grad = torch.autograd.graph.saved_tensors_hooks, torch.no_grad
+_saved_tensors_hooks, _no_grad, _equal = torch.autograd.graph.saved_tensors_hooks, torch.no_grad, torch.equal
 
 
 GUARD = 16  # guard entries before and after an output
@@ -313,12 +313,39 @@ def _saved_while(apply: Any, args: tuple, inputs: list[torch.Tensor], name: str,
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         saved.append({"shape": tuple(t.shape), "input": t.untyped_storage().data_ptr() in own})
+        launches.setdefault("saved_tensors", []).append(t)
         return t
 
-    launches = {"n": 0, "small": rows}
+    launches: dict = {"n": 0, "small": rows}
     with counting_launches(launches), _saved_tensors_hooks(pack, lambda t: t):
         out = call_kernel(apply, *args, name=name)
     return out, saved, launches
+
+
+def kept_for_backward(node: Any, saved: list) -> list:
+    """The tensors forward left for backward: those it saved (the hooks saw them) and those kept on ctx as
+    attributes (directly, or in a list, tuple or dict)."""
+    kept = list(saved)
+    try:
+        attributes = dict(vars(node))
+    except TypeError:
+        return kept
+    for value in attributes.values():
+        values = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+        kept += [v for v in values if isinstance(v, torch.Tensor) and v.device.type != "meta"]
+    return kept
+
+
+def made_in_forward(grad: Any, kept: list, handed: torch.Tensor) -> bool:
+    """Whether backward handed back a gradient forward made and kept: one of the kept tensors, or one of them times
+    the grad_output backward was handed (not a gradient computed in backward from what forward kept)."""
+    if not isinstance(grad, torch.Tensor) or grad.device.type == "meta":
+        return False
+    with _no_grad():
+        return any(
+            t.shape == grad.shape and t.dtype == grad.dtype and (_equal(t, grad) or _equal(t * handed, grad))
+            for t in kept
+        )
 
 
 def left_by_launches(launches: dict, most: int, key: str = "left") -> torch.Tensor:
@@ -369,6 +396,7 @@ def _probe_fused_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: int
         if loss.grad_fn is None:
             raise CheckFailed(f"The loss `{name}.apply` returned has no grad_fn: forward must return a tensor it made.")
         kept = kept_on_ctx(loss.grad_fn, (logits, target))
+        left_for_backward = kept_for_backward(loss.grad_fn, forward.pop("saved_tensors", []))
         launches, backward_error = {"n": 0}, None
         try:  # a backward that raises costs the backward's parts, as in notebook 05: forward is judged all the same
             handed = torch.full_like(loss, grad_output)
@@ -391,15 +419,7 @@ def _probe_fused_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: int
         # (or it times grad_output: a kernel launched with scale 1/counted, its gradient scaled in PyTorch)
         made = backward_error is None and grads and written_by_launch(launches, grads[0], times=handed)
         backward_launches = launches["n"] if made else 0
-        moved = []
-        if numeric:
-            with _no_grad():
-                for i in range(rows):
-                    for j in range(V):
-                        for sign in (1, -1):
-                            z = x.clone()
-                            z[i, j] += sign * eps
-                            moved.append(float(call_kernel(apply, z, target, ignore_index, name=name)))
+        moved = _moved_losses(apply, x, (target, ignore_index), eps, name) if numeric else []
         data.append(
             {
                 "loss": float(loss.detach()),
@@ -412,9 +432,24 @@ def _probe_fused_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: int
                 "moved": moved,
                 "backward_error": backward_error,
                 "kept": kept,
+                # the gradient handed back was made in forward and kept (not computed in backward from what was)
+                "grad_from_forward": bool(grads) and made_in_forward(grads[0], left_for_backward, handed),
             }
         )
     return {"cases": data, "layout": _layout_run(apply, name, cases[0], seed, ignore_index) if cases else None}
+
+
+def _moved_losses(apply: Any, x: torch.Tensor, rest: tuple, eps: float, name: str) -> list[float]:
+    """The loss at every logit moved by +eps and -eps, in that order: the judge's central differences."""
+    moved = []
+    with _no_grad():
+        for i in range(x.shape[0]):
+            for j in range(x.shape[1]):
+                for sign in (1, -1):
+                    z = x.clone()
+                    z[i, j] += sign * eps
+                    moved.append(float(call_kernel(apply, z, *rest, name=name)))
+    return moved
 
 
 def _layout_run(apply: Any, name: str, case: Sequence[Any], seed: int, ignore_index: int) -> dict:

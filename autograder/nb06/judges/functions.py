@@ -162,15 +162,16 @@ def _judge_fused_grad(
     target: torch.Tensor,
     ignore_index: int,
     ignored: int,
-    kept_whole: bool = False,
+    made_in_forward: bool = False,
 ) -> None:
     """The logits' gradient: launched by a kernel, of the logits' shape, equal to the reference (a gradient scaled by
     the mean over every row is the mean's mistake again, counted once; a right gradient computed in forward and
-    kept is the memory's mistake, counted once)."""
+    kept -- the very tensor forward kept, of the logits' size -- is the memory's mistake, counted once; one computed
+    in backward with PyTorch, from a softmax forward kept, is a mistake of its own)."""
     rows = expected.shape[0]
     if not launches:
         from_forward = (
-            kept_whole and isinstance(grad, torch.Tensor) and tuple(grad.shape) == tuple(expected.shape)
+            made_in_forward and isinstance(grad, torch.Tensor) and tuple(grad.shape) == tuple(expected.shape)
             and torch.allclose(grad, expected, rtol=1e-7, atol=1e-10)
         )  # fmt: skip
         parts["reference"].fail(
@@ -198,6 +199,19 @@ def _judge_fused_grad(
         )  # fmt: skip
 
 
+FUSED_KEYS = (
+    "loss",
+    "saved",
+    "launches",
+    "forward_left",
+    "returned",
+    "moved",
+    "backward_error",
+    "kept",
+    "grad_from_forward",
+)
+
+
 @decides("check_fused_ce", draw=draw_fused_ce)
 def judge_fused_ce(
     data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, eps: float = 1e-6, points: float = 5
@@ -208,11 +222,7 @@ def judge_fused_ce(
         raise answers.mismatch("the cases' answers and the layout run were expected")
     for case, got in zip(cases, answers.per_case(data["cases"], cases)):
         rows, V, ignored, grad_output, numeric = case
-        entry = answers.entry(
-            got,
-            f"case {case}",
-            ("loss", "saved", "launches", "forward_left", "returned", "moved", "backward_error", "kept"),
-        )
+        entry = answers.entry(got, f"case {case}", FUSED_KEYS)
         loss = answers.number(entry["loss"], f"the loss of case {case}")
         saved = _saved_entries(entry["saved"], f"what forward saved in case {case}")
         launches = answers.numbers(entry["launches"], f"the launches of case {case}", length=2)
@@ -231,7 +241,10 @@ def judge_fused_ce(
         grad = returned[0] if returned else None
         kept_whole = _judge_fused_memory(parts, where, saved, _kept_entries(entry["kept"], case), rows, V)
         if entry["backward_error"] is None:
-            _judge_fused_grad(parts, where, grad, launches[1], expected_grad, target, ignore_index, ignored, kept_whole)
+            made_in_forward = kept_whole and answers.flag(entry["grad_from_forward"], f"the gradient of case {case}")
+            _judge_fused_grad(
+                parts, where, grad, launches[1], expected_grad, target, ignore_index, ignored, made_in_forward
+            )
         # something right, to float32's precision at least: what a blank answer never is (the gate below)
         right.append(math.isclose(loss, float(expected.detach()), rel_tol=FLOAT32_RTOL, abs_tol=1e-12))
         if isinstance(grad, torch.Tensor) and tuple(grad.shape) == (rows, V):
