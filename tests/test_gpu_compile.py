@@ -36,6 +36,7 @@ LAUNCHES = {
     "silu_backward_kernel": ([(d, d, d) for d in ("float64", "float32", "bfloat16")], ["i32"], "BLOCK_SIZE"),
     "square_rows_kernel": ([("float32", "float32")], ["i32"] * 5, "BLOCK_SIZE"),
     "to_bfloat16_kernel": ([("float32", "bfloat16")], ["i32"], "BLOCK"),
+    "add_in_bfloat16_kernel": ([("bfloat16",) * 4], [], "BLOCK"),
     "row_max_kernel": ([(d, d) for d in ("float64", "float32")], ["i32", "i32"], "BLOCK_V"),
     "row_lse_kernel": ([(d, d) for d in ("float64", "float32")], ["i32", "i32"], "BLOCK_V"),
     "ce_forward_kernel": (

@@ -164,6 +164,7 @@ NOT_RUN = {
     "bench-checks": "prints figures",
     "bench-grading": "grades in a temporary folder",
     "bench-on-submit": "grades in a temporary folder (with its own exchange, redis-server and Celery workers)",
+    "pins-elsewhere": "resolves requirements.txt for other platforms with uv (reads the registry, writes nothing)",
 }
 
 

@@ -1171,7 +1171,7 @@ def test_a_backward_that_raises_costs_the_backward_only_with_its_message():
 
 
 # ------------------------------------------------------------------------------------------ linear cross-entropy
-from autograder.nb06.judges.functions import draw_linear_ce, linear_ce_cases  # noqa: E402
+from autograder.nb06.judges.linear import draw_linear_ce, linear_ce_cases  # noqa: E402
 
 
 def _torch_chunk_loss(logits, target):
