@@ -842,11 +842,11 @@ class TritonSiLU(Function):
 """
 
 
-def _notebook_triton_silu(forward_kernel, backward_kernel, **more):
-    """TritonSiLU as a notebook defines it: reading the kernels by their notebook names, as globals."""
+def _notebook_triton_silu(forward_kernel, backward_kernel, source=TRITON_SILU_SOURCE, **more):
+    """TritonSiLU as a notebook defines it (`source`): reading the kernels by their notebook names, as globals."""
     space = {"Function": Function, "torch": torch, "triton": triton, **more}
     space.update(silu_forward_kernel=forward_kernel, silu_backward_kernel=backward_kernel)
-    exec(TRITON_SILU_SOURCE, space)
+    exec(source, space)
     return space
 
 
@@ -897,9 +897,7 @@ def test_a_launch_by_keyword_runs_as_it_does_with_the_learners_kernels(launches)
 
     old, new = launches
     assert old in TRITON_SILU_SOURCE
-    space = {"Function": Function, "torch": torch, "triton": triton}
-    space.update(silu_forward_kernel=forward_kernel, silu_backward_kernel=backward_kernel)
-    exec(TRITON_SILU_SOURCE.replace(old, new), space)
+    space = _notebook_triton_silu(forward_kernel, backward_kernel, TRITON_SILU_SOURCE.replace(old, new))
     check, params = CHECK_CALLS["triton_silu"]
     verdict, report = run(check, space["TritonSiLU"], **params)
     assert verdict is not None and float(verdict) == params["points"], report
@@ -919,9 +917,7 @@ def test_a_kernel_derivative_scaled_by_grad_output_in_pytorch_is_the_kernels():
     check, params = CHECK_CALLS["triton_silu"]
     scores = []
     for source in (scaled, beside):
-        space = {"Function": Function, "torch": torch, "triton": triton}
-        space.update(silu_forward_kernel=silu_forward_kernel, silu_backward_kernel=silu_backward_kernel)
-        exec(source, space)
+        space = _notebook_triton_silu(silu_forward_kernel, silu_backward_kernel, source)
         verdict, report = run(check, space["TritonSiLU"], **params)
         scores.append((float(verdict) if verdict is not None else 0.0, report))
     assert scores[0][0] == params["points"], scores[0][1]
@@ -955,9 +951,7 @@ def test_a_launch_the_learners_kernel_would_refuse_names_the_learners_parameter(
         pass
 
     source = TRITON_SILU_SOURCE.replace("(x, y, x.numel(), BLOCK_SIZE=1024)", "(x_ptr=x, y=y, n_elements=x.numel())")
-    space = {"Function": Function, "torch": torch, "triton": triton}
-    space.update(silu_forward_kernel=forward_kernel, silu_backward_kernel=silu_backward_kernel)
-    exec(source, space)
+    space = _notebook_triton_silu(forward_kernel, silu_backward_kernel, source)
     check, params = CHECK_CALLS["triton_silu"]
     verdict, report = run(check, space["TritonSiLU"], **params)
     assert verdict is None or float(verdict) < params["points"]
@@ -969,9 +963,7 @@ def test_the_function_around_the_course_kernels_is_still_graded():
     """The stand-ins replace the kernels, not the Function: a wrapper mistake (no .contiguous()) still loses its
     part, and the report says whose kernels ran."""
     source = TRITON_SILU_SOURCE.replace("x = x.contiguous()", "pass  # x as it comes")
-    space = {"Function": Function, "torch": torch, "triton": triton}
-    space.update(silu_forward_kernel=silu_forward_kernel, silu_backward_kernel=silu_backward_kernel)
-    exec(source, space)
+    space = _notebook_triton_silu(silu_forward_kernel, silu_backward_kernel, source)
     check, params = CHECK_CALLS["triton_silu"]
     verdict, report = run(check, space["TritonSiLU"], **params)
     assert verdict is not None and {p.name for p in verdict.parts if p.passed is False} == {"layout"}, report
