@@ -9,6 +9,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the
 
 import math  # noqa: E402
 import random  # noqa: E402
+import sys  # noqa: E402
 
 import pytest  # noqa: E402
 import triton  # noqa: E402
@@ -17,6 +18,7 @@ import triton.language as tl  # noqa: E402
 import autograder.nb06.judges  # noqa: E402,F401  (nb06.judges.* below)
 from autograder import nb06  # noqa: E402
 from autograder.feedback import CheckFailed  # noqa: E402
+from autograder.nb06 import probes as nb06_probes  # noqa: E402
 from autograder.nb06.judges.kernels import draw_row_lse, row_lse_cases  # noqa: E402
 
 pytestmark = pytest.mark.nb06
@@ -1109,14 +1111,25 @@ def test_bf16_in_ulps_a_right_function_keeps_every_part():
 @pytest.mark.parametrize(
     ("answer", "failed_parts", "points", "says"),
     [
-        (make_function(torch_only=True), {"loss", "gradient"}, 0.0, "forward launched no Triton kernel"),
+        (make_function(torch_only=True), {"loss"}, 0.0, "forward launched no Triton kernel"),
         (fused_with_forward("launch_on_zeros"), {"loss"}, 2.0, "the loss is not what the kernels wrote"),
-        (make_function(launch_for_show=True), {"gradient"}, 2.0, "no gradient a Triton kernel wrote"),
+        # PyTorch's gradient beside a launch for show: exercise 6 charges it; here it is not scored, nor earned
+        (make_function(launch_for_show=True), set(), 3.0, "not scored here: backward handed back no gradient"),
+        # the softmax kept, the gradient made from it by PyTorch in backward: exercise 6's two ideas, not this one's
+        (
+            make_function(save_softmax=True, gradient_from_saved_softmax=True),
+            set(),
+            3.0,
+            "not scored here: backward handed back no gradient",
+        ),
+        # ... and the dtypes alone earn nothing where the loss is wrong
+        (make_function(launch_for_show=True, forward_sum=True), {"loss"}, 0.0, "neither the loss nor the gradient"),
     ],
 )
 def test_bf16_counts_the_kernels_launches(answer, failed_parts, points, says):
-    """Before, the bfloat16 check counted no launch: PyTorch in float32 (or beside a launch for show) kept 3/3.
-    On the notebook's case (8 rows of 4 096 columns)."""
+    """Before, the bfloat16 check counted no launch: PyTorch in float32 kept 3/3. A gradient no kernel wrote earns
+    nothing here and costs nothing here: exercise 6 charges it once (issue 48), and the loss and the dtypes are still
+    judged. On the notebook's case (8 rows of 4 096 columns)."""
     got, failed, report = verdict_of_call(nb06.check_bf16, answer)
     assert (got, failed) == (points, failed_parts) and says in report, report
 
@@ -1995,3 +2008,18 @@ def test_the_watch_sees_a_descriptors_reads_and_refuses_what_lies_outside_every_
     with watching([far, out], reads=Spans.per_row([out]), writes=Spans.per_row([out])) as seen:
         lse_stores_two_rows_masked[(3,)](far, out, 1 << 20, 16, BLOCK_V=16)  # rows 1 and 2 lie far past `far`
     assert seen["refused_reads"] == 2 * 16 and seen["writes_elsewhere"] == 2, seen  # not read: never performed
+
+
+def test_the_memory_probe_shows_the_learner_none_of_the_profilers_own_lines(capfd):
+    """Exercise 8's test cell printed 16 lines of PyTorch's profiler ("USDT: ... profiler_start") and an allocator
+    warning under the learner's answer (issue 48): the profiler writes them on descriptor 2, which a notebook shows.
+    The bare profiler prints them in this PyTorch (the control); the probe's measurement prints none."""
+    with nb06_probes._profile(profile_memory=True, use_kineto=False):
+        torch.ones(1000) * 2
+    assert "profiler_start" in capfd.readouterr().err
+    with nb06_probes.largest_allocation() as box:
+        torch.ones(1000) * 2
+    err = capfd.readouterr().err
+    assert box["largest"] >= 4000 and "USDT" not in err and "profiler_" not in err, err
+    print("still shown", file=sys.stderr)  # what Python writes on stderr afterwards still shows
+    assert "still shown" in capfd.readouterr().err

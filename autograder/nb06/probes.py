@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -531,13 +533,36 @@ _profile = torch.autograd.profiler.profile  # as imported, before any learner co
 
 
 @contextmanager
+def native_stderr_silenced() -> Iterator[None]:
+    """While active, what C++ writes on descriptor 2 goes nowhere: the profiler's own lines ("USDT: ...
+    profiler_start", "CPUAllocator ... unknown size") are not the learner's to read, and no setting quiets them.
+    Python's sys.stderr in a notebook is the kernel's stream, not descriptor 2: a learner's prints still show."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no descriptor 2 to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as nowhere:
+            os.dup2(nowhere.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+@contextmanager
 def largest_allocation() -> Iterator[dict]:
     """While active: box["largest"] becomes the bytes of the largest block of memory any PyTorch operation allocated
     (from the profiler's memory accounting at the allocator, whatever the learner's code did to dispatch: a tensor
     made with dispatch or torch functions disabled is seen too). Inputs made before are not counted."""
     box = {"largest": 0}
     on_gpu = kernel_device() == "cuda"
-    with _profile(profile_memory=True, use_kineto=False, use_device="cuda" if on_gpu else None) as prof:
+    with (
+        native_stderr_silenced(),
+        _profile(profile_memory=True, use_kineto=False, use_device="cuda" if on_gpu else None) as prof,
+    ):
         yield box
     memory = "self_device_memory_usage" if on_gpu else "self_cpu_memory_usage"
     box["largest"] = max((max(getattr(e, memory), 0) for e in prof.function_events), default=0)

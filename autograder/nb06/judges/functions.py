@@ -463,10 +463,10 @@ def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, poi
         _judge_bf16_loss(parts, where, loss, entry["loss_dtype"], x, target)
         return _bf16_verdict(parts, points)
     grad = answers.tensor(entry["grad"], "the bf16 gradient", shape=(rows, V))
-    if not launches[1]:
-        parts["gradient"].fail(
-            f"{where}: backward handed back no gradient a Triton kernel wrote",
-            "backward runs your backward kernel, writing into a new gradient tensor, and returns that tensor",
+    if not launches[1]:  # exercise 6 charges it; the gradient's precision here would be PyTorch's, not the kernel's
+        parts["gradient"].unscore(
+            f"not scored here: backward handed back no gradient a Triton kernel wrote ({where}), which exercise 6 "
+            "charges; this exercise grades what bfloat16 adds"
         )
     x64 = x.to(torch.float64).requires_grad_()
     expected = torch.nn.functional.cross_entropy(x64, target)
@@ -497,7 +497,7 @@ def exercise_6s_idea(error: str) -> bool:
 
 
 def _bf16_verdict(parts: dict[str, Part], points: float) -> Verdict:
-    if parts["loss"].passed is False and parts["gradient"].passed is False:  # a dtype alone earns nothing
+    if parts["loss"].passed is False and not parts["gradient"].passed:  # a dtype alone earns nothing
         parts["dtype"].unscore("not scored: neither the loss nor the gradient is right")
     return verdict_of(list(parts.values()), points, "FusedCrossEntropy on bfloat16 logits")
 
