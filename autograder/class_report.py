@@ -185,6 +185,29 @@ def grading_times(db_url: str, assignment: str) -> str:
     )
 
 
+def late_submissions(db_url: str, assignment: str) -> str:
+    """The assignment's due date and who handed in late, with the penalties the gradebook holds, as a sentence."""
+    from .gradebook import Gradebook, MissingEntry
+
+    with Gradebook(db_url) as gb:
+        try:
+            found = gb.find_assignment(assignment)
+        except MissingEntry:
+            return ""
+        if found.duedate is None:
+            return "No due date is set for this assignment: no submission counts as late."
+        late = sorted(
+            (s.student.id, s.total_seconds_late, float(s.late_submission_penalty or 0))
+            for s in found.submissions
+            if s.total_seconds_late > 0
+        )
+        due = f"{found.duedate:%Y-%m-%d %H:%M} UTC"
+    if not late:
+        return f"Due {due}: every submission was on time."
+    listed = "; ".join(f"{who}: {seconds / 3600:.1f} h late, −{penalty:g} points" for who, seconds, penalty in late)
+    return f"Due {due}: {len(late)} late submission(s) ({listed})."
+
+
 def write_report(course_root: Path, assignment: str, db_url: str, out: Path) -> Path:
     """report.html (and its PNGs) in `out`; returns the page's path."""
     from .coursedir import put_interpreter_scripts_on_path
@@ -196,6 +219,7 @@ def write_report(course_root: Path, assignment: str, db_url: str, out: Path) -> 
     _plot_mistakes(exercises, out)
     learners = len({s for e in exercises.values() for s in e.scores})
     timing = grading_times(db_url, assignment)
+    lateness = late_submissions(db_url, assignment)
     rows = []
     for gid, e in exercises.items():
         full = sum(1 for s in e.scores.values() if s >= e.max_score)
@@ -221,6 +245,7 @@ img{{max-width:100%}}</style></head><body>
 <p>{learners} graded submission(s). Hints are what the judges told each learner on the cases their notebook shows;
 the hidden tests' reports are left out.</p>
 <p>{timing}</p>
+<p>{html.escape(lateness)}</p>
 <img src="scores.png" alt="scores per exercise"><img src="mistakes.png" alt="the most common mistakes">
 <h2>Per exercise</h2>
 <table><tr><th>exercise</th><th>mean</th><th>full marks</th><th>not written</th><th>most common mistakes</th>

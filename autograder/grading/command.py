@@ -20,12 +20,12 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..coursedir import put_interpreter_scripts_on_path
-from . import intake, reach, record, sandbox
+from . import intake, late, reach, record, sandbox
 from .jobs import CellGrade, Flag, Job, NotebookResult, SandboxSettings, SubmissionResult
 from .pool import Progress, Worker, run_jobs
 from .report import SubmissionScore, read_scores
@@ -137,6 +137,8 @@ class GradingRun:
     recorder: Callable
     scratch_base: Path
     seq: int  # the last sandbox uid sequence number handed out
+    config_dir: Path = Path(".")  # the folder of the course's nbgrader_config.py (its late penalty plugin)
+    timestamps: dict[str, str] = field(default_factory=dict)  # student -> when submitted, where not timestamp.txt
 
     @property
     def per_submission_s(self) -> float:
@@ -160,12 +162,16 @@ def grade_assignment(
     recorder: Callable[..., tuple[float, float]] = record.record,
     pool: list[Worker] | None = None,
     left_out: dict[str, dict] | None = None,
+    config_dir: Path | None = None,
+    timestamps: dict[str, str] | None = None,
 ) -> list[SubmissionScore]:
     """Grade `students` (default: all who submitted), write feedback; return their scores.
     `recorder(db_url, result, content_hash, timestamp) -> (score, max)` writes a graded submission (a Celery
     worker passes one that writes each submission exactly once: autograder.scale.ledger). `pool`: grading
     processes kept warm by the caller across calls (a Celery worker's), left running at the end. `left_out`:
-    student -> what an earlier reading of their submission left out (links, special files: a Celery payload's)."""
+    student -> what an earlier reading of their submission left out (links, special files: a Celery payload's).
+    `config_dir`: where the course's nbgrader_config.py is (default the course root): its late penalty applies.
+    `timestamps`: student -> when they submitted, in place of timestamp.txt (a Celery payload's)."""
     put_interpreter_scripts_on_path()  # nbgrader's gradebook runs `alembic`: found without an activated venv
     course_root = Path(course_root).resolve()
     db_url = db_url or f"sqlite:///{course_root / 'gradebook.db'}"
@@ -180,6 +186,7 @@ def grade_assignment(
     try:
         run = _prepare(course_root, assignment, db_url, source, release, info, limits, workers, students)
         run.left_out, run.recorder = left_out or {}, recorder
+        run.config_dir, run.timestamps = Path(config_dir or course_root), timestamps or {}
         todo = _todo(run, students, force, log)
         size = min(workers, max(len(todo), 1))
         log(f"Grading {len(todo)} submission(s) of {assignment} with {size} worker(s) ...")
@@ -313,6 +320,9 @@ def _start(run: GradingRun, worker: Worker, student: str) -> None:
         ).hexdigest(),
         left_out=run.left_out.get(student, {}),
     )
+    submitted = run.timestamps.get(student) or _read_timestamp(run.course_root / "submitted" / student / run.assignment)
+    deadline = late.deadline(run.db_url, run.assignment, student, submitted)
+    job.seconds_late, job.due, job.late_config = deadline.seconds_late, deadline.due, str(run.config_dir)
     (job_dir / "job.json").write_text(job.to_json())
     worker.submit(student, job_dir, run.per_submission_s)
     worker.uid = job.kernel_uid

@@ -37,6 +37,9 @@ class Job:
     threads: int = 1
     draw_key: str = ""  # seeds the hidden cases: from the gradebook's secret and the submission's content
     left_out: dict = field(default_factory=dict)  # Intake.left_out() of an earlier reading (a Celery payload's)
+    seconds_late: float = 0.0  # by the gradebook's due date (autograder.grading.late); 0: on time or none set
+    due: str = ""  # that due date, as the learner reads it
+    late_config: str = ""  # the folder of the course's nbgrader_config.py, whose plugin sets the late penalty
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -182,6 +185,7 @@ class NotebookResult:
     flags: list[Flag] = field(default_factory=list)
     # grade_id -> the grade on the tests the learner's copy shows (hidden cases left out): "visible" feedback
     shown: dict[str, CellGrade] = field(default_factory=dict)
+    late_penalty: float | None = None  # points the course's late penalty takes (nbgrader's late_submission_penalty)
 
     @property
     def score(self) -> float:
@@ -201,6 +205,7 @@ class NotebookResult:
             messages=list(data["messages"]),
             flags=[Flag(**f) for f in data["flags"]],
             shown={k: CellGrade(**v) for k, v in data.get("shown", {}).items()},
+            late_penalty=data.get("late_penalty"),
         )
 
 

@@ -134,15 +134,17 @@ def record(db_url: str, result: SubmissionResult, content_hash: str, timestamp: 
 
 
 def _record(db_url, result, content_hash, timestamp, assignment, student, Gradebook, MissingEntry):
+    extension = None
     with Gradebook(db_url) as gb:
         gb.update_or_create_student(student)
         try:
+            extension = gb.find_submission(assignment, student).extension  # the instructor's: kept
             gb.remove_submission(assignment, student)
         except MissingEntry:
             pass
     with Gradebook(db_url) as gb:
-        kwargs = {"timestamp": timestamp} if timestamp else {}
-        gb.add_submission(assignment, student, **kwargs)
+        kwargs: dict[str, Any] = {"timestamp": timestamp} if timestamp else {}
+        gb.add_submission(assignment, student, **kwargs, **({"extension": extension} if extension else {}))
         for name, nb in result.notebooks.items():
             for gid, grade in nb.grades.items():
                 row = gb.find_grade(gid, name, assignment, student)
@@ -155,10 +157,13 @@ def _record(db_url, result, content_hash, timestamp, assignment, student, Gradeb
                     gb.find_comment(gid, name, assignment, student).auto_comment = comment
                 except MissingEntry:
                     pass
-            gb.find_submission_notebook(name, assignment, student).flagged = bool(nb.flags)
+            notebook = gb.find_submission_notebook(name, assignment, student)
+            notebook.flagged = bool(nb.flags)
+            notebook.late_submission_penalty = nb.late_penalty  # None: on time, or no penalty (as nbgrader)
         gb.db.commit()
         sub = gb.find_submission(assignment, student)
-        score, max_score = float(sub.score), float(sub.max_score)
+        score = max(0.0, float(sub.score) - float(sub.late_submission_penalty or 0))  # as nbgrader's export
+        max_score = float(sub.max_score)
     with engine(db_url).begin() as conn:
         conn.execute(delete(GRADED).where((GRADED.c.assignment == assignment) & (GRADED.c.student == student)))
         conn.execute(

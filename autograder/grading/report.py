@@ -45,7 +45,7 @@ def read_scores(db_url: str, assignment: str, students: list[str]) -> list[Submi
                 SubmissionScore(
                     student,
                     assignment,
-                    float(sub.score),
+                    max(0.0, float(sub.score) - float(sub.late_submission_penalty or 0)),  # as nbgrader's export
                     float(sub.max_score),
                     by_cell,
                     "\n".join(messages),

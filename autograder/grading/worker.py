@@ -25,7 +25,7 @@ from nbformat import NotebookNode
 
 from ..judges import kernel_runs
 from ..registry import CHECKS
-from . import intake, sandbox, warm
+from . import intake, late, sandbox, warm
 from .assemble import build_execution
 from .execute import execute
 from .flags import static_patches, structural_flags
@@ -353,10 +353,19 @@ def grade_submission(job: Job) -> SubmissionResult:
         if found[name] is None and taken.refuses(f"{name}.ipynb"):
             nb_result.status, nb_result.messages = "refused", []  # not "missing": the learner's message says why
         result.notebooks[name] = nb_result
+        if job.seconds_late > 0:
+            charge_lateness(job, nb_result)
         write_feedback(name, nb_result, graded, out_dir, result.messages)
     shutil.rmtree(taken.folder, ignore_errors=True)
     result.seconds = round(time.monotonic() - start, 2)
     return result
+
+
+def charge_lateness(job: Job, nb_result: NotebookResult) -> None:
+    """The course's late penalty on the notebook's score, said in its feedback (nbgrader's plugin decides it)."""
+    deadline = late.Deadline(job.seconds_late, job.due)
+    nb_result.late_penalty = late.penalty(job.late_config, job.student, nb_result.score, job.seconds_late)
+    nb_result.messages.insert(0, late.message(deadline, nb_result.late_penalty, nb_result.score))
 
 
 def runs_kernels(spec: AssignmentSpec) -> bool:

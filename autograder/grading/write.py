@@ -153,7 +153,11 @@ def feedback_page(
             meta["comment"] = result.comments[gid]
     sanitize_notebook(nb)  # the grader's notes name files the learner named
     score, max_score = sum(g.score for g in grades.values()), sum(g.max for g in grades.values())
+    # as nbgrader's GetGrades: the score less the late penalty, which its template lists (the notes say why)
+    penalty = 0.0 if shown_only else result.late_penalty or 0.0
     exporter = feedback_exporter()
-    resources = {"nbgrader": {"notebook": name, "score": score, "max_score": max_score, "late_penalty": 0}}
+    resources = {
+        "nbgrader": {"notebook": name, "score": score - penalty, "max_score": max_score, "late_penalty": penalty}
+    }
     html, _ = exporter.from_notebook_node(nb, resources=resources)
     return html

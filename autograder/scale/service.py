@@ -220,6 +220,8 @@ def _grade(
             recorder=write_once,
             pool=warm_pool(),
             left_out={payload.student: payload.left_out},
+            config_dir=settings.course_dir,  # its nbgrader_config.py: the late penalty
+            timestamps={payload.student: payload.submitted_at},
         )
     return outcome[0] if outcome else "not graded"
 
