@@ -186,6 +186,7 @@ LONGEST_FIRST = {
     "test_release": 49,
     "test_grading_resume": 46,
     "test_celery_on_submit": 41,
+    "test_late_penalties": 80,  # stock nbgrader grades two classes; measured here (slow cores): 196 s
     "test_nb05_checks": 36,  # the longest of `make test-fast`, so that its run ends with short tests too
     "test_postgres": 32,
     "test_grading_perimeter": 32,

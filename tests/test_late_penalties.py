@@ -17,6 +17,8 @@ from autograder.grading import autograde, grade_assignment, late
 from autograder.grading.report import export_csv
 from benchmarks.grading import ASSIGNMENT, build
 
+pytestmark = pytest.mark.slow  # grades small classes, and with stock nbgrader
+
 DUE = "2026-11-01 10:00:00.000000 UTC"
 SUBMITTED = {  # learner i's work is example i % 3: right, with mistakes, blank
     "learner000": "2026-11-01 09:59:00.000000 UTC",  # on time
