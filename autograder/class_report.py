@@ -208,8 +208,47 @@ def late_submissions(db_url: str, assignment: str) -> str:
     return f"Due {due}: {len(late)} late submission(s) ({listed})."
 
 
-def write_report(course_root: Path, assignment: str, db_url: str, out: Path) -> Path:
-    """report.html (and its PNGs) in `out`; returns the page's path."""
+def write_similarity(
+    course_root: Path,
+    assignment: str,
+    db_url: str,
+    out: Path,
+    source: str = "source",
+    release: str = "release",
+    threshold: float | None = None,
+) -> tuple[Path, list[str]]:
+    """similarity.html in `out`, each learner's highest similarity kept for the CSV export; (the page, a summary
+    line per exercise)."""
+    from . import similarity
+
+    threshold = similarity.THRESHOLD if threshold is None else threshold
+    results, notes = similarity.compare_class(course_root, assignment, source, release, threshold)
+    similarity.save(db_url, assignment, results)
+    out.mkdir(parents=True, exist_ok=True)
+    section = similarity.html_section(results, threshold)
+    page = out / "similarity.html"
+    page.write_text(
+        f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Similar answers: {html.escape(assignment)}</title>
+<style>{PAGE_STYLE}</style></head><body>
+<h1>Similar answers: {html.escape(assignment)}</h1>{section}
+{"".join(f"<p>{html.escape(n)}</p>" for n in notes)}</body></html>
+"""
+    )
+    return page, similarity.summary(results) + notes
+
+
+PAGE_STYLE = (
+    "body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
+    "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.4em;vertical-align:top;text-align:left}"
+    "img{max-width:100%}table.pair td{width:50%}pre{white-space:pre-wrap;margin:0}mark{background:#fd6}"
+)
+
+
+def write_report(
+    course_root: Path, assignment: str, db_url: str, out: Path, source: str = "source", release: str = "release"
+) -> Path:
+    """report.html (and its PNGs, and similarity.html) in `out`; returns the page's path."""
     from .coursedir import put_interpreter_scripts_on_path
 
     put_interpreter_scripts_on_path()  # nbgrader's gradebook runs `alembic`: found without an activated venv
@@ -220,6 +259,7 @@ def write_report(course_root: Path, assignment: str, db_url: str, out: Path) -> 
     learners = len({s for e in exercises.values() for s in e.scores})
     timing = grading_times(db_url, assignment)
     lateness = late_submissions(db_url, assignment)
+    _, similar = write_similarity(course_root, assignment, db_url, out, source, release)
     rows = []
     for gid, e in exercises.items():
         full = sum(1 for s in e.scores.values() if s >= e.max_score)
@@ -238,9 +278,7 @@ def write_report(course_root: Path, assignment: str, db_url: str, out: Path) -> 
         )
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Class report: {html.escape(assignment)}</title>
-<style>body{{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}}
-table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.4em;vertical-align:top;text-align:left}}
-img{{max-width:100%}}</style></head><body>
+<style>{PAGE_STYLE}</style></head><body>
 <h1>Class report: {html.escape(assignment)}</h1>
 <p>{learners} graded submission(s). Hints are what the judges told each learner on the cases their notebook shows;
 the hidden tests' reports are left out.</p>
@@ -250,7 +288,11 @@ the hidden tests' reports are left out.</p>
 <h2>Per exercise</h2>
 <table><tr><th>exercise</th><th>mean</th><th>full marks</th><th>not written</th><th>most common mistakes</th>
 <th>flags</th></tr>
-{"".join(rows)}</table></body></html>
+{"".join(rows)}</table>
+<h2>Similar answers</h2>
+<p>Pairs of answers that share most of their code (a flag for a person to read, never a score change; how it works
+and each pair side by side: <a href="similarity.html">similarity.html</a>):</p>
+<ul>{"".join(f"<li>{html.escape(line)}</li>" for line in similar)}</ul></body></html>
 """
     path = out / "report.html"
     path.write_text(page)

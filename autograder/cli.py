@@ -86,6 +86,15 @@ def _service_arguments(sub) -> None:
     r.add_argument("--out", type=Path, default=None, help="folder for report.html and its plots (default: reports/NN)")
     r.add_argument("--course-dir", type=Path, default=None, help="nbgrader course directory (default: this repository)")
     r.add_argument("--db-url", default=None, help="gradebook URL (default: the course's SQLite gradebook)")
+    m = sub.add_parser(
+        "similarity",
+        help="similar answers across the class, exercise by exercise (offline; a flag for a person, never a score)",
+    )
+    m.add_argument("assignment", help="assignment id, e.g. 02-scalar-engine")
+    m.add_argument("--threshold", type=float, default=None, help="share of each answer's code both must reach")
+    m.add_argument("--out", type=Path, default=None, help="folder for similarity.html (default: reports/NN)")
+    m.add_argument("--course-dir", type=Path, default=None, help="nbgrader course directory (default: this repository)")
+    m.add_argument("--db-url", default=None, help="gradebook URL (default: the course's SQLite gradebook)")
     o = sub.add_parser(
         "on-submit",
         help="grade on submit: queue submissions as they reach the exchange, hand "
@@ -115,7 +124,15 @@ def main(argv: list[str] | None = None) -> int:
         from .class_report import write_report
 
         out = args.out or root / "reports" / args.assignment
-        print(f"Class report: {write_report(root, args.assignment, db_url, out)}")
+        print(f"Class report: {write_report(root, args.assignment, db_url, out, source, release)}")
+        return 0
+    if args.command == "similarity":
+        from .class_report import write_similarity
+
+        out = args.out or root / "reports" / args.assignment
+        page, lines = write_similarity(root, args.assignment, db_url, out, source, release, args.threshold)
+        print("\n".join(lines))
+        print(f"Side by side: {page}")
         return 0
     limits = Limits(timeout_s=args.timeout, cell_timeout_s=args.cell_timeout, memory_mb=args.memory_mb)
     if args.broker:

@@ -34,6 +34,16 @@ GRADED = Table(
     Column("seconds", Float, nullable=True),  # grading time (added later: a gradebook from before has none)
 )
 
+SIMILARITY = Table(  # each learner's highest similarity to another's answer (autograder/similarity.py): a flag only
+    "revad_similarity",
+    METADATA,
+    Column("assignment", String(128), primary_key=True),
+    Column("student", String(128), primary_key=True),
+    Column("similarity", Float, nullable=False),
+    Column("partner", String(128), nullable=False),
+    Column("exercise", String(128), nullable=False),
+)
+
 SECRET = Table(
     "revad_secret",
     METADATA,

@@ -105,6 +105,19 @@ def nbgrader_rows(gb: Any) -> list[dict[str, str]]:
 
 
 EXPORT_FORMATS = ("nbgrader", "canvas", "moodle")
+SIMILARITY_COLUMNS = ["highest_similarity", "similar_to"]
+
+
+def similarity_rows(db_url: str) -> dict[tuple[str, str], tuple[str, str]]:
+    """(assignment, student) -> (their highest similarity, "partner (exercise)"), where the similarity command ran
+    and listed a pair of theirs (autograder/similarity.py)."""
+    from sqlalchemy import select
+
+    with record.engine(db_url).connect() as conn:
+        return {
+            (r.assignment, r.student): (f"{r.similarity:.2f}", f"{r.partner} ({r.exercise})")
+            for r in conn.execute(select(record.SIMILARITY))
+        }
 
 
 def export_csv(db_url: str, path: Path, export_format: str = "nbgrader") -> Path:
@@ -121,12 +134,14 @@ def export_csv(db_url: str, path: Path, export_format: str = "nbgrader") -> Path
             csv.writer(fh).writerows([[spreadsheet_cell(v) for v in row] for row in lms_table(rows, export_format)])
         return path
     extra = record.graded_rows(db_url)
+    similar = similarity_rows(db_url)
     for row in rows:
         info = extra.get((row["assignment"], row["student_id"]))
         row["flags"] = "; ".join(f.csv_text for f in info.flags) if info else ""
         row["messages"] = " | ".join(m.replace("\n", " ") for m in info.messages) if info else ""
+        row["highest_similarity"], row["similar_to"] = similar.get((row["assignment"], row["student_id"]), ("", ""))
     with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=NBGRADER_COLUMNS + ["flags", "messages"])
+        writer = csv.DictWriter(fh, fieldnames=NBGRADER_COLUMNS + ["flags", "messages", *SIMILARITY_COLUMNS])
         writer.writeheader()
         writer.writerows({key: spreadsheet_cell(value) for key, value in row.items()} for row in rows)
     return path

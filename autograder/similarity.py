@@ -1,0 +1,257 @@
+"""Similar answers across a class: every pair of learners' answers to each exercise compared, offline, and the pairs
+above a threshold listed for a person to read. A flag, never a score change.
+
+The measure is copydetect's (winnowing, as MOSS does): each answer's code is tokenised, every name becomes `V`
+(`F` a function's, `O` a class's) and every string `S`, comments and white space go; its fingerprints are the hashes
+of each run of NOISE_T characters of what is left. The course's own code is the boilerplate: a fingerprint found in
+any code cell of the released notebook (the answer cell's template, the code the course gives) never counts. A
+pair's similarity is, for each of the two answers, the share of its fingerprinted code found in the other; a pair
+is listed when both shares reach the threshold (an answer copied into a longer one is seen from both sides).
+
+What it sees through: names changed, comments and blank lines changed, statements reordered or expressions split,
+a helper inlined (each changes only the fingerprints around the edit). What it cannot see: an answer rewritten by
+hand, or by a language model, with the same idea in other code; and it cannot tell a copy from two learners who
+wrote the same code, which short or prescribed exercises make common. So an exercise is compared only where its
+answers differ: where the course's reference answer, less its template, is shorter than TOO_SHORT fingerprinted
+characters, it is said to be too short to compare; where one pair in ten of the class shares UNIFORM of its code or
+more, too uniform to compare; and no pair of it is listed.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+NOISE_T = 25  # copydetect's default k: a fingerprint covers 25 characters of normalised code
+THRESHOLD = 0.6  # both answers of a listed pair share at least this much of their fingerprinted code
+TOO_SHORT = 120  # fingerprinted characters of the reference answer, template removed, below which nothing is listed
+UNIFORM = 0.5  # where one pair in ten of the class shares this much, the exercise's answers are alike: nothing listed
+
+
+@dataclass(frozen=True)
+class SimilarPair:
+    exercise: str
+    first: str
+    second: str
+    shares: tuple[float, float]  # of the first's code found in the second's, and the other way
+    marked: tuple[str, str] = ("", "")  # the two answers as HTML, the shared code in <mark>
+
+    @property
+    def similarity(self) -> float:
+        return min(self.shares)
+
+
+@dataclass
+class ExerciseComparison:
+    exercise: str
+    answers: int  # learners who wrote something of their own here
+    compared: bool
+    why_not: str = ""
+    pairs: list[SimilarPair] = field(default_factory=list)
+
+
+def _fingerprint(code: str, boilerplate: Any = None) -> Any:
+    from copydetect.detector import CodeFingerprint
+
+    return CodeFingerprint("answer.py", NOISE_T, 1, boilerplate, fp=io.StringIO(code))
+
+
+def boilerplate_of(cells: Iterable[str]) -> np.ndarray:
+    """The fingerprints of the course's own code (every code cell of the released notebook)."""
+    hashes: set[int] = set()
+    for code in cells:
+        hashes |= _fingerprint(code).hashes
+    return np.array(sorted(hashes), dtype=np.int64)
+
+
+def compare_exercise(
+    exercise: str,
+    answers: dict[str, str],
+    boilerplate: np.ndarray,
+    reference: str | None,
+    threshold: float = THRESHOLD,
+) -> ExerciseComparison:
+    """Every pair of `answers` (student -> the cell's code) above `threshold`, unless the exercise is too short."""
+    from copydetect.detector import compare_files
+    from copydetect.utils import highlight_overlap
+
+    prints = {s: _fingerprint(code, boilerplate) for s, code in sorted(answers.items())}
+    prints = {s: fp for s, fp in prints.items() if fp.hashes}  # a template left as it was has none of its own
+    comparison = ExerciseComparison(exercise, len(prints), compared=True)
+    if reference is not None and _fingerprint(reference, boilerplate).token_coverage < TOO_SHORT:
+        comparison.compared = False
+        comparison.why_not = (
+            "too short to compare: the course's own answer is a few lines beyond the template, so every right "
+            "answer looks alike"
+        )
+        return comparison
+    holders: dict[int, set[str]] = {}  # a fingerprint -> the learners whose answers have it
+    for student, fp in prints.items():
+        for h in fp.hashes:
+            holders.setdefault(h, set()).add(student)
+    candidates = {tuple(sorted(p)) for group in holders.values() if len(group) > 1 for p in combinations(group, 2)}
+    compared = {pair: compare_files(prints[pair[0]], prints[pair[1]]) for pair in sorted(candidates)}
+    # pairs with no fingerprint in common share nothing: the class's 90th percentile counts them as 0
+    pairs = len(prints) * (len(prints) - 1) // 2
+    shared = sorted((float(min(c[1])) for c in compared.values()), reverse=True)
+    typical = shared[pairs // 10] if pairs >= 10 and len(shared) > pairs // 10 else 0.0
+    if typical >= UNIFORM:
+        comparison.compared = False
+        comparison.why_not = (
+            f"too uniform to compare: answers look alike across the class (one pair in ten shares {typical:.0%} of "
+            "its code or more), so a copy cannot be told from the common answer"
+        )
+        return comparison
+    for (first, second), (_, shares, slices) in compared.items():
+        if min(shares) < threshold:
+            continue
+        marked = tuple(
+            highlight_overlap(prints[s].raw_code, cut, "<mark>", "</mark>", escape_html=True)[0]
+            for s, cut in zip((first, second), slices)
+        )
+        comparison.pairs.append(SimilarPair(exercise, first, second, (float(shares[0]), float(shares[1])), marked))
+    comparison.pairs.sort(key=lambda p: -p.similarity)
+    return comparison
+
+
+# --------------------------------------------------------------------------------------------- a course's class
+
+
+def answer_cells(nb: Any) -> dict[str, str]:
+    """grade_id -> code of each answer cell (nbgrader's solution cells) of a notebook."""
+    from .grading.read import nbgrader_meta
+
+    out = {}
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if cell.cell_type == "code" and meta.get("solution") and meta.get("grade_id"):
+            out[str(meta["grade_id"])] = str(cell.source)
+    return out
+
+
+def compare_class(
+    course_root: Path,
+    assignment: str,
+    source: str = "source",
+    release: str = "release",
+    threshold: float = THRESHOLD,
+) -> tuple[list[ExerciseComparison], list[str]]:
+    """Each exercise of the assignment compared across every learner who submitted it; and notes for the instructor
+    (a notebook that could not be read)."""
+    from .grading.read import Unreadable, read_notebook
+
+    notes: list[str] = []
+    results = []
+    submitted = course_root / "submitted"
+    students = sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir()) if submitted.is_dir() else []
+    for released_path in sorted((course_root / release / assignment).glob("*.ipynb")):
+        released = read_notebook(released_path)
+        boilerplate = boilerplate_of(str(c.source) for c in released.cells if c.cell_type == "code")
+        source_path = course_root / source / assignment / released_path.name
+        references = answer_cells(read_notebook(source_path)) if source_path.is_file() else {}
+        by_exercise: dict[str, dict[str, str]] = {gid: {} for gid in answer_cells(released)}
+        for student in students:
+            path = submitted / student / assignment / released_path.name
+            if not path.is_file():
+                continue
+            try:
+                mine = answer_cells(read_notebook(path))
+            except Unreadable as why:
+                notes.append(f"{student}: {why}")
+                continue
+            for gid, code in mine.items():
+                if gid in by_exercise:
+                    by_exercise[gid][student] = code
+        for gid, answers in by_exercise.items():
+            results.append(compare_exercise(gid, answers, boilerplate, references.get(gid), threshold))
+    return results, notes
+
+
+def closest(results: list[ExerciseComparison]) -> dict[str, tuple[float, str, str]]:
+    """student -> (their highest similarity, its partner, the exercise) over the listed pairs."""
+    best: dict[str, tuple[float, str, str]] = {}
+    for comparison in results:
+        for pair in comparison.pairs:
+            for me, other in ((pair.first, pair.second), (pair.second, pair.first)):
+                if pair.similarity > best.get(me, (0.0, "", ""))[0]:
+                    best[me] = (pair.similarity, other, pair.exercise)
+    return best
+
+
+# --------------------------------------------------------------------------------------------- what a person reads
+
+
+def summary(results: list[ExerciseComparison]) -> list[str]:
+    lines = []
+    for c in results:
+        if not c.compared:
+            lines.append(f"{c.exercise}: {c.why_not}.")
+        elif not c.pairs:
+            lines.append(f"{c.exercise}: {c.answers} answers compared, no pair above the threshold.")
+        else:
+            listed = ", ".join(f"{p.first} and {p.second} ({p.similarity:.0%})" for p in c.pairs[:10])
+            more = f" and {len(c.pairs) - 10} more" if len(c.pairs) > 10 else ""
+            lines.append(f"{c.exercise}: {c.answers} answers compared; similar: {listed}{more}.")
+    return lines
+
+
+HOW_IT_WORKS = (
+    "Each exercise's answers are compared in pairs with copydetect (winnowing over tokens: names, strings, comments "
+    "and white space normalised; the released notebook's own code never counts). A pair is listed when each answer "
+    "shares at least {threshold:.0%} of its code with the other. It sees through renamed variables, changed "
+    "comments, reordered statements, split expressions and inlined helpers; it cannot see an answer rewritten by "
+    "hand or by a language model. A listed pair is for a person to read: it changes no score."
+)
+
+
+def html_section(results: list[ExerciseComparison], threshold: float = THRESHOLD) -> str:
+    """The class report's section: how it works, each exercise's outcome, each listed pair side by side."""
+    rows = []
+    for c in results:
+        if not c.compared:
+            rows.append(f"<h3><code>{html.escape(c.exercise)}</code></h3><p>{html.escape(c.why_not)}.</p>")
+            continue
+        if not c.pairs:
+            rows.append(
+                f"<h3><code>{html.escape(c.exercise)}</code></h3><p>{c.answers} answers compared: no pair above "
+                "the threshold.</p>"
+            )
+            continue
+        rows.append(f"<h3><code>{html.escape(c.exercise)}</code></h3><p>{c.answers} answers compared.</p>")
+        for p in c.pairs:
+            rows.append(
+                f"<p><b>{html.escape(p.first)}</b> and <b>{html.escape(p.second)}</b>: {p.shares[0]:.0%} and "
+                f"{p.shares[1]:.0%} shared</p><table class='pair'><tr><td><pre>{p.marked[0]}</pre></td>"
+                f"<td><pre>{p.marked[1]}</pre></td></tr></table>"
+            )
+    return (
+        "<h2>Similar answers</h2><p>" + html.escape(HOW_IT_WORKS.format(threshold=threshold)) + "</p>" + "".join(rows)
+    )
+
+
+def save(db_url: str, assignment: str, results: list[ExerciseComparison]) -> None:
+    """Each learner's highest similarity, kept in the gradebook for the CSV export (revad_similarity)."""
+    from sqlalchemy import delete
+
+    from .grading.record import SIMILARITY, engine
+
+    with engine(db_url).begin() as conn:
+        conn.execute(delete(SIMILARITY).where(SIMILARITY.c.assignment == assignment))
+        for student, (value, partner, exercise) in sorted(closest(results).items()):
+            conn.execute(
+                SIMILARITY.insert().values(
+                    assignment=assignment, student=student, similarity=value, partner=partner, exercise=exercise
+                )
+            )
+
+
+def to_json(results: list[ExerciseComparison]) -> str:
+    return json.dumps([asdict(c) for c in results], indent=1)

@@ -1,0 +1,148 @@
+"""Similar answers across a class (autograder/similarity.py), on the planted class of tests/similarity_class/: its
+figures (planted copies found, independent pairs flagged) and the time to compare a class of 200.
+
+    .venv/bin/python -m benchmarks.similarity [--n 200]
+
+The planted class: notebook 02's answers written by four authors, eight independent learners each (tests/
+similarity_class/<author>/<learner>/<grade_id>.txt, one file per answer cell), the course's own reference answers as
+one more learner, and two copiers per author whose answers are another learner's under one disguise per exercise
+(each author's copies.toml says whose, and which disguise). A class of n: the planted learners again and again
+(a learner's k-th repeat is a copy of it, every name changed), the worst case for the comparison: every repeat
+pairs with its original on every exercise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+from pathlib import Path
+
+import nbformat
+import tomllib
+
+from autograder.coursedir import REPO, SOLUTIONS
+from autograder.grading.read import nbgrader_meta
+
+ASSIGNMENT = "02-scalar-engine"
+NOTEBOOK = "scalar_engine.ipynb"
+PLANTED = REPO / "tests" / "similarity_class"
+
+
+def planted_answers() -> dict[str, dict[str, str]]:
+    """learner -> grade_id -> the answer cell's code, for every planted learner (the reference one included)."""
+    learners: dict[str, dict[str, str]] = {}
+    for folder in sorted(p for p in PLANTED.glob("*/*") if p.is_dir()):
+        learners[folder.name] = {f.stem: f.read_text() for f in sorted(folder.glob("*.txt"))}
+    reference = nbformat.read(SOLUTIONS / ASSIGNMENT / NOTEBOOK, as_version=4)
+    learners["reference"] = {
+        nbgrader_meta(c)["grade_id"]: c.source for c in reference.cells if nbgrader_meta(c).get("solution")
+    }
+    return learners
+
+
+def planted_copies() -> dict[tuple[str, str, str], str]:
+    """(exercise, copier, original) -> the disguise, from each author's copies.toml."""
+    copies = {}
+    for manifest in sorted(PLANTED.glob("*/copies.toml")):
+        for copy in tomllib.loads(manifest.read_text())["copy"]:
+            for exercise, disguise in copy["disguise"].items():
+                copies[(exercise, copy["learner"], copy["source"])] = disguise
+    return copies
+
+
+def build_class(root: Path, learners: dict[str, dict[str, str]]) -> list[str]:
+    """A course directory: source (the solutions), release (the course), and each learner's submission: the
+    released notebook with their answer cells in place (a cell they did not write keeps its template)."""
+    if root.exists():
+        shutil.rmtree(root)
+    for kind, origin in (("source", SOLUTIONS), ("release", REPO / "course")):
+        shutil.copytree(origin / ASSIGNMENT, root / kind / ASSIGNMENT, ignore=shutil.ignore_patterns("__pycache__"))
+    released = nbformat.read(root / "release" / ASSIGNMENT / NOTEBOOK, as_version=4)
+    for learner, answers in learners.items():
+        nb = nbformat.reads(nbformat.writes(released), as_version=4)
+        for cell in nb.cells:
+            gid = nbgrader_meta(cell).get("grade_id")
+            if nbgrader_meta(cell).get("solution") and gid in answers:
+                cell.source = answers[gid]
+        folder = root / "submitted" / learner / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / NOTEBOOK)
+    return sorted(learners)
+
+
+def renamed_everywhere(code: str, tag: str) -> str:
+    """The code with every name it binds changed (a copier's disguise, done by the tokenizer)."""
+    import builtins
+    import io
+    import keyword
+    import tokenize
+
+    bound = set()
+    tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    for i, tok in enumerate(tokens[:-1]):
+        after, before = tokens[i + 1].string, tokens[i - 1].string if i else ""
+        if tok.type == tokenize.NAME and before != "." and after in ("=", ",", ")", ":", "+=", "-=", "*="):
+            bound.add(tok.string)
+    names = bound - set(keyword.kwlist) - set(dir(builtins)) - {"self", "other", "Variable", "math"}
+    out = [
+        (
+            t.type,
+            f"{t.string}_{tag}" if t.type == tokenize.NAME and t.string in names and not dotted else t.string,
+        )
+        for t, dotted in zip(tokens, [False] + [t.string == "." for t in tokens[:-1]])
+    ]
+    return tokenize.untokenize(out)
+
+
+def main() -> None:
+    from autograder.similarity import compare_class
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=200, help="learners in the timed class (default 200)")
+    parser.add_argument("--dir", type=Path, default=REPO / "build" / "bench-similarity")
+    args = parser.parse_args()
+
+    planted = planted_answers()
+    build_class(args.dir / "planted", planted)
+    results, _ = compare_class(args.dir / "planted", ASSIGNMENT)
+    listed = {(c.exercise, *sorted((p.first, p.second))) for c in results for p in c.pairs}
+    compared = {c.exercise for c in results if c.compared}
+    copies = planted_copies()
+    wanted = {(e, *sorted((a, b))) for (e, a, b) in copies if e in compared and planted[b].get(e)}
+    found = wanted & listed
+    false = listed - {(e, *sorted((a, b))) for (e, a, b) in copies}
+    print(f"planted class: {len(planted)} learners, exercises compared {len(compared)} of {len(results)}")
+    print(f"planted copies on compared exercises: {len(found)} of {len(wanted)} found")
+    found_by = {}
+    for (e, a, b), disguise in copies.items():
+        if (e, *sorted((a, b))) in wanted:
+            seen = found_by.setdefault(disguise, [0, 0])
+            seen[0] += (e, *sorted((a, b))) in found
+            seen[1] += 1
+    print("  by disguise: " + ", ".join(f"{d} {n} of {m}" for d, (n, m) in sorted(found_by.items())))
+    shares = {(c.exercise, *sorted((p.first, p.second))): p.similarity for c in results for p in c.pairs}
+    print(f"independent pairs flagged: {len(false)}")
+    for e, a, b in sorted(false):
+        print(f"  {e}: {a} and {b} ({shares[(e, a, b)]:.0%})")
+
+    names = list(planted)
+    big = {}
+    for i in range(args.n):
+        original = names[i % len(names)]
+        repeat = i // len(names)
+        big[f"{original}-{repeat}"] = (
+            planted[original]
+            if repeat == 0
+            else {g: renamed_everywhere(code, f"r{repeat}") for g, code in planted[original].items()}
+        )
+    build_class(args.dir / "big", big)
+    start = time.perf_counter()
+    results, _ = compare_class(args.dir / "big", ASSIGNMENT)
+    seconds = time.perf_counter() - start
+    pairs = sum(len(c.pairs) for c in results)
+    print(f"a class of {args.n}: compared in {seconds:.1f} s ({pairs} pairs listed), one process")
+
+
+if __name__ == "__main__":
+    main()

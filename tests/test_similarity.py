@@ -1,0 +1,148 @@
+"""Similar answers across a class (issue 50), on the planted class of tests/similarity_class/ (notebook 02's answers
+by four authors, eight independent learners each, the course's reference answers, and two copiers per author: each
+exercise another learner's answer under one disguise). Every planted copy on an exercise long enough to compare is
+listed; no pair of independent learners is; the short exercises are said to be too short, not flagged."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from autograder import similarity
+from autograder.coursedir import REPO
+from benchmarks.similarity import ASSIGNMENT, build_class, planted_answers, planted_copies
+
+pytestmark = pytest.mark.slow  # builds classes of 41 notebooks and runs the command
+
+DISGUISES = {"renamed", "reordered", "comments", "temporaries", "inlined"}
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    root = tmp_path_factory.mktemp("similarity") / "course"
+    answers = planted_answers()
+    build_class(root, answers)
+    results, notes = similarity.compare_class(root, ASSIGNMENT)
+    return root, answers, {c.exercise: c for c in results}, notes
+
+
+def pair(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a < b else (b, a)
+
+
+def test_the_planted_class_is_what_the_issue_asks_for():
+    answers, copies = planted_answers(), planted_copies()
+    copiers = {c for _, c, _ in copies}
+    assert len(set(answers) - copiers) >= 30, "at least 30 learners written independently"
+    assert {d for d in copies.values()} == DISGUISES, "every disguise planted"
+    assert all(c in answers and o in answers for _, c, o in copies)
+
+
+def test_copies_renamed_or_recommented_are_listed_on_every_compared_exercise(planted):
+    """What the measure is built to see through whole: names and comments. (Reordered statements, temporaries and
+    inlined helpers change the fingerprints around each edit: docs/figures.md has how many of those it finds.)"""
+    _, answers, results, notes = planted
+    assert not notes
+    checked, missed = 0, []
+    for (exercise, copier, original), disguise in planted_copies().items():
+        comparison = results[exercise]
+        if disguise not in ("renamed", "comments") or not comparison.compared:
+            continue
+        if not similarity._fingerprint(answers[original].get(exercise, ""), None).hashes:
+            continue  # the original left it blank
+        checked += 1
+        if pair(copier, original) not in {pair(p.first, p.second) for p in comparison.pairs}:
+            missed.append((exercise, copier, original, disguise))
+    assert checked >= 2 and not missed, (checked, missed)
+
+
+def test_answers_identical_but_for_names_are_listed(planted):
+    root, answers, _, _ = planted
+    original = answers["reference"]["topological_order"]
+    renamed = original.replace("uses", "times_used").replace("ready", "frontier").replace("order", "result")
+    released = nbformat.read(root / "release" / ASSIGNMENT / "scalar_engine.ipynb", as_version=4)
+    boilerplate = similarity.boilerplate_of(str(c.source) for c in released.cells if c.cell_type == "code")
+    three = {"ada": original, "ben": renamed, "cleo": answers["a01"]["topological_order"]}
+    comparison = similarity.compare_exercise("topological_order", three, boilerplate, original)
+    assert [(p.first, p.second, p.shares) for p in comparison.pairs] == [("ada", "ben", (1.0, 1.0))]
+    assert "<mark>" in comparison.pairs[0].marked[0]
+
+
+def test_short_and_uniform_exercises_are_said_so_and_the_others_compared(planted):
+    _, _, results, _ = planted
+    skipped = {e for e, c in results.items() if not c.compared}
+    assert skipped and len(skipped) < len(results), {e: c.compared for e, c in results.items()}
+    for exercise in skipped:
+        why = results[exercise].why_not
+        assert ("too short to compare" in why or "too uniform to compare" in why) and not results[exercise].pairs
+    assert {"topological_order", "gradient_check"} <= set(results) - skipped
+    assert "too short to compare" in results["variable_mul"].why_not  # one line beyond its template
+
+
+def test_the_template_alone_is_never_an_answer(planted):
+    root, _, _, _ = planted
+    released = nbformat.read(root / "release" / ASSIGNMENT / "scalar_engine.ipynb", as_version=4)
+    boilerplate = similarity.boilerplate_of(str(c.source) for c in released.cells if c.cell_type == "code")
+    template = similarity.answer_cells(released)["topological_order"]
+    comparison = similarity.compare_exercise(
+        "topological_order", {f"blank{i}": template for i in range(3)}, boilerplate, None
+    )
+    assert comparison.answers == 0 and not comparison.pairs
+
+
+def test_the_command_the_report_and_the_csv(planted, tmp_path):
+    root, _, results, _ = planted
+    db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    out = subprocess.run(
+        [sys.executable, "-m", "autograder", "similarity", ASSIGNMENT, "--course-dir", str(root), "--db-url", db_url],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "topological_order:" in out.stdout and "too short to compare" in out.stdout, out.stdout
+    page = (root / "reports" / ASSIGNMENT / "similarity.html").read_text()
+    some = next(p for c in results.values() for p in c.pairs)
+    assert f"<b>{some.first}</b> and <b>{some.second}</b>" in page and "<mark>" in page
+    assert "never" in page and "language model" in page  # what it is, and what it cannot see
+    from autograder.gradebook import Gradebook
+    from autograder.grading.report import export_csv
+
+    with Gradebook(db_url) as gb:
+        gb.update_or_create_assignment(ASSIGNMENT)
+        for student in sorted(p.name for p in (root / "submitted").iterdir()):
+            gb.update_or_create_student(student)
+    with open(export_csv(db_url, tmp_path / "grades.csv")) as fh:
+        rows = {r["student_id"]: r for r in csv.DictReader(fh)}
+    best = similarity.closest(list(results.values()))
+    for student, (value, partner, exercise) in best.items():
+        assert rows[student]["highest_similarity"] == f"{value:.2f}"
+        assert rows[student]["similar_to"] == f"{partner} ({exercise})"
+    alone = [s for s in rows if s not in best]
+    assert alone and all(rows[s]["highest_similarity"] == "" for s in alone)
+
+
+def test_the_class_report_has_the_section(planted, tmp_path):
+    from autograder.class_report import write_report
+    from autograder.gradebook import Gradebook
+
+    root, _, _, _ = planted
+    db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(db_url) as gb:
+        gb.update_or_create_assignment(ASSIGNMENT)
+    page = write_report(root, ASSIGNMENT, db_url, tmp_path / "report").read_text()
+    assert "<h2>Similar answers</h2>" in page and 'href="similarity.html"' in page
+    assert "too short to compare" in page and (tmp_path / "report" / "similarity.html").is_file()
+
+
+def test_a_malformed_notebook_is_a_note_not_a_crash(tmp_path):
+    root = tmp_path / "course"
+    build_class(root, {"ada": {}, "ben": {}})
+    (root / "submitted" / "ben" / ASSIGNMENT / "scalar_engine.ipynb").write_text("{ not json")
+    results, notes = similarity.compare_class(root, ASSIGNMENT)
+    assert results and len(notes) == 1 and notes[0].startswith("ben: "), notes
