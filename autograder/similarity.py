@@ -8,8 +8,8 @@ any code cell of the released notebook (the answer cell's template, the code the
 pair's similarity is, for each of the two answers, the share of its fingerprinted code found in the other; a pair
 is listed when both shares reach the threshold (an answer copied into a longer one is seen from both sides).
 
-What it sees through: names changed, comments and blank lines changed, statements reordered or expressions split,
-a helper inlined (each changes only the fingerprints around the edit). What it cannot see: an answer rewritten by
+What it sees through: names changed, comments and blank lines changed; statements reordered, expressions split or a
+helper inlined change only the fingerprints around each edit (enough, in a short answer, to hide a copy). What it cannot see: an answer rewritten by
 hand, or by a language model, with the same idea in other code; and it cannot tell a copy from two learners who
 wrote the same code, which short or prescribed exercises make common. So an exercise is compared only where its
 answers differ: where the course's reference answer, less its template, is shorter than TOO_SHORT fingerprinted
@@ -206,9 +206,10 @@ def summary(results: list[ExerciseComparison]) -> list[str]:
 HOW_IT_WORKS = (
     "Each exercise's answers are compared in pairs with copydetect (winnowing over tokens: names, strings, comments "
     "and white space normalised; the released notebook's own code never counts). A pair is listed when each answer "
-    "shares at least {threshold:.0%} of its code with the other. It sees through renamed variables, changed "
-    "comments, reordered statements, split expressions and inlined helpers; it cannot see an answer rewritten by "
-    "hand or by a language model. A listed pair is for a person to read: it changes no score."
+    "shares at least {threshold:.0%} of its code with the other. It sees through renamed variables and changed "
+    "comments; a reordering, a split expression or an inlined helper changes the code around it, and in a short "
+    "answer can hide a copy. It cannot see an answer rewritten by hand or by a language model, nor tell a copy from "
+    "two learners who wrote the same code. A listed pair is for a person to read: it changes no score."
 )
 
 
