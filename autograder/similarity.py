@@ -6,14 +6,15 @@ The measure is copydetect's (winnowing, as MOSS does): each answer's code is tok
 of each run of NOISE_T characters of what is left. The course's own code is the boilerplate: a fingerprint found in
 any code cell of the released notebook (the answer cell's template, the code the course gives) never counts. A
 pair's similarity is, for each of the two answers, the share of its fingerprinted code found in the other; a pair
-is listed when both shares reach the threshold (an answer copied into a longer one is seen from both sides).
+is listed when both shares reach the threshold (so a copy buried in a much longer answer is not).
 
-What it sees through: names changed, comments and blank lines changed; statements reordered, expressions split or a
-helper inlined change only the fingerprints around each edit (enough, in a short answer, to hide a copy). What it cannot see: an answer rewritten by
-hand, or by a language model, with the same idea in other code; and it cannot tell a copy from two learners who
-wrote the same code, which short or prescribed exercises make common. So an exercise is compared only where its
-answers differ: where the course's reference answer, less its template, is shorter than TOO_SHORT fingerprinted
-characters, it is said to be too short to compare; where one pair in ten of the class shares UNIFORM of its code or
+What it sees through: names changed, comments and blank lines changed; statements reordered, expressions split or
+a helper inlined change only the fingerprints around each edit (enough, in a short answer, to hide a copy). What it
+cannot see: an answer rewritten by hand, or by a language model, with the same idea in other code; and it cannot
+tell a copy from two learners who wrote the same code, which short or prescribed exercises make common. So an
+exercise is compared only where its answers differ: where the course's reference answer, less its template, is
+shorter than TOO_SHORT fingerprinted characters, it is said to be too short to compare; where one pair in ten of
+the class shares UNIFORM of its code or
 more, too uniform to compare; and no pair of it is listed.
 """
 
