@@ -14,8 +14,7 @@ cannot see: an answer rewritten by hand, or by a language model, with the same i
 tell a copy from two learners who wrote the same code, which short or prescribed exercises make common. So an
 exercise is compared only where its answers differ: where the course's reference answer, less its template, is
 shorter than TOO_SHORT fingerprinted characters, it is said to be too short to compare; where one pair in ten of
-the class shares UNIFORM of its code or
-more, too uniform to compare; and no pair of it is listed.
+the class shares UNIFORM of its code or more, too uniform to compare; and no pair of it is listed.
 """
 
 from __future__ import annotations
