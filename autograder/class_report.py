@@ -186,7 +186,8 @@ def grading_times(db_url: str, assignment: str) -> str:
 
 
 def late_submissions(db_url: str, assignment: str) -> str:
-    """The assignment's due date and who handed in late, with the penalties the gradebook holds, as a sentence."""
+    """The assignment's due date and how late the late submissions were, with their penalties, as a sentence that
+    names no learner (the class report is shared anonymously)."""
     from .gradebook import Gradebook, MissingEntry
 
     with Gradebook(db_url) as gb:
@@ -197,15 +198,15 @@ def late_submissions(db_url: str, assignment: str) -> str:
         if found.duedate is None:
             return "No due date is set for this assignment: no submission counts as late."
         late = sorted(
-            (s.student.id, s.total_seconds_late, float(s.late_submission_penalty or 0))
+            ("", s.total_seconds_late, float(s.late_submission_penalty or 0))
             for s in found.submissions
             if s.total_seconds_late > 0
         )
         due = f"{found.duedate:%Y-%m-%d %H:%M} UTC"
     if not late:
         return f"Due {due}: every submission was on time."
-    listed = "; ".join(f"{who}: {seconds / 3600:.1f} h late, −{penalty:g} points" for who, seconds, penalty in late)
-    return f"Due {due}: {len(late)} late submission(s) ({listed})."
+    listed = "; ".join(f"{seconds / 3600:.1f} h late, −{penalty:g} points" for _, seconds, penalty in late)
+    return f"Due {due}: {len(late)} late submission(s) ({listed}; who: the CSV export and formgrader)."
 
 
 def write_similarity(
@@ -216,9 +217,10 @@ def write_similarity(
     source: str = "source",
     release: str = "release",
     threshold: float | None = None,
+    named: bool = True,
 ) -> tuple[Path, list[str]]:
-    """similarity.html in `out`, each learner's highest similarity kept for the CSV export; (the page, a summary
-    line per exercise)."""
+    """similarity.html in `out` (for the instructor: it names the learners of each pair), each learner's highest
+    similarity kept for the CSV export; (the page, a summary line per exercise: `named=False`, no learner named)."""
     from . import similarity
 
     threshold = similarity.THRESHOLD if threshold is None else threshold
@@ -235,7 +237,7 @@ def write_similarity(
 {"".join(f"<p>{html.escape(n)}</p>" for n in notes)}</body></html>
 """
     )
-    return page, similarity.summary(results) + notes
+    return page, similarity.summary(results, named=named) + (notes if named else [])
 
 
 PAGE_STYLE = (
@@ -259,7 +261,7 @@ def write_report(
     learners = len({s for e in exercises.values() for s in e.scores})
     timing = grading_times(db_url, assignment)
     lateness = late_submissions(db_url, assignment)
-    _, similar = write_similarity(course_root, assignment, db_url, out, source, release)
+    _, similar = write_similarity(course_root, assignment, db_url, out, source, release, named=False)
     rows = []
     for gid, e in exercises.items():
         full = sum(1 for s in e.scores.values() if s >= e.max_score)
@@ -290,8 +292,9 @@ the hidden tests' reports are left out.</p>
 <th>flags</th></tr>
 {"".join(rows)}</table>
 <h2>Similar answers</h2>
-<p>Pairs of answers that share most of their code (a flag for a person to read, never a score change; how it works
-and each pair side by side: <a href="similarity.html">similarity.html</a>):</p>
+<p>Pairs of answers that share most of their code (a flag for a person to read, never a score change). How it
+works, and each pair side by side with the learners named (for the instructor: this page names no one):
+<a href="similarity.html">similarity.html</a>.</p>
 <ul>{"".join(f"<li>{html.escape(line)}</li>" for line in similar)}</ul></body></html>
 """
     path = out / "report.html"

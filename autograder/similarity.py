@@ -189,13 +189,16 @@ def closest(results: list[ExerciseComparison]) -> dict[str, tuple[float, str, st
 # --------------------------------------------------------------------------------------------- what a person reads
 
 
-def summary(results: list[ExerciseComparison]) -> list[str]:
+def summary(results: list[ExerciseComparison], named: bool = True) -> list[str]:
+    """A line per exercise; `named=False`: the pairs counted, no learner named (the class report is anonymous)."""
     lines = []
     for c in results:
         if not c.compared:
             lines.append(f"{c.exercise}: {c.why_not}.")
         elif not c.pairs:
             lines.append(f"{c.exercise}: {c.answers} answers compared, no pair above the threshold.")
+        elif not named:
+            lines.append(f"{c.exercise}: {c.answers} answers compared, {len(c.pairs)} pair(s) above the threshold.")
         else:
             listed = ", ".join(f"{p.first} and {p.second} ({p.similarity:.0%})" for p in c.pairs[:10])
             more = f" and {len(c.pairs) - 10} more" if len(c.pairs) > 10 else ""

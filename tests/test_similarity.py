@@ -138,6 +138,9 @@ def test_the_class_report_has_the_section(planted, tmp_path):
     page = write_report(root, ASSIGNMENT, db_url, tmp_path / "report").read_text()
     assert "<h2>Similar answers</h2>" in page and 'href="similarity.html"' in page
     assert "too short to compare" in page and (tmp_path / "report" / "similarity.html").is_file()
+    assert "topological_order: 41 answers compared, " in page and "pair(s) above the threshold" in page
+    learners = [p.name for p in (root / "submitted").iterdir()]
+    assert not [who for who in learners if f">{who}<" in page or f" {who} " in page], "the report names no one"
 
 
 def test_a_malformed_notebook_is_a_note_not_a_crash(tmp_path):
