@@ -71,3 +71,10 @@ def quiet_nbgrader():
 def require_success(result: dict, what: str) -> None:
     if not result.get("success"):
         raise RuntimeError(f"nbgrader {what} failed:\n{result.get('error') or ''}\n{result.get('log') or ''}")
+
+
+def course_config(course_dir: Path):
+    """The course directory's nbgrader_config.py, as nbgrader reads it when run there (empty without one)."""
+    from traitlets.config.loader import load_pyconfig_files
+
+    return load_pyconfig_files(["nbgrader_config.py"], str(course_dir))

@@ -146,12 +146,13 @@ def compare_class(
 ) -> tuple[list[ExerciseComparison], list[str]]:
     """Each exercise of the assignment compared across every learner who submitted it; and notes for the instructor
     (a notebook that could not be read)."""
+    from .grading.command import submitted_students
     from .grading.read import Unreadable, read_notebook
 
     notes: list[str] = []
     results = []
     submitted = course_root / "submitted"
-    students = sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir()) if submitted.is_dir() else []
+    students = submitted_students(course_root, assignment)
     for released_path in sorted((course_root / release / assignment).glob("*.ipynb")):
         released = read_notebook(released_path)
         boilerplate = boilerplate_of(str(c.source) for c in released.cells if c.cell_type == "code")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import time
+from copy import deepcopy
 from pathlib import Path
 
 import nbformat
@@ -60,7 +61,7 @@ def build_class(root: Path, learners: dict[str, dict[str, str]]) -> list[str]:
         shutil.copytree(origin / ASSIGNMENT, root / kind / ASSIGNMENT, ignore=shutil.ignore_patterns("__pycache__"))
     released = nbformat.read(root / "release" / ASSIGNMENT / NOTEBOOK, as_version=4)
     for learner, answers in learners.items():
-        nb = nbformat.reads(nbformat.writes(released), as_version=4)
+        nb = deepcopy(released)
         for cell in nb.cells:
             gid = nbgrader_meta(cell).get("grade_id")
             if nbgrader_meta(cell).get("solution") and gid in answers:

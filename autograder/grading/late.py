@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
-CONFIG_FILE = "nbgrader_config.py"
+from ..coursedir import course_config
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ def penalty(config_dir: str | Path, student: str, score: float, seconds_late: fl
     folder = str(Path(config_dir).resolve())
     sys.path.insert(0, folder)  # a plugin class named by module, as nbgrader finds it beside the config
     try:
-        assigner = AssignLatePenalties(config=course_config(folder))
+        assigner = AssignLatePenalties(config=course_config(Path(folder)))
         assigner.init_plugin()
         points = assigner.plugin_inst.late_submission_penalty(student, score, seconds_late)
         if points is None:
@@ -75,16 +74,6 @@ def penalty(config_dir: str | Path, student: str, score: float, seconds_late: fl
         return float(assigner._check_late_penalty(SimpleNamespace(score=score), float(points)))
     finally:
         sys.path.remove(folder)
-
-
-def course_config(config_dir: str | Path) -> Any:
-    """The course's nbgrader configuration (its nbgrader_config.py; empty without one)."""
-    from traitlets.config import Config
-    from traitlets.config.loader import load_pyconfig_files
-
-    if not (Path(config_dir) / CONFIG_FILE).is_file():
-        return Config()
-    return load_pyconfig_files([CONFIG_FILE], str(config_dir))
 
 
 def message(deadline: Deadline, lost: float | None, score: float) -> str:

@@ -181,9 +181,10 @@ def from_course(course_dir: Path) -> Service:
     """The service as the course directory's nbgrader_config.py configures it."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     from nbgrader.coursedir import CourseDirectory
-    from traitlets.config.loader import load_pyconfig_files
 
-    config = load_pyconfig_files(["nbgrader_config.py"], str(course_dir))
+    from ..coursedir import course_config
+
+    config = course_config(course_dir)
     if "root" not in config.CourseDirectory:
         config.CourseDirectory.root = str(course_dir)  # as nbgrader does when run from the course directory
     coursedir = CourseDirectory(config=config)
