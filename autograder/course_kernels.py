@@ -29,16 +29,16 @@ def _compute_dtype(t: torch.Tensor) -> torch.dtype:
     return torch.float64 if t.dtype == torch.float64 else torch.float32
 
 
-def _silu_forward(x: torch.Tensor, y: torch.Tensor, n: int) -> None:
+def _silu_forward(x: torch.Tensor, y: torch.Tensor, n: int) -> list[torch.Tensor]:
     xs = _in_memory_order(x, n).to(_compute_dtype(x))
-    _in_memory_order(y, n).copy_(xs * torch.sigmoid(xs))
+    return [_in_memory_order(y, n).copy_(xs * torch.sigmoid(xs))]
 
 
-def _silu_backward(x: torch.Tensor, grad_out: torch.Tensor, grad_in: torch.Tensor, n: int) -> None:
+def _silu_backward(x: torch.Tensor, grad_out: torch.Tensor, grad_in: torch.Tensor, n: int) -> list[torch.Tensor]:
     xs = _in_memory_order(x, n).to(_compute_dtype(x))
     g = _in_memory_order(grad_out, n).to(xs.dtype)
     s = torch.sigmoid(xs)
-    _in_memory_order(grad_in, n).copy_(g * s * (1 + xs * (1 - s)))
+    return [_in_memory_order(grad_in, n).copy_(g * s * (1 + xs * (1 - s)))]
 
 
 def _rows(t: torch.Tensor, rows: int, V: int, stride: int) -> torch.Tensor:
@@ -55,17 +55,19 @@ def _picked(x: torch.Tensor, target: torch.Tensor, ignore_index: int) -> tuple[t
     return torch.where(counted, picked, torch.zeros_like(picked)), counted
 
 
-def _ce_forward(grid, logits, target, loss, lse, stride, V, ignore_index) -> None:
+def _ce_forward(grid, logits, target, loss, lse, stride, V, ignore_index) -> list[torch.Tensor]:
     """Each row's log-sum-exp and loss, computed in lse's dtype (the accumulation dtype the Function chose)."""
     rows = grid[0]
     x = _rows(logits, rows, V, stride).to(lse.dtype)
     row_lse = torch.logsumexp(x, dim=1)
     picked, counted = _picked(x, _in_memory_order(target, rows), ignore_index)
-    _in_memory_order(lse, rows).copy_(row_lse)
-    _in_memory_order(loss, rows).copy_(torch.where(counted, row_lse - picked, torch.zeros_like(row_lse)))
+    return [
+        _in_memory_order(lse, rows).copy_(row_lse),
+        _in_memory_order(loss, rows).copy_(torch.where(counted, row_lse - picked, torch.zeros_like(row_lse))),
+    ]
 
 
-def _ce_backward(grid, logits, target, lse, grad, stride, V, ignore_index, scale) -> None:
+def _ce_backward(grid, logits, target, lse, grad, stride, V, ignore_index, scale) -> list[torch.Tensor]:
     """Each row's gradient (softmax - one_hot) * scale from the saved log-sum-exp, 0 in ignored rows."""
     if isinstance(scale, torch.Tensor):
         raise TypeError(
@@ -80,7 +82,7 @@ def _ce_backward(grid, logits, target, lse, grad, stride, V, ignore_index, scale
     hit = counted & (t >= 0) & (t < V)
     g[hit.nonzero().squeeze(1), t[hit]] -= 1.0
     g = torch.where(counted[:, None], g * scale, torch.zeros_like(g))
-    _rows(grad, rows, V, stride).copy_(g)
+    return [_rows(grad, rows, V, stride).copy_(g)]
 
 
 # Triton's launch options: passed at a launch beside the kernel's arguments, never the kernel's parameters
@@ -133,16 +135,29 @@ class StandInKernel:
         bound.apply_defaults()
         return tuple(bound.arguments.values())[: self.takes], dict(bound.arguments)
 
-    def run(self, *args, grid=None, **kwargs) -> None:
+    def run(self, *args, grid=None, **kwargs) -> int:
+        """Bind the launch here, in the caller's process, and have it computed by the launcher (probes/launches.py:
+        the grader's, while a submission is graded); answers the launch's number."""
         values, named = self._bound(args, kwargs)
-        if not self.takes_grid:
-            self.compute(*values)
-            return
-        if callable(grid):
-            grid = grid(named)
-        if not isinstance(grid, (tuple, list)) or not grid or not isinstance(grid[0], int):
-            raise TypeError(f"{self.__name__}[grid]: grid should be a tuple such as (rows,), not {grid!r}")
-        self.compute(tuple(grid), *values)
+        if self.takes_grid:
+            if callable(grid):
+                grid = grid(named)
+            if not isinstance(grid, (tuple, list)) or not grid or not all(type(g) is int and g > 0 for g in grid):
+                raise TypeError(f"{self.__name__}[grid]: grid should be a tuple such as (rows,), not {grid!r}")
+        from .probes import launches
+
+        return launches.launch(self.__name__, tuple(grid) if self.takes_grid else None, tuple(values))
+
+
+def execute(name: str, grid: tuple[int, ...] | None, values: tuple) -> list[torch.Tensor]:
+    """One launch of the stand-in `name`, computed here: the views it wrote."""
+    stand_in = STAND_INS.get(name)
+    if stand_in is None:
+        raise ValueError(f"{name} is not one of the course's kernels")
+    if len(values) != stand_in.takes:
+        raise TypeError(f"{name}[grid](...) takes {stand_in.takes} arguments before its block size, not {len(values)}")
+    with torch.no_grad():  # a kernel writes memory: autograd sees none of it (and views made under no_grad take it)
+        return stand_in.compute(grid, *values) if stand_in.takes_grid else stand_in.compute(*values)
 
 
 # the notebooks' name of each kernel -> its stand-in

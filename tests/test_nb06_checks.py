@@ -876,15 +876,16 @@ def make_function(
             else:
                 grad = torch.empty_like(logits)
                 backward_right[(rows,)](
-                    logits, target, lse, grad, logits.stride(0), V, ctx.ignore_index, scale, BLOCK_V=block_for(V)
-                )
+                    torch.zeros_like(logits) if launch_for_show else logits,  # for show: on other numbers
+                    target, lse, grad, logits.stride(0), V, ctx.ignore_index, scale, BLOCK_V=block_for(V)
+                )  # fmt: skip
             if round_early:  # logit - lse rounded to the logits' dtype before exp (rounding to nearest, as a GPU
                 # does; the interpreter truncates), stored by a kernel: the numbers of a rounding on the way
                 p = torch.exp((logits.to(lse.dtype) - lse[:, None]).to(logits.dtype).to(lse.dtype))
                 p[torch.arange(rows), target.clamp(min=0)] -= 1.0
                 rounded = (p * scale * (target != ctx.ignore_index)[:, None]).to(grad.dtype).contiguous()
                 copy_into[(triton.cdiv(grad.numel(), 1024),)](rounded, grad, grad.numel(), BLOCK=1024)
-            if launch_for_show:  # the launch stays, PyTorch writes the gradient over what it left
+            if launch_for_show:  # the launch (on other numbers) stays, PyTorch writes the gradient over what it left
                 p = torch.exp(logits - lse[:, None])
                 p[torch.arange(rows), target.clamp(min=0)] -= 1.0
                 grad.copy_(p * scale * (target != ctx.ignore_index)[:, None])
@@ -1045,7 +1046,9 @@ def fused_with_forward(kind):
 )
 def test_a_loss_not_made_of_what_the_forward_kernel_wrote_loses_the_forward_part(kind):
     points, failed, report = fused_score(fused_with_forward(kind))
-    assert failed == {"forward"} and "wrote neither the rows' losses nor their log-sum-exps" in report, report
+    # a kernel of the learner's own (not the notebook's forward kernel) runs in the learner's process: no evidence
+    said = "wrote neither the rows' losses nor their log-sum-exps" if kind == "launch_on_zeros" else "launched no"
+    assert failed == {"forward"} and said in report, report
 
 
 @pytest.mark.parametrize("kind", ["packed", "loss_from_lse", "row_by_row"])
@@ -1054,10 +1057,12 @@ def test_a_loss_from_the_kernels_rows_in_any_honest_layout_keeps_full_marks(kind
     assert fused_score(fused_with_forward(kind), **draw_fused_ce(random.Random(9), 1))[:2] == (5.0, set())
 
 
-def test_not_protected_pytorchs_rows_handed_to_a_launch_that_never_writes_them():
-    """The ceiling of 'memory a launch was handed' (as for notebook 05's outputs): values PyTorch computed and handed
-    to a launch look like the launch's. docs/grading.md lists it."""
-    assert fused_score(fused_with_forward("not_protected_torch_rows_handed_to_a_launch"))[:2] == (5.0, set())
+def test_pytorchs_rows_handed_to_a_launch_that_never_writes_them_are_not_the_kernels():
+    """Issue 47: what a launch wrote is the launcher's record of the views the course's kernel stored, not the
+    memory it was handed: values PyTorch computed and handed to a launch (before: a ceiling docs/grading.md listed)
+    are not the kernel's."""
+    points, failed, report = fused_score(fused_with_forward("not_protected_torch_rows_handed_to_a_launch"))
+    assert failed == {"forward"}, report
 
 
 # ------------------------------------------------------------------------------------------ memory and bf16
@@ -1099,7 +1104,6 @@ def test_new_saved_bytes():
 
 BF16_HINTS = {
     "keep the log-sum-exp in float32": {"lse_bf16": True},
-    "is rounded to bfloat16 before the gradient is stored": {"round_early": True},
     "the gradient is wrong, not imprecise": {"no_scale": True},
 }
 
@@ -1122,6 +1126,9 @@ def test_bf16_in_ulps_a_right_function_keeps_every_part():
             3.0,
             "not scored here: backward handed back no gradient",
         ),
+        # a gradient PyTorch computed (rounded on the way) and a kernel of the learner's own copied: not the course's
+        # kernel's, so exercise 6 charges it (the Function checks run the course's kernels in place of the notebook's)
+        (make_function(round_early=True), set(), 3.0, "not scored here: backward handed back no gradient"),
         # ... and the dtypes alone earn nothing where the loss is wrong
         (make_function(launch_for_show=True, forward_sum=True), {"loss"}, 0.0, "neither the loss nor the gradient"),
     ],
@@ -1783,13 +1790,16 @@ def test_launches_by_keyword_keep_every_mark_around_the_courses_kernels():
     assert verdict_of_call(nb06.check_linear_ce, namespace["LinearCE"], cases=linear_ce_cases())[:2] == (5.0, set())
 
 
-def test_without_the_course_kernels_the_same_kernel_mistake_would_cost_the_function_too(monkeypatch):
-    """The control: the binding is what spares the Function exercise (the learner's kernel ignores ignore_index)."""
+def test_without_the_course_kernels_the_learners_own_launches_are_no_evidence(monkeypatch):
+    """The control: without the binding, the learner's own kernels run in the learner's process, where nothing is
+    logged by the launcher -- their launches count for nothing, right kernels or not."""
     import contextlib
 
-    monkeypatch.setattr(nb06.probes, "course_kernels", lambda obj: contextlib.nullcontext([]))
-    namespace = functions_around(forward_ignores_nothing, backward_right)
-    assert fused_score(namespace["FusedCE"])[0] < 5.0
+    monkeypatch.setattr(nb06.probes, "course_kernels", lambda obj, names: contextlib.nullcontext([]))
+    for forward_kernel in (forward_ignores_nothing, forward_right):
+        namespace = functions_around(forward_kernel, backward_right)
+        points, failed, report = fused_score(namespace["FusedCE"])
+        assert {"forward", "reference"} <= failed and "launched no Triton kernel" in report, report
 
 
 def test_a_kernel_gradient_scaled_by_grad_output_in_pytorch_is_the_kernels():

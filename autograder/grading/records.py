@@ -45,6 +45,8 @@ from ..probes.channel import (
     identity,
     parse_header,
 )
+from ..probes.launches import LaunchLog
+from .launch_service import LaunchService
 
 ACCESS, MODIFY, ATTRIB, CLOSE_WRITE, CLOSE_NOWRITE, OPEN = 0x1, 0x2, 0x4, 0x8, 0x10, 0x20
 MOVED_FROM, MOVED_TO, CREATE, DELETE, DELETE_SELF, MOVE_SELF = 0x40, 0x80, 0x100, 0x200, 0x400, 0x800
@@ -380,6 +382,11 @@ class RecordCollector:
     unfinished: set[tuple[str, int]] = field(default_factory=set)
     receiver: _Receiver | None = None
     socket_id: str | None = None  # the grader's socket as it was made (device, inode, change time)
+    launcher: LaunchService | None = None  # computes the stand-in kernels' launches, and logs them, out of the kernel
+
+    @property
+    def launch_log(self) -> LaunchLog | None:
+        return self.launcher.log if self.launcher is not None else None
 
     @property
     def socket_folder(self) -> Path:
@@ -396,6 +403,7 @@ class RecordCollector:
         self.socket_folder.chmod(0o755)  # the grader's: a kernel of another uid can replace nothing in it
         self.receiver = _Receiver(self.socket_folder, self.collected)
         self.socket_id = identity(os.stat(self.socket_folder / SOCKET_NAME))
+        self.launcher = LaunchService(self.socket_folder)
         self.watch = _watch(self.channel, self.socket_folder)
 
     @property
@@ -405,9 +413,13 @@ class RecordCollector:
     def before(self, index: int) -> None:
         """Cell `index` is about to run: whatever happened since the last cell ended happened in no cell."""
         self._settle(index, None)
+        if self.launcher is not None:  # launches that come now are this cell's
+            self.launcher.cell = self.tests[index][0] if index in self.tests else None
 
     def after(self, index: int) -> None:
         """Cell `index` ended (however: a test cell that did not end well scores nothing, grading/worker.py)."""
+        if self.launcher is not None:
+            self.launcher.cell = None
         self._settle(index, self.tests.get(index))
 
     def finish(self) -> None:
@@ -415,6 +427,8 @@ class RecordCollector:
         closed."""
         if self.receiver is not None:
             self.receiver.stop()
+        if self.launcher is not None:
+            self.launcher.stop()  # its log stays, for the judges
         self._settle(-1, None)
         self.receiver = None
         if self.watch is not None:

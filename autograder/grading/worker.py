@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from ..judges import kernel_runs
+from ..judges import kernel_runs, launch_evidence
 from ..registry import CHECKS
 from . import intake, late, sandbox, warm
 from .assemble import build_execution
@@ -272,8 +272,10 @@ def judge(plan: Plan, report: dict, spec_nb: NotebookSpec, result: NotebookResul
             results = [NOT_JUDGED if k in refused else r for k, r in enumerate(results)]
             patched.update(found)
             shown = by_id[gid].shown_calls
-            score, msgs, _ = judge_cell(calls, results, points, visible=shown)
-            shown_grade = _shown_grade(calls, results, points, shown)
+            # the stand-in kernels' launches the judges read: the grader's log, of this cell's launches only
+            with launch_evidence.using(plan.records.launch_log, gid):
+                score, msgs, _ = judge_cell(calls, results, points, visible=shown)
+                shown_grade = _shown_grade(calls, results, points, shown)
             if status[tindex] in ("timeout", "error"):  # no honest test cell ends so: its probes' work was disturbed
                 score, shown_grade = 0.0, CellGrade(0.0, shown_grade.max, shown_grade.messages)
                 msgs.append(STOPPED_CELL[status[tindex]])

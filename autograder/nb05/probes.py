@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import math
 import os
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -14,9 +13,8 @@ import torch
 
 from coursetools.kernel_text import real_modules
 
-from ..course_kernels import StandInKernel
 from ..feedback import CheckFailed, not_written
-from ..probes import triton_kernels
+from ..probes import launches, triton_kernels
 from ..probes.apply import engine_agrees, function_apply
 from ..probes.call import call_learner
 from ..probes.function import probe_function
@@ -146,15 +144,14 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
     """Forward on x (requiring grad), what forward saved, then backward with u: raw returns. triton: also how many
     Triton kernels forward and backward launched."""
     x = x.detach().clone().requires_grad_(True)
-    forward_launches, backward_launches = {"n": 0}, {"n": 0}
-    with counting_launches(forward_launches) if triton else _nothing():
+    with launches.window() if triton else _nothing() as forward_window:
         out, saved = count_saved(lambda t: call_kernel(apply, t, name=f"{name}.forward"), x)
     result = {"output": _describe(out), "saved_storages": _plain(saved)}
     if triton:
-        # a launch counts when its memory is what the Function hands back: outputs computed with PyTorch beside a
-        # launch (or written over after it) are not the kernels' work
-        made = forward_launches["n"] if written_by_launch(forward_launches, out) else 0
-        result["launches"] = {"forward": made, "backward": 0, "forward_any": forward_launches["n"]}
+        # the numbers of the launches each window made: the judge looks up in the launcher's log what they stored
+        # (a tensor computed with PyTorch beside a launch, or written over after it, is not one of them)
+        result["launch_ids"] = {"forward": forward_window.numbers, "backward": []}
+        result["layouts"] = {"output": launches.layout(out)}
     if not isinstance(out, torch.Tensor):
         return result
     node = out.grad_fn
@@ -174,19 +171,20 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
         bool(s.device.type != "meta" and s.shape == x.shape and _equal(s.detach(), x.detach())) for s in saved
     ]
     kept = u.clone()
+    backward_window = launches.Window()
     try:
-        with counting_launches(backward_launches) if triton else _nothing():
+        with launches.window() if triton else _nothing() as backward_window:
             raw = backward_of(node, u, name=f"{name}.backward")
     except CheckFailed as failure:
         result["backward_error"] = str(failure)
         return result
     finally:
         if triton:
-            result["launches"]["backward_any"] = backward_launches["n"]
+            result["launch_ids"]["backward"] = backward_window.numbers
     if triton:
         first = raw[0] if isinstance(raw, (tuple, list)) and raw else raw
-        made = written_by_launch(backward_launches, first, times=u)
-        result["launches"]["backward"] = backward_launches["n"] if made else 0
+        result["layouts"]["grad"] = launches.layout(first)
+        result["grad_output"] = _describe(kept)  # a kernel's gradient scaled by it with PyTorch is the kernel's
     result["returns"] = _returns(raw)
     result["grad_output_modified"] = bool(u.device.type != "meta" and not _equal(u, kept))
 
@@ -203,124 +201,21 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
 
 # --------------------------------------------------------------------------------------------- Triton
 
-# The launch methods as Triton defines them, taken before any learner code runs (the grader's kernel setup imports
-# this module before the notebook's first cell). Importing triton decides how its own library functions (tl.sigmoid)
-# run, so the mode is set first, by the notebook's own rule: the interpreter when there is no GPU.
+# Importing triton decides how its own library functions (tl.sigmoid) run, so the mode is set first (the grader's
+# kernel setup imports this module before the notebook's first cell), by the notebook's own rule: the interpreter
+# when there is no GPU.
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-
 try:
-    from triton.runtime.interpreter import InterpretedFunction as _Interpreted
-    from triton.runtime.jit import JITFunction as _Jit
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
 
-    _LAUNCHERS: tuple = ((_Interpreted, _Interpreted.run), (_Jit, _Jit.run))
+    _KERNEL_TYPES: tuple = (JITFunction, InterpretedFunction)
 except ImportError:  # pragma: no cover - triton is pinned in requirements.txt
-    _LAUNCHERS = ()
+    _KERNEL_TYPES = ()
 
-
-_LAUNCHERS += ((StandInKernel, StandInKernel.run),)  # the course's stand-ins launch like kernels
 real_modules()  # Triton's modules as imported here, before any learner code: a kernel's record names them by identity
-
-
-@contextmanager
-def counting_launches(counter: dict) -> Iterator[dict]:
-    """Count in counter["n"] the Triton kernels the body launches (interpreted or compiled): a Function that is to
-    wrap kernels must launch some. Launches go through Triton's own run methods, whatever the learner's code did
-    to them (a replaced run is flagged by the kernel's watch). With counter["small"] = k, counter["left"] gathers,
-    launch after launch, the values each launch left in the floating-point tensors of at most k numbers it was
-    handed (per-row buffers: where a judge looks for the per-row results the kernels were to compute); with
-    counter["large"] = K, counter["left_large"] the same for tensors of at most K numbers (chunks of logits)."""
-
-    def counted(run):
-        def launch(self, *args, **kwargs):
-            if kwargs.get("warmup"):
-                return run(self, *args, **kwargs)
-            counter["n"] += 1
-            result = run(self, *args, **kwargs)
-            _beside_the_profiler(_keep_what_it_left, counter, (*args, *kwargs.values()))
-            return result
-
-        return launch
-
-    before = [(cls, cls.__dict__.get("run")) for cls, _ in _LAUNCHERS]
-    for cls, run in _LAUNCHERS:
-        cls.run = counted(run)
-    try:
-        yield counter
-    finally:
-        for cls, old in before:
-            cls.run = old
-
-
-_Thread = threading.Thread  # as imported, before any learner code runs
-
-
-def _keep_what_it_left(counter: dict, values: tuple) -> None:
-    """What a launch left in each tensor it was handed: its storage, and the values of the small ones."""
-    for value in values:
-        if isinstance(value, torch.Tensor) and value.device.type != "meta":
-            storage = value.untyped_storage()
-            counter.setdefault("written", {})[storage.data_ptr()] = storage.clone()
-            if not value.is_floating_point():
-                continue
-            for key, most in (("left", counter.get("small", 0)), ("left_large", counter.get("large", 0))):
-                if value.numel() <= most:
-                    counter.setdefault(key, []).append(value.detach().to("cpu", torch.float64, copy=True).flatten())
-
-
-def _beside_the_profiler(fn: Callable, *args: Any) -> None:
-    """fn(*args) in a thread of its own: PyTorch's profiler records the allocations of the thread it runs in, so
-    the probe's copies stay out of the memory a check measures (a learner's thread is flagged by the screen)."""
-    failure: list[BaseException] = []
-
-    def body() -> None:
-        try:
-            fn(*args)
-        except BaseException as error:  # handed back to the caller's thread
-            failure.append(error)
-
-    helper = _Thread(target=body, name="probe-copies")
-    helper.start()
-    helper.join()
-    if failure:
-        raise failure[0]
-
-
-def _as_bytes(storage: Any) -> torch.Tensor:
-    return torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
-
-
-def written_by_launch(counter: dict, tensor: Any, times: Any = None) -> bool:
-    """Whether `tensor` lies in memory a counted launch was handed, and holds exactly what that launch left there
-    (a tensor computed with PyTorch, or overwritten after the launch, does not). With `times` (the grad_output a
-    backward was handed): also a tensor equal, bit for bit, to what a launch left in memory of its size multiplied
-    by `times` -- a kernel's gradient that backward scales by grad_output with PyTorch is the kernel's."""
-    if not isinstance(tensor, torch.Tensor) or tensor.device.type == "meta":
-        return False
-    storage = tensor.untyped_storage()
-    written = counter.get("written", {})
-    snapshot = written.get(storage.data_ptr())
-    if (
-        snapshot is not None
-        and snapshot.nbytes() == storage.nbytes()
-        and _equal(_as_bytes(snapshot), _as_bytes(storage))
-    ):
-        return True
-    return isinstance(times, torch.Tensor) and any(_scaled_equal(left, tensor, times) for left in written.values())
-
-
-def _scaled_equal(snapshot: Any, tensor: torch.Tensor, times: torch.Tensor) -> bool:
-    """Whether `snapshot` (a launch's memory), read as a tensor of `tensor`'s dtype and shape, times `times` is
-    `tensor`."""
-    if snapshot.nbytes() != tensor.numel() * tensor.element_size() or snapshot.device != tensor.device:
-        return False
-    with torch.no_grad():
-        left = _as_bytes(snapshot).view(tensor.dtype).view(tensor.shape)
-        try:
-            return _equal(left * times.to(tensor.device), tensor.detach())
-        except RuntimeError:  # shapes that do not broadcast: not this launch's
-            return False
 
 
 def record_kernel(kernel: Any, **params: Any) -> ProbeData:
@@ -405,34 +300,82 @@ def probe_elementwise(
     apply = function_apply(obj, name)
     device = kernel_device() if triton else "cpu"
     data: dict[str, Any] = {"name": name, "device": device, "cases": []}
-    with course_kernels(obj) if triton else _nothing() as replaced:
+    with course_kernels(obj, SILU_KERNELS) if triton else _nothing() as replaced:
         data["course_kernels"] = replaced or []
         _probe_elementwise_cases(data, apply, seed, cases, triton, name, device)
     return data
 
 
 @contextmanager
-def course_kernels(obj: Any) -> Iterator[list[str]]:
-    """While the Function is checked, the notebook's kernel names (silu_forward_kernel ...) that its forward and
-    backward read as globals are bound to the course's kernels; the learner's are put back after. Yields the
+def course_kernels(obj: Any, names: Sequence[str]) -> Iterator[list[str]]:
+    """While the Function is checked, the notebook's kernels `names` (silu_forward_kernel ...) in the modules of its
+    forward and backward and in their closures are the course's (autograder/course_kernels.py); the learner's are
+    put back after. A kernel is one of them by its name (the global's, or its function's) or, under another name, by
+    the number of arguments it takes before its block sizes (each of the course's kernels takes a different number:
+    a Function that launches a kernel it named otherwise is judged as if it launched the notebook's). Yields the
     names replaced."""
     from ..course_kernels import STAND_INS
 
-    namespaces: list[dict] = []
+    stand_ins = {name: STAND_INS[name] for name in names}
+    slots: list[tuple[Any, Any]] = []  # (namespace or closure cell, key) that may hold a kernel
     for method in ("forward", "backward"):
         fn = inspect.getattr_static(obj, method, None)
         fn = getattr(fn, "__func__", fn)
         space = getattr(fn, "__globals__", None)
-        if isinstance(space, dict) and not any(space is seen for seen in namespaces):
-            namespaces.append(space)
-    replaced = [(space, key, space[key]) for space in namespaces for key in STAND_INS if key in space]
-    for space, key, learners in replaced:
-        space[key] = STAND_INS[key].in_place_of(learners)  # launched as the learner's kernel would be
+        if isinstance(space, dict) and not any(holder is space for holder, _ in slots):
+            slots += [(space, key) for key in list(space) if isinstance(key, str)]
+        slots += [(cell, None) for cell in getattr(fn, "__closure__", None) or ()]
+    replaced: list[tuple[Any, Any, str, Any]] = []
+    for holder, key in slots:
+        try:
+            learners = holder[key] if key is not None else holder.cell_contents
+        except (KeyError, ValueError):  # gone, or a cell not filled yet
+            continue
+        stand_in = key if key in stand_ins else _stand_in_for(learners, stand_ins)
+        if stand_in is None or any(h is holder and k == key for h, k, _, _ in replaced):
+            continue
+        replaced.append((holder, key, stand_in, learners))
+        _put(holder, key, stand_ins[stand_in].in_place_of(learners))  # launched as the learner's kernel would be
     try:
-        yield sorted({key for _, key, _ in replaced})
+        yield sorted({stand_in for _, _, stand_in, _ in replaced})
     finally:
-        for space, key, learners in replaced:
-            space[key] = learners
+        for holder, key, _, learners in reversed(replaced):
+            _put(holder, key, learners)
+
+
+def _put(holder: Any, key: str | None, value: Any) -> None:
+    if key is None:
+        holder.cell_contents = value
+    else:
+        holder[key] = value
+
+
+SILU_KERNELS = ("silu_forward_kernel", "silu_backward_kernel")
+
+
+def _stand_in_for(value: Any, stand_ins: dict) -> str | None:
+    """The course's kernel that stands in for `value` when it is a Triton kernel: the one of its function's name,
+    else the one that takes as many arguments before the block sizes (None: not a kernel, or no such one)."""
+    if not isinstance(value, _KERNEL_TYPES):
+        return None
+    fn = getattr(value, "fn", None)
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str):
+        return None
+    if name in stand_ins:
+        return name
+    try:
+        parameters = inspect.signature(fn).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    takes = sum(1 for p in parameters if not _constexpr(p.annotation))
+    same = [key for key, stand_in in stand_ins.items() if stand_in.takes == takes]
+    return same[0] if len(same) == 1 else None
+
+
+def _constexpr(annotation: Any) -> bool:
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    return isinstance(text, str) and text.rsplit(".", 1)[-1] == "constexpr"
 
 
 def _probe_elementwise_cases(data: dict, apply: Callable, seed: int, cases: int, triton: bool, name: str, device: str):

@@ -16,20 +16,17 @@ from ..nb05.probes import (
     attribute_tensors,
     backward_of,
     call_kernel,
-    counting_launches,
     course_kernels,
     function_apply,
     kernel_device,
     kernel_launcher,
-    written_by_launch,
 )
-from ..probes import triton_kernels
+from ..probes import launches, triton_kernels
 from ..probes.apply import engine_agrees
 from ..probes.call import call_learner
 from ..probes.memory_watch import Spans, watching
 from ..registry import ProbeData
 from .cases import (
-    LEFT_PER_ROW,
     SAVED_PROBLEMS,
     bf16_case,
     ce_targets,
@@ -306,22 +303,26 @@ def probe_online_lse(
 
 # --------------------------------------------------------------------------------------------- the Function
 
+CE_KERNELS = ("ce_forward_kernel", "ce_backward_kernel")  # what the Function checks run in place of the learner's
 
-def _saved_while(apply: Any, args: tuple, inputs: list[torch.Tensor], name: str, rows: int) -> tuple[Any, list, dict]:
-    """(output, what forward saved: shape and whether it is an input's memory, Triton launches: counted, and what
-    they left in per-row buffers of at most `rows` numbers) of apply(*args)."""
+
+def _saved_while(
+    apply: Any, args: tuple, inputs: list[torch.Tensor], name: str
+) -> tuple[Any, list, launches.Window, list[torch.Tensor]]:
+    """(output, what forward saved: shape and whether it is an input's memory, the window of the stand-in launches
+    it made, the tensors it saved) of apply(*args)."""
     own = {t.untyped_storage().data_ptr() for t in inputs}
     saved: list[dict] = []
+    tensors: list[torch.Tensor] = []
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         saved.append({"shape": tuple(t.shape), "input": t.untyped_storage().data_ptr() in own})
-        launches.setdefault("saved_tensors", []).append(t)
+        tensors.append(t)
         return t
 
-    launches: dict = {"n": 0, "small": rows}
-    with counting_launches(launches), _saved_tensors_hooks(pack, lambda t: t):
+    with launches.window() as made, _saved_tensors_hooks(pack, lambda t: t):
         out = call_kernel(apply, *args, name=name)
-    return out, saved, launches
+    return out, saved, made, tensors
 
 
 def kept_for_backward(node: Any, saved: list) -> list:
@@ -350,14 +351,6 @@ def made_in_forward(grad: Any, kept: list, handed: torch.Tensor) -> bool:
         )
 
 
-def left_by_launches(launches: dict, most: int, key: str = "left") -> torch.Tensor:
-    """The values counted launches left in their small buffers (key "left_large": their large ones), launch by
-    launch, as one float64 tensor: at most `most` + 1 of them (one more than the judge accepts, so that it can tell
-    too many)."""
-    values = torch.cat([torch.empty(0, dtype=torch.float64), *launches.get(key, [])])
-    return values[: most + 1].clone()
-
-
 def kept_on_ctx(node: Any, inputs: Sequence[torch.Tensor]) -> list[dict]:
     """Memory forward kept on ctx as attributes (ctx.x = ..., lists and dicts of them too), other than the inputs':
     [{"attribute", "bytes"}] per storage. save_for_backward is counted by the saved-tensor hooks."""
@@ -381,7 +374,7 @@ def probe_fused_ce(
     (the judge's central differences)."""
     name = getattr(obj, "__name__", "your Function")
     apply = function_apply(obj, name)
-    with course_kernels(obj):  # the Function is graded around the course's kernels: the learner's have their checks
+    with course_kernels(obj, CE_KERNELS):  # the Function is graded around the course's kernels: the learner's have their checks
         return _probe_fused_ce_cases(apply, name, cases, seed, ignore_index, eps)
 
 
@@ -392,17 +385,17 @@ def _probe_fused_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: int
         x = row_case(seed, rows, V, "float64", 0).to(device)
         target = ce_targets(seed, rows, V, ignored, ignore_index).to(device)
         logits = x.clone().requires_grad_()
-        loss, saved, forward = _saved_while(apply, (logits, target, ignore_index), [logits], name, rows)
+        loss, saved, forward, saved_tensors = _saved_while(apply, (logits, target, ignore_index), [logits], name)
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
             raise CheckFailed(f"`{name}.apply(logits, target, ignore_index)` should return the mean loss, one number.")
         if loss.grad_fn is None:
             raise CheckFailed(f"The loss `{name}.apply` returned has no grad_fn: forward must return a tensor it made.")
         kept = kept_on_ctx(loss.grad_fn, (logits, target))
-        left_for_backward = kept_for_backward(loss.grad_fn, forward.pop("saved_tensors", []))
-        launches, backward_error = {"n": 0}, None
+        left_for_backward = kept_for_backward(loss.grad_fn, saved_tensors)
+        backward, backward_error = launches.Window(), None
         try:  # a backward that raises costs the backward's parts, as in notebook 05: forward is judged all the same
             handed = torch.full_like(loss, grad_output)
-            with counting_launches(launches):
+            with launches.window() as backward:
                 grads = backward_of(loss.grad_fn, handed, name)
             fresh = x.clone().requires_grad_()
             engine_agrees(
@@ -417,17 +410,14 @@ def _probe_fused_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: int
         except CheckFailed as failure:
             grads, backward_error = (), str(failure)
         grads = grads if isinstance(grads, tuple) else (grads,)
-        # backward's launches count when the gradient it hands back is what a launch left (notebook 05's rule)
-        # (or it times grad_output: a kernel launched with scale 1/counted, its gradient scaled in PyTorch)
-        made = backward_error is None and grads and written_by_launch(launches, grads[0], times=handed)
-        backward_launches = launches["n"] if made else 0
         moved = _moved_losses(apply, x, (target, ignore_index), eps, name) if numeric else []
         data.append(
             {
                 "loss": float(loss.detach()),
                 "saved": saved,
-                "launches": [forward["n"], backward_launches],
-                "forward_left": left_by_launches(forward, LEFT_PER_ROW * rows),
+                # the judge looks up what these launches stored in the launcher's log (notebook 05's rule)
+                "launch_ids": {"forward": forward.numbers, "backward": backward.numbers},
+                "grad_layout": launches.layout(grads[0]) if grads else None,
                 "returned": [
                     g.detach().to("cpu", torch.float64).clone() if isinstance(g, torch.Tensor) else None for g in grads
                 ],
@@ -488,41 +478,37 @@ def probe_bf16(obj: Any, rows: int = 8, V: int = 4096, seed: int = 0, points: fl
     apply = function_apply(obj, name)
     x, target = bf16_case(seed, rows, V)
     logits = x.to(kernel_device()).requires_grad_()
-    with course_kernels(obj):
+    with course_kernels(obj, CE_KERNELS):
         return _probe_bf16_run(apply, name, logits, target.to(logits.device))
 
 
 def _probe_bf16_run(apply: Any, name: str, logits: torch.Tensor, target: torch.Tensor) -> dict:
     """The loss and its gradient through autograd's engine, the launches forward and backward made, what forward's
     left per row, and whether the gradient handed back is what a backward launch wrote."""
-    rows = logits.shape[0]
-    forward = {"n": 0, "small": rows}
-    with counting_launches(forward):
+    with launches.window() as forward:
         loss = call_kernel(apply, logits, target, -100, name=name)
     if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
         raise CheckFailed(f"`{name}.apply` on bfloat16 logits should return the loss with a grad_fn.")
     answer = {
         "loss": float(loss.detach()),
         "loss_dtype": str(loss.dtype).removeprefix("torch."),
-        "launches": [forward["n"], 0],
-        "forward_left": left_by_launches(forward, LEFT_PER_ROW * rows),
+        "launch_ids": {"forward": forward.numbers, "backward": []},
         "grad": None,
         "grad_dtype": None,
+        "grad_layout": None,
         "backward_error": None,
     }
-    backward = {"n": 0}
+    backward = launches.Window()
     try:
-        with counting_launches(backward):
+        with launches.window() as backward:
             (grad,) = call_learner(torch.autograd.grad, loss, logits, name=name, call=f"{name}'s backward on bfloat16")
     except CheckFailed as failure:  # costs the gradient's part; the loss is judged all the same
         return answer | {"backward_error": str(failure)}
     return answer | {
-        "launches": [
-            forward["n"],
-            backward["n"] if written_by_launch(backward, grad, times=torch.ones_like(loss)) else 0,
-        ],
+        "launch_ids": {"forward": forward.numbers, "backward": backward.numbers},
         "grad": grad.detach().to("cpu", torch.float64).clone(),
         "grad_dtype": str(grad.dtype).removeprefix("torch."),
+        "grad_layout": launches.layout(grad),
     }
 
 
@@ -575,7 +561,7 @@ def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float
     forward: where Liger's design writes the chunks' gradients)."""
     name = getattr(obj, "__name__", "your Function")
     apply = function_apply(obj, name)
-    with course_kernels(obj):
+    with course_kernels(obj, CE_KERNELS):
         return _probe_linear_ce_cases(apply, name, cases, seed)
 
 
@@ -594,8 +580,7 @@ def _probe_linear_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: in
                 new_saved.append(t.untyped_storage().nbytes())
             return t
 
-        launched = {"n": 0, "small": N, "large": N * V}  # large: Liger's design computes gradients in forward
-        with largest_allocation() as forward, _saved_tensors_hooks(pack, lambda t: t), counting_launches(launched):
+        with largest_allocation() as forward, _saved_tensors_hooks(pack, lambda t: t), launches.window() as launched:
             loss = call_learner(
                 apply, h, w, target, chunk, name=name, call=f"{name}.apply(hidden, weight, target, {chunk})"
             )
@@ -605,17 +590,13 @@ def _probe_linear_ce_cases(apply: Any, name: str, cases: Sequence[Any], seed: in
             )
         kept = sum(new_saved) + sum(r["bytes"] for r in kept_on_ctx(loss.grad_fn, (h, w, target)))
         grad_seed = torch.full_like(loss, grad_output)
-        relaunched = {"n": 0, "small": N * V}
-        with largest_allocation() as backward, counting_launches(relaunched):
+        with largest_allocation() as backward, launches.window() as relaunched:
             grads = backward_of(loss.grad_fn, grad_seed, name)
         grads = grads if isinstance(grads, tuple) else (grads,)
         data.append(
             {
                 "loss": float(loss.detach()),
-                "launches": [launched["n"], relaunched["n"]],
-                "forward_left": left_by_launches(launched, LEFT_PER_ROW * N),
-                "backward_left": left_by_launches(relaunched, LEFT_PER_ROW * N * V),
-                "forward_left_large": left_by_launches(launched, LEFT_PER_ROW * N * V, key="left_large"),
+                "launch_ids": {"forward": launched.numbers, "backward": relaunched.numbers},
                 "returned": [
                     g.detach().to("cpu", torch.float64).clone() if isinstance(g, torch.Tensor) else None for g in grads
                 ],

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
+from ...course_kernels import STAND_INS
 from ...feedback import CheckFailed
+from ...judges import launch_evidence
 from ...judges.answers import MISMATCH
 from ...judges.function import draw_seed
 from ...judges.verdict import Part, Verdict
@@ -230,12 +233,12 @@ def _require_kernels(data, name):
     records = list(data["cases"]) + [data[k] for k in ("transposed_grad", "strided_both", "float32")]
     missing = []
     for record in records:
-        launches = record.get("launches")
-        if not isinstance(launches, dict) or not all(isinstance(launches.get(k), int) for k in ("forward", "backward")):
-            raise CheckFailed(answers_mismatch(f"{name}'s data has no count of Triton launches"))
-        if record.get("output", {}).get("kind") == "tensor" and launches["forward"] < 1:
+        if not isinstance(record.get("launch_ids"), dict) or not isinstance(record.get("layouts"), dict):
+            raise CheckFailed(answers_mismatch(f"{name}'s data names no Triton launches"))
+        output = record.get("output", {})
+        if output.get("kind") == "tensor" and not _launched(record, "forward", output, "output"):
             missing.append("forward")
-        if "returns" in record and launches["backward"] < 1:
+        if "returns" in record and not _launched(record, "backward", (record["returns"] or [{}])[0], "grad"):
             missing.append("backward")
     if missing:
         which = " and ".join(dict.fromkeys(m for m in ("forward", "backward") if m in missing))
@@ -245,6 +248,19 @@ def _require_kernels(data, name):
             "forward kernel on enough programs to cover x, writing into a new output tensor, and returns that "
             "tensor; backward launches the backward kernel, writing into a new gradient tensor, and returns it."
         )
+
+
+def _launched(record: dict, window: str, described: Any, layout: str) -> bool:
+    """Whether the tensor described (the output, or backward's first return) is, bit for bit, what one of the
+    window's launches stored (or, in backward, that times grad_output), as the launcher logged it."""
+    launches = launch_evidence.of(launch_evidence.window(record, window), set(STAND_INS))
+    value = described.get("value") if isinstance(described, dict) else None
+    shape = record["layouts"].get(layout)
+    if launch_evidence.produced(launches, value, shape):
+        return True
+    handed = record.get("grad_output") if window == "backward" else None
+    times = launch_evidence.as_dtype(handed.get("value"), handed.get("dtype")) if isinstance(handed, dict) else None
+    return isinstance(times, torch.Tensor) and launch_evidence.produced(launches, value, shape, times=times)
 
 
 def _judge_layouts(data, activation, seed, part, triton, forward_wrong=False, contiguous_wrong=False):

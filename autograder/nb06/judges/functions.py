@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ...judges import answers
+from ...judges import answers, launch_evidence
 from ...judges.verdict import Part, Verdict, verdict_of
 from ...registry import ProbeData, decides
 from ..cases import (
@@ -23,6 +23,8 @@ from ..cases import (
     saved_problem,
 )
 from .common import (
+    launched,
+    launched_the_gradient,
     titled_parts,
 )
 
@@ -201,8 +203,8 @@ def _judge_fused_grad(
 FUSED_KEYS = (
     "loss",
     "saved",
-    "launches",
-    "forward_left",
+    "launch_ids",
+    "grad_layout",
     "returned",
     "moved",
     "backward_error",
@@ -224,7 +226,6 @@ def judge_fused_ce(
         entry = answers.entry(got, f"case {case}", FUSED_KEYS)
         loss = answers.number(entry["loss"], f"the loss of case {case}")
         saved = _saved_entries(entry["saved"], f"what forward saved in case {case}")
-        launches = answers.numbers(entry["launches"], f"the launches of case {case}", length=2)
         returned = answers.listed(entry["returned"], f"backward's return of case {case}")
         moved = answers.numbers(
             entry["moved"], f"the moved losses of case {case}", length=2 * rows * V if numeric else 0
@@ -234,16 +235,17 @@ def judge_fused_ce(
         target = ce_targets(seed, rows, V, ignored, ignore_index)
         expected = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index)
         (expected_grad,) = torch.autograd.grad(expected * grad_output, x)
-        forward = (launches[0], entry["forward_left"])
+        forward_launches = launched(entry, "forward")
+        forward = (len(forward_launches), launch_evidence.left(forward_launches, rows, LEFT_PER_ROW * rows))
         _judge_fused_loss(parts, where, loss, forward, (x, target, ignore_index, ignored), expected.item(), unsure)
         _judge_fused_interface(parts, where, entry["backward_error"], returned)
         grad = returned[0] if returned else None
         kept_whole = _judge_fused_memory(parts, where, saved, _kept_entries(entry["kept"], case), rows, V)
         if entry["backward_error"] is None:
             made_in_forward = kept_whole and answers.flag(entry["grad_from_forward"], f"the gradient of case {case}")
-            _judge_fused_grad(
-                parts, where, grad, launches[1], expected_grad, target, ignore_index, ignored, made_in_forward
-            )
+            times = torch.tensor(grad_output, dtype=torch.float64)  # the grad_output backward was handed
+            made = launched_the_gradient(entry, grad, times)
+            _judge_fused_grad(parts, where, grad, made, expected_grad, target, ignore_index, ignored, made_in_forward)
         # something right, to float32's precision at least: what a blank answer never is (the gate below)
         right.append(math.isclose(loss, float(expected.detach()), rel_tol=FLOAT32_RTOL, abs_tol=1e-12))
         if isinstance(grad, torch.Tensor) and tuple(grad.shape) == (rows, V):
@@ -443,14 +445,15 @@ def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, poi
     entry = answers.entry(
         data,
         "the bf16 answer",
-        ("loss", "loss_dtype", "launches", "forward_left", "grad", "grad_dtype", "backward_error"),
+        ("loss", "loss_dtype", "launch_ids", "grad", "grad_dtype", "grad_layout", "backward_error"),
     )
     loss = answers.number(entry["loss"], "the bf16 loss")
-    launches = answers.numbers(entry["launches"], "the bf16 launches", length=2)
+    forward_launches = launched(entry, "forward")
+    forward_left = launch_evidence.left(forward_launches, rows, LEFT_PER_ROW * rows)
     x, target = bf16_case(seed, rows, V)
     where = f"{rows} rows of V = {V} bfloat16 logits"
     rows_expected, counted = per_row_results(x.to(torch.float64), target, -100)
-    missed = loss_not_from_kernels(launches[0], entry["forward_left"], rows_expected, counted, rtol=1 / 64)
+    missed = loss_not_from_kernels(len(forward_launches), forward_left, rows_expected, counted, rtol=1 / 64)
     if missed:
         parts["loss"].fail(f"{where}: {missed}", NOT_FROM_KERNEL)
     if entry["backward_error"] is not None:
@@ -463,7 +466,9 @@ def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, poi
         _judge_bf16_loss(parts, where, loss, entry["loss_dtype"], x, target)
         return _bf16_verdict(parts, points)
     grad = answers.tensor(entry["grad"], "the bf16 gradient", shape=(rows, V))
-    if not launches[1]:  # exercise 6 charges it; the gradient's precision here would be PyTorch's, not the kernel's
+    backward_launches = launched_the_gradient(entry, grad)
+    # exercise 6 charges it; the gradient's precision here would be PyTorch's, not the kernel's
+    if not backward_launches:
         parts["gradient"].unscore(
             f"not scored here: backward handed back no gradient a Triton kernel wrote ({where}), which exercise 6 "
             "charges; this exercise grades what bfloat16 adds"
@@ -478,7 +483,7 @@ def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, poi
         )
     _judge_bf16_loss(parts, where, loss, entry["loss_dtype"], x, target)
     grad_ulps = bf16_ulps(grad, expected_grad)
-    if launches[1] and not float(grad_ulps.max()) <= 1.5:
+    if backward_launches and not float(grad_ulps.max()) <= 1.5:
         parts["gradient"].fail(
             f"{where}: gradient entries up to {float(grad_ulps.max()):.1f} bfloat16 ulps from the float64 values "
             f"(median {float(grad_ulps.median()):.1f})",

@@ -10,11 +10,11 @@ from typing import Any
 
 import torch
 
-from ...judges import answers
+from ...judges import answers, launch_evidence
 from ...judges.verdict import Part, Verdict, verdict_of
 from ...registry import ProbeData, decides
-from ..cases import linear_case
-from .common import titled_parts
+from ..cases import LEFT_PER_ROW, linear_case
+from .common import launched, titled_parts
 from .functions import (
     NOTHING_RIGHT,
     loss_not_from_kernels,
@@ -24,10 +24,7 @@ from .functions import (
 
 LINEAR_CE_KEYS = (
     "loss",
-    "launches",
-    "forward_left",
-    "backward_left",
-    "forward_left_large",
+    "launch_ids",
     "returned",
     "largest",
     "kept",
@@ -123,10 +120,12 @@ def _judge_linear_kernels(parts: dict, where: str, entry: Any, case: Sequence[An
     """The kernels did the chunks' work: forward's wrote each row's loss or log-sum-exp, backward's each chunk's
     logit gradient (scaled or not) or softmax, in row order."""
     N, _, V, _, grad_output = case
-    launches = answers.numbers(entry["launches"], f"the launches of {where}", length=2)
+    forward_launches, backward_launches = launched(entry, "forward"), launched(entry, "backward")
+    launches = [len(forward_launches), len(backward_launches)]
     logits = (h @ w.T).detach()
     rows_expected, counted = per_row_results(logits, target, -100)
-    missed = loss_not_from_kernels(launches[0], entry["forward_left"], rows_expected, counted, rtol=1e-6)
+    forward_left = launch_evidence.left(forward_launches, N, LEFT_PER_ROW * N)
+    missed = loss_not_from_kernels(launches[0], forward_left, rows_expected, counted, rtol=1e-6)
     if missed:
         parts["forward"].fail(
             f"{where}: {missed}",
@@ -137,10 +136,12 @@ def _judge_linear_kernels(parts: dict, where: str, entry: Any, case: Sequence[An
     unit = softmax - torch.nn.functional.one_hot(target, V).to(softmax.dtype)
     candidates = [unit * (grad_output / N), unit, unit * grad_output, unit / N, softmax]
     everything = torch.ones(N * V, dtype=torch.bool)
-    in_backward = launches[1] and written_in_row_order(entry["backward_left"], candidates, everything, rtol=1e-6)
+    backward_left = launch_evidence.left(backward_launches, N * V, LEFT_PER_ROW * N * V)
+    in_backward = launches[1] and written_in_row_order(backward_left, candidates, everything, rtol=1e-6)
     # Liger-Kernel's design: forward's kernels write each chunk's gradient (for grad_output 1), forward keeps the
     # two products, and backward scales them by grad_output
-    in_forward = written_in_row_order(entry["forward_left_large"], candidates, everything, rtol=1e-6)
+    forward_large = launch_evidence.left(forward_launches, N * V, LEFT_PER_ROW * N * V)
+    in_forward = written_in_row_order(forward_large, candidates, everything, rtol=1e-6)
     if not (in_backward or in_forward):
         parts["reference"].fail(
             f"{where}: "
