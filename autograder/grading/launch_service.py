@@ -63,10 +63,14 @@ class LaunchService:
             stored = execute(name, grid, values)
         except ValueError as error:
             self.refused += 1
-            send_frame(conn, {"error": f"the grader could not run this launch: {error}", "type": "ValueError"}, [])
+            send_frame(
+                conn,
+                {"error": f"the grader could not run this launch: {error}", "type": "ValueError", "storages": []},
+                [],
+            )
             return
         except Exception as error:  # noqa: BLE001 -- the stand-in's own complaint about its arguments, for the learner
-            send_frame(conn, {"error": str(error)[:2000], "type": type(error).__name__}, [])
+            send_frame(conn, {"error": str(error)[:2000], "type": type(error).__name__, "storages": []}, [])
             return
         number = self.log.add(name, stored, cell)
         _, back = pack(name, grid, values)  # the storages as the stand-in left them, in the order they came

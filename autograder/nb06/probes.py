@@ -374,7 +374,9 @@ def probe_fused_ce(
     (the judge's central differences)."""
     name = getattr(obj, "__name__", "your Function")
     apply = function_apply(obj, name)
-    with course_kernels(obj, CE_KERNELS):  # the Function is graded around the course's kernels: the learner's have their checks
+    with course_kernels(
+        obj, CE_KERNELS
+    ):  # the Function is graded around the course's kernels: the learner's have their checks
         return _probe_fused_ce_cases(apply, name, cases, seed, ignore_index, eps)
 
 
