@@ -29,16 +29,21 @@ def _compute_dtype(t: torch.Tensor) -> torch.dtype:
     return torch.float64 if t.dtype == torch.float64 else torch.float32
 
 
-def _silu_forward(x: torch.Tensor, y: torch.Tensor, n: int) -> list[torch.Tensor]:
-    xs = _in_memory_order(x, n).to(_compute_dtype(x))
-    return [_in_memory_order(y, n).copy_(xs * torch.sigmoid(xs))]
+Done = tuple[list[torch.Tensor], list[torch.Tensor]]  # (the views a launch wrote, copies of what it read first)
 
 
-def _silu_backward(x: torch.Tensor, grad_out: torch.Tensor, grad_in: torch.Tensor, n: int) -> list[torch.Tensor]:
-    xs = _in_memory_order(x, n).to(_compute_dtype(x))
-    g = _in_memory_order(grad_out, n).to(xs.dtype)
+def _silu_forward(x: torch.Tensor, y: torch.Tensor, n: int) -> Done:
+    read = _in_memory_order(x, n).clone()
+    xs = read.to(_compute_dtype(x))
+    return [_in_memory_order(y, n).copy_(xs * torch.sigmoid(xs))], [read]
+
+
+def _silu_backward(x: torch.Tensor, grad_out: torch.Tensor, grad_in: torch.Tensor, n: int) -> Done:
+    read = [_in_memory_order(x, n).clone(), _in_memory_order(grad_out, n).clone()]
+    xs = read[0].to(_compute_dtype(x))
+    g = read[1].to(xs.dtype)
     s = torch.sigmoid(xs)
-    return [_in_memory_order(grad_in, n).copy_(g * s * (1 + xs * (1 - s)))]
+    return [_in_memory_order(grad_in, n).copy_(g * s * (1 + xs * (1 - s)))], read
 
 
 def _rows(t: torch.Tensor, rows: int, V: int, stride: int) -> torch.Tensor:
@@ -55,19 +60,20 @@ def _picked(x: torch.Tensor, target: torch.Tensor, ignore_index: int) -> tuple[t
     return torch.where(counted, picked, torch.zeros_like(picked)), counted
 
 
-def _ce_forward(grid, logits, target, loss, lse, stride, V, ignore_index) -> list[torch.Tensor]:
+def _ce_forward(grid, logits, target, loss, lse, stride, V, ignore_index) -> Done:
     """Each row's log-sum-exp and loss, computed in lse's dtype (the accumulation dtype the Function chose)."""
     rows = grid[0]
-    x = _rows(logits, rows, V, stride).to(lse.dtype)
+    read = _rows(logits, rows, V, stride).clone()
+    x = read.to(lse.dtype)
     row_lse = torch.logsumexp(x, dim=1)
     picked, counted = _picked(x, _in_memory_order(target, rows), ignore_index)
     return [
         _in_memory_order(lse, rows).copy_(row_lse),
         _in_memory_order(loss, rows).copy_(torch.where(counted, row_lse - picked, torch.zeros_like(row_lse))),
-    ]
+    ], [read]
 
 
-def _ce_backward(grid, logits, target, lse, grad, stride, V, ignore_index, scale) -> list[torch.Tensor]:
+def _ce_backward(grid, logits, target, lse, grad, stride, V, ignore_index, scale) -> Done:
     """Each row's gradient (softmax - one_hot) * scale from the saved log-sum-exp, 0 in ignored rows."""
     if isinstance(scale, torch.Tensor):
         raise TypeError(
@@ -75,14 +81,15 @@ def _ce_backward(grid, logits, target, lse, grad, stride, V, ignore_index, scale
             "number (float(grad_output) / counted rows)"
         )
     rows = grid[0]
-    x = _rows(logits, rows, V, stride).to(lse.dtype)
+    read = _rows(logits, rows, V, stride).clone()  # before the store: a gradient may be written over its logits
+    x = read.to(lse.dtype)
     t = _in_memory_order(target, rows)
     g = torch.exp(x - _in_memory_order(lse, rows)[:, None])
     counted = t != ignore_index
     hit = counted & (t >= 0) & (t < V)
     g[hit.nonzero().squeeze(1), t[hit]] -= 1.0
     g = torch.where(counted[:, None], g * scale, torch.zeros_like(g))
-    return [_rows(grad, rows, V, stride).copy_(g)]
+    return [_rows(grad, rows, V, stride).copy_(g)], [read]
 
 
 # Triton's launch options: passed at a launch beside the kernel's arguments, never the kernel's parameters
@@ -100,7 +107,7 @@ class StandInKernel:
     def __init__(
         self,
         name: str,
-        compute: Callable[..., None],
+        compute: Callable[..., Done],
         takes_grid: bool = False,
         signature: inspect.Signature | None = None,
     ):
@@ -149,8 +156,8 @@ class StandInKernel:
         return launches.launch(self.__name__, tuple(grid) if self.takes_grid else None, tuple(values))
 
 
-def execute(name: str, grid: tuple[int, ...] | None, values: tuple) -> list[torch.Tensor]:
-    """One launch of the stand-in `name`, computed here: the views it wrote."""
+def execute(name: str, grid: tuple[int, ...] | None, values: tuple) -> Done:
+    """One launch of the stand-in `name`, computed here: (the views it wrote, copies of what it read)."""
     stand_in = STAND_INS.get(name)
     if stand_in is None:
         raise ValueError(f"{name} is not one of the course's kernels")

@@ -60,7 +60,7 @@ class LaunchService:
         cell = self.cell  # the cell running when the launch came
         try:
             name, grid, values = unpack(header, blobs)
-            stored = execute(name, grid, values)
+            done = execute(name, grid, values)
         except ValueError as error:
             self.refused += 1
             send_frame(
@@ -72,7 +72,7 @@ class LaunchService:
         except Exception as error:  # noqa: BLE001 -- the stand-in's own complaint about its arguments, for the learner
             send_frame(conn, {"error": str(error)[:2000], "type": type(error).__name__, "storages": []}, [])
             return
-        number = self.log.add(name, stored, cell)
+        number = self.log.add(name, done, cell)
         _, back = pack(name, grid, values)  # the storages as the stand-in left them, in the order they came
         send_frame(conn, {"number": number, "storages": [b.numel() for b in back]}, back)
 

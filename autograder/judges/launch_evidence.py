@@ -88,3 +88,21 @@ def as_dtype(value: Any, dtype_name: Any) -> Any:
     """A recorded float64 tensor back in the dtype it was recorded from (exact: it was widened)."""
     dtype = DTYPES.get(dtype_name) if isinstance(dtype_name, str) else None
     return value.to(dtype) if isinstance(value, torch.Tensor) and dtype is not None else value
+
+
+def reading(launches: Sequence[Launch], rows: torch.Tensor, rtol: float = 0.0) -> list[Launch]:
+    """The launches that computed from rows of `rows` only (a row kernel's logits): each row they read equal to one
+    of its rows (within `rtol` of each entry; 0: bit for bit). A launch of the course's kernel on numbers other than
+    the case's -- PyTorch's per-row losses handed in as one-column logits, rows made up to give chosen results -- is
+    not the case's."""
+    table = rows.detach().to(torch.float64)
+    if table.dim() != 2:
+        return []
+    tolerance = rtol * table.abs()
+    kept = []
+    for launch in launches:
+        reads = launch.read
+        if reads and all(r.dim() == 2 and r.shape[1] == table.shape[1] for r in reads):
+            if all(bool(((r[:, None, :] - table[None]).abs() <= tolerance[None]).all(-1).any(-1).all()) for r in reads):
+                kept.append(launch)
+    return kept

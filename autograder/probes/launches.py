@@ -49,17 +49,19 @@ class Launch:
     """What one launch of a stand-in stored, as its launcher saw it: for each view it wrote, `stored`, the memory from
     the view's first entry to its last in the view's dtype, NaN where the view does not reach (strides wider than a
     row: the gaps hold what the launch did not write), and `written`, the view's values (float64, flattened);
-    `cell`, the test cell that was running when it came (the grader's log)."""
+    `read`, the values it computed from (float64: a row kernel's rows of logits); `cell`, the test cell that was
+    running when it came (the grader's log)."""
 
     number: int
     name: str
     stored: list[torch.Tensor] = field(default_factory=list)
     written: list[torch.Tensor] = field(default_factory=list)
+    read: list[torch.Tensor] = field(default_factory=list)
     cell: str | None = None
 
     @property
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (*self.stored, *self.written))
+        return sum(t.numel() * t.element_size() for t in (*self.stored, *self.written, *self.read))
 
 
 @dataclass
@@ -71,9 +73,12 @@ class LaunchLog:
     lock: threading.Lock = field(default_factory=threading.Lock)
     nbytes: int = 0
 
-    def add(self, name: str, stored: list[torch.Tensor], cell: str | None = None) -> int:
+    def add(self, name: str, done: tuple[list[torch.Tensor], list[torch.Tensor]], cell: str | None = None) -> int:
+        """Log a launch of `name` that wrote the views done[0] after reading done[1]; answer its number."""
+        stored, read = done
         written = [t.detach().to("cpu", torch.float64, copy=True).flatten() for t in stored]
-        launch = Launch(0, name, [span(t) for t in stored], written, cell)
+        read = [t.detach().to("cpu", torch.float64, copy=True) for t in read]
+        launch = Launch(0, name, [span(t) for t in stored], written, read, cell)
         with self.lock:
             launch.number = next(self.numbers)
             self.launches[launch.number] = launch

@@ -235,8 +235,10 @@ def judge_fused_ce(
         target = ce_targets(seed, rows, V, ignored, ignore_index)
         expected = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index)
         (expected_grad,) = torch.autograd.grad(expected * grad_output, x)
+        # what the launches on the case's logits wrote (a launch on other numbers wrote nothing of this case's)
         forward_launches = launched(entry, "forward")
-        forward = (len(forward_launches), launch_evidence.left(forward_launches, rows, LEFT_PER_ROW * rows))
+        on_the_case = launch_evidence.reading(forward_launches, x)
+        forward = (len(forward_launches), launch_evidence.left(on_the_case, rows, LEFT_PER_ROW * rows))
         _judge_fused_loss(parts, where, loss, forward, (x, target, ignore_index, ignored), expected.item(), unsure)
         _judge_fused_interface(parts, where, entry["backward_error"], returned)
         grad = returned[0] if returned else None
@@ -448,9 +450,10 @@ def judge_bf16(data: ProbeData, rows: int = 8, V: int = 4096, seed: int = 0, poi
         ("loss", "loss_dtype", "launch_ids", "grad", "grad_dtype", "grad_layout", "backward_error"),
     )
     loss = answers.number(entry["loss"], "the bf16 loss")
-    forward_launches = launched(entry, "forward")
-    forward_left = launch_evidence.left(forward_launches, rows, LEFT_PER_ROW * rows)
     x, target = bf16_case(seed, rows, V)
+    forward_launches = launched(entry, "forward")
+    on_the_case = launch_evidence.reading(forward_launches, x)  # what the launches on the case's logits wrote
+    forward_left = launch_evidence.left(on_the_case, rows, LEFT_PER_ROW * rows)
     where = f"{rows} rows of V = {V} bfloat16 logits"
     rows_expected, counted = per_row_results(x.to(torch.float64), target, -100)
     missed = loss_not_from_kernels(len(forward_launches), forward_left, rows_expected, counted, rtol=1 / 64)

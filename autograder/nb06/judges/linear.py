@@ -120,9 +120,12 @@ def _judge_linear_kernels(parts: dict, where: str, entry: Any, case: Sequence[An
     """The kernels did the chunks' work: forward's wrote each row's loss or log-sum-exp, backward's each chunk's
     logit gradient (scaled or not) or softmax, in row order."""
     N, _, V, _, grad_output = case
+    logits = (h @ w.T).detach()
     forward_launches, backward_launches = launched(entry, "forward"), launched(entry, "backward")
     launches = [len(forward_launches), len(backward_launches)]
-    logits = (h @ w.T).detach()
+    # what the launches on the case's logits wrote (the learner's chunk products: equal to float64's last digits)
+    forward_launches = launch_evidence.reading(forward_launches, logits, rtol=1e-9)
+    backward_launches = launch_evidence.reading(backward_launches, logits, rtol=1e-9)
     rows_expected, counted = per_row_results(logits, target, -100)
     forward_left = launch_evidence.left(forward_launches, N, LEFT_PER_ROW * N)
     missed = loss_not_from_kernels(launches[0], forward_left, rows_expected, counted, rtol=1e-6)
