@@ -10,6 +10,10 @@ computes with the wrong numbers, as with a real kernel), computes float64 in flo
 float32 (the cross-entropy's in the dtype of the `lse` buffer the Function allocated), and stores in the output's
 dtype. A row kernel's stand-in reads rows at `row * stride`, one per program of its grid. It is not Triton
 code: copying it answers no kernel exercise (those checks take Triton kernels only).
+
+A launch is bound in the caller's process and computed by a launcher (autograder/probes/launches.py): while a
+submission is graded, the grader's, which logs what each launch read and stored where the learner's code cannot
+write; the Function judges read that log.
 """
 
 from __future__ import annotations
@@ -99,8 +103,8 @@ LAUNCH_OPTIONS = frozenset(
 
 
 class StandInKernel:
-    """Launched as `kernel[grid](*tensors, n_elements, BLOCK_SIZE=...)`; each launch goes through `run`, as a
-    Triton kernel's does (the check counts launches there). A row kernel's stand-in reads the grid (one program
+    """Launched as `kernel[grid](*tensors, n_elements, BLOCK_SIZE=...)`; each launch goes through `run`, which binds
+    it here and hands it to the launcher (probes/launches.py). A row kernel's stand-in reads the grid (one program
     per row). Put in place of a learner's kernel (`in_place_of`), it takes its arguments as that kernel does:
     positional or by keyword under the kernel's own parameter names, with its defaults."""
 

@@ -4,11 +4,12 @@ registered.
 A kernel probe launches the learner's kernel as notebook 05's do (compiled on a GPU, else in Triton's interpreter) on
 logits laid out in rows of stride V + BLOCK_V whose spare columns hold NaN: a kernel that reads past its row's end (a
 missing or wrong mask on the last chunk) gets NaN into its sum. Its output sits between guard zones. The judges
-(judges/) recompute every reference in float64 and decide, part by part. The Function probes count the learner's
-Triton launches (notebook 05's counting_launches), record what forward saved, and, for the linear cross-entropy, the
-largest block of memory PyTorch allocated. The Function probes run the learner's Function with the course's stand-in
-kernels bound to the names `ce_forward_kernel` and `ce_backward_kernel` (:mod:`autograder.course_kernels`, as notebook
-05's TritonSiLU): a kernel mistake costs its kernel's exercise only.
+(judges/) recompute every reference in float64 and decide, part by part. The Function probes run the learner's
+Function with the course's stand-in kernels in place of `ce_forward_kernel` and `ce_backward_kernel`
+(:mod:`autograder.course_kernels`, as notebook 05's TritonSiLU: a kernel mistake costs its kernel's exercise only),
+name the launches each forward and backward made (what they stored is the launcher's log, the grader's while a
+submission is graded: :mod:`autograder.probes.launches`), record what forward saved, and, for the linear
+cross-entropy, the largest block of memory PyTorch allocated.
 
 The folder holds the notebook's checks, one side per file: `probes.py` runs in the grading sandbox, `cases.py` makes
 the inputs both sides build from the same params, and `judges/` (a module per group of exercises) decides

@@ -559,8 +559,8 @@ def largest_allocation() -> Iterator[dict]:
 def probe_linear_ce(obj: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None) -> ProbeData:
     """LinearCrossEntropy.apply(hidden, weight, target, chunk) for each (N, D, V, chunk, grad_output), float64: the
     loss, backward's raw return, the largest block of memory PyTorch allocated in forward and in backward, and the
-    Triton launches of each with what they left in buffers of per-row size (forward) or the logits' (backward, and
-    forward: where Liger's design writes the chunks' gradients)."""
+    launches of the course's kernels each made (what they wrote, per-row results or chunks' gradients, is the
+    launcher's to say: the judge looks it up)."""
     name = getattr(obj, "__name__", "your Function")
     apply = function_apply(obj, name)
     with course_kernels(obj, CE_KERNELS):
