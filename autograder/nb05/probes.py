@@ -141,8 +141,8 @@ def backward_of(node: Any, grad_output: torch.Tensor, name: str) -> Any:
 
 
 def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name: str, triton: bool = False) -> dict:
-    """Forward on x (requiring grad), what forward saved, then backward with u: raw returns. triton: also how many
-    Triton kernels forward and backward launched."""
+    """Forward on x (requiring grad), what forward saved, then backward with u: raw returns. triton: also the numbers
+    of the course's kernels' launches forward and backward made, and the layouts of what they handed back."""
     x = x.detach().clone().requires_grad_(True)
     with launches.window() if triton else _nothing() as forward_window:
         out, saved = count_saved(lambda t: call_kernel(apply, t, name=f"{name}.forward"), x)
@@ -171,7 +171,7 @@ def _apply_and_backward(apply: Callable, x: torch.Tensor, u: torch.Tensor, name:
         bool(s.device.type != "meta" and s.shape == x.shape and _equal(s.detach(), x.detach())) for s in saved
     ]
     kept = u.clone()
-    backward_window = launches.Window()
+    backward_window = launches.Window()  # (the window below replaces it: this one answers for a window not opened)
     try:
         with launches.window() if triton else _nothing() as backward_window:
             raw = backward_of(node, u, name=f"{name}.backward")
