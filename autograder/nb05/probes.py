@@ -67,19 +67,15 @@ def _nothing():
     yield
 
 
-def attribute_tensors(node: Any, saved: list[dict]) -> list[dict]:
-    """Tensors forward kept as attributes of ctx (ctx.s = ..., also inside a list, tuple or dict), other than the
-    storages it saved: memory kept for backward that saved-tensor hooks never see. One record per storage."""
-    seen = {s.get("ptr") for s in saved}
-    out: dict[int, dict] = {}
+def ctx_tensors(node: Any) -> list[tuple[str, torch.Tensor]]:
+    """The tensors forward kept as attributes of ctx (ctx.s = ..., also inside a list, tuple or dict, three levels
+    deep), each with its attribute's name: memory kept for backward that saved-tensor hooks never see."""
+    found: list[tuple[str, torch.Tensor]] = []
 
     def visit(name: str, value: Any, depth: int = 0) -> None:
         if isinstance(value, torch.Tensor):
-            if value.device.type == "meta":
-                return
-            storage = value.untyped_storage()
-            if storage.data_ptr() not in seen:
-                out.setdefault(storage.data_ptr(), {"attribute": name, "bytes": storage.nbytes()})
+            if value.device.type != "meta":
+                found.append((name, value))
         elif depth < 3 and isinstance(value, (list, tuple)):
             for v in value:
                 visit(name, v, depth + 1)
@@ -93,6 +89,18 @@ def attribute_tensors(node: Any, saved: list[dict]) -> list[dict]:
         return []
     for name, value in attributes.items():
         visit(name, value)
+    return found
+
+
+def attribute_tensors(node: Any, saved: list[dict]) -> list[dict]:
+    """The storages of the tensors forward kept as attributes of ctx, other than the storages it saved: one record
+    per storage."""
+    seen = {s.get("ptr") for s in saved}
+    out: dict[int, dict] = {}
+    for name, tensor in ctx_tensors(node):
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in seen:
+            out.setdefault(storage.data_ptr(), {"attribute": name, "bytes": storage.nbytes()})
     return list(out.values())
 
 

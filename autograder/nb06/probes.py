@@ -17,6 +17,7 @@ from ..nb05.probes import (
     backward_of,
     call_kernel,
     course_kernels,
+    ctx_tensors,
     function_apply,
     kernel_device,
     kernel_launcher,
@@ -327,16 +328,8 @@ def _saved_while(
 
 def kept_for_backward(node: Any, saved: list) -> list:
     """The tensors forward left for backward: those it saved (the hooks saw them) and those kept on ctx as
-    attributes (directly, or in a list, tuple or dict)."""
-    kept = list(saved)
-    try:
-        attributes = dict(vars(node))
-    except TypeError:
-        return kept
-    for value in attributes.values():
-        values = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
-        kept += [v for v in values if isinstance(v, torch.Tensor) and v.device.type != "meta"]
-    return kept
+    attributes (nb05's ctx_tensors)."""
+    return list(saved) + [tensor for _, tensor in ctx_tensors(node)]
 
 
 def made_in_forward(grad: Any, kept: list, handed: torch.Tensor) -> bool:
