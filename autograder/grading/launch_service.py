@@ -13,12 +13,12 @@ given CONNECTION_TIMEOUT_S, and the log keeps the last launches (KEEP_LAUNCHES, 
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 from pathlib import Path
 
 from ..probes.launches import LAUNCH_SOCKET, LaunchLog, pack, read_frame, send_frame, unpack
+from .unix_socket import listen
 
 CONNECTION_TIMEOUT_S = 30.0
 
@@ -78,17 +78,6 @@ class LaunchService:
 
 
 def _listen(path: Path) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    target, fd = str(path), None
-    if len(target.encode()) > 100 and hasattr(os, "O_PATH") and os.path.isdir("/proc/self/fd"):
-        fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
-        target = f"/proc/self/fd/{fd}/{path.name}"
-    try:
-        sock.bind(target)
-    finally:
-        if fd is not None:
-            os.close(fd)
-    os.chmod(path, 0o666)  # the sandbox's kernel runs as another user
-    sock.listen(16)
+    sock = listen(path, 16)
     sock.settimeout(0.2)  # a look at `stopping` between connections
     return sock

@@ -47,6 +47,7 @@ from ..probes.channel import (
 )
 from ..probes.launches import LaunchLog
 from .launch_service import LaunchService
+from .unix_socket import listen
 
 ACCESS, MODIFY, ATTRIB, CLOSE_WRITE, CLOSE_NOWRITE, OPEN = 0x1, 0x2, 0x4, 0x8, 0x10, 0x20
 MOVED_FROM, MOVED_TO, CREATE, DELETE, DELETE_SELF, MOVE_SELF = 0x40, 0x80, 0x100, 0x200, 0x400, 0x800
@@ -198,19 +199,8 @@ class _Connection:
 
 
 def _listen(folder: Path) -> socket.socket:
-    """The grader's socket in `folder` (bound through the folder's descriptor where its path is too long for one)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    target, fd = str(folder / SOCKET_NAME), None
-    if len(target.encode()) > 100 and hasattr(os, "O_PATH") and os.path.isdir("/proc/self/fd"):
-        fd = os.open(folder, os.O_PATH | os.O_DIRECTORY)
-        target = f"/proc/self/fd/{fd}/{SOCKET_NAME}"
-    try:
-        sock.bind(target)
-    finally:
-        if fd is not None:
-            os.close(fd)
-    os.chmod(folder / SOCKET_NAME, 0o666)  # any process of the sandbox may connect: each connection is counted
-    sock.listen(64)
+    """The grader's record socket in `folder`, not blocking (a selector reads it)."""
+    sock = listen(folder / SOCKET_NAME, 64)
     sock.setblocking(False)
     return sock
 
