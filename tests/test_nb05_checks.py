@@ -1155,6 +1155,15 @@ def test_fused_activations_pass_on_any_seed(seed, activation):
     assert verdict is not None and float(verdict) == 3, report
 
 
+@pytest.mark.parametrize("seed", [116578, 8759, 6942])
+def test_the_right_float32_gelu_gradient_keeps_its_part_where_its_terms_cancel(seed):
+    """Seeds whose float32 case holds a large negative x: 0.5·(1 + t) and 1 − t² cancel there, and the right gradient
+    erred by up to 1.7 times a tolerance relative to its small result (a hidden draw of the grader's took 0.5 from
+    the reference solution). The float32 tolerance is now of the derivative's terms."""
+    verdict, report = run(nb05.check_fused_activation, FusedGELU, activation="gelu_tanh", points=3, seed=seed, cases=5)
+    assert verdict is not None and float(verdict) == 3, report
+
+
 @settings(max_examples=15, deadline=None)
 @given(n=st.integers(1, 300), block=st.sampled_from([8, 16, 64, 128]), seed=st.integers(0, 1000))
 def test_kernels_pass_on_any_size_and_the_unmasked_one_never_does_past_a_block(n, block, seed):

@@ -337,6 +337,21 @@ def _judge_float32(got, part):
 F32_RTOL, F32_ATOL = 1e-4, 1e-6
 
 
+def float32_slack(activation: str, x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """What float32 arithmetic may honestly err by in each entry of the gradient: one float32 epsilon of the
+    derivative's terms taken apart. Where the derivative is a difference of near-equal terms (tanh-GELU's for a large
+    negative x: 0.5·(1 + t) and 1 − t² cancel), the error is of the terms, not of the small result, and a tolerance
+    relative to the result failed right answers (about one hidden draw in a thousand). Measured over 60 000 seeds:
+    the right float32 gradient errs by at most 0.22 of this; float16 arithmetic, by more than it everywhere."""
+    if activation == "silu":
+        terms = torch.sigmoid(x) * (1 + x.abs())  # σ + x·σ·(1 − σ)
+    else:
+        c = math.sqrt(2 / math.pi)
+        t = torch.tanh(c * (x + 0.044715 * x**3))
+        terms = 0.5 * (1 + t.abs()) + 0.5 * x.abs() * (1 + t * t) * c * (1 + 3 * 0.044715 * x * x)
+    return torch.finfo(torch.float32).eps * u.abs() * terms
+
+
 def _judge_float32_values(got, activation, inputs, parts):
     """The float32 run's values against the reference on the same float32-rounded x and grad_output: forward's
     output costs the forward part, the gradient the reference part (the part a wrong float64 gradient costs: one
@@ -366,7 +381,7 @@ def _judge_float32_values(got, activation, inputs, parts):
     grad, problem = _tensor_return(got["returns"], x.shape)
     if problem or got["returns"][0].get("dtype") != "float32":
         return  # the interface part judges a missing, misshapen or mistyped gradient
-    bad, err = wrong_entries(grad, want_g, F32_RTOL, F32_ATOL)
+    bad, err = wrong_entries(grad, want_g, F32_RTOL, F32_ATOL + float32_slack(activation, x, u))
     if bad.any():
         hints = _derivative_hints(activation, x, u, grad, rtol=F32_RTOL, atol=F32_ATOL)
         parts["reference"].fail(
