@@ -81,7 +81,9 @@ def reference_and_vjp(activation: str, x: torch.Tensor, u: torch.Tensor) -> tupl
     return y.detach(), g
 
 
-def wrong_entries(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float | torch.Tensor) -> tuple[torch.Tensor, float]:
+def wrong_entries(
+    got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float | torch.Tensor
+) -> tuple[torch.Tensor, float]:
     err = (got - want).abs()
     bad = ~(err <= atol + rtol * want.abs())  # NaN counts as wrong
     return bad, float(err[bad].max()) if bad.any() and not err[bad].isnan().all() else float(
