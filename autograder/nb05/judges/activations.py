@@ -69,14 +69,6 @@ def _tensor_return(returns: list[dict], shape) -> tuple[torch.Tensor | None, str
     return r["value"], None
 
 
-GELU_C = math.sqrt(2 / math.pi)
-
-
-def _gelu_t(x: torch.Tensor) -> torch.Tensor:
-    """tanh(√(2/π)(x + 0.044715x³)): the t of tanh-GELU's 0.5·x·(1 + t), which its derivative's terms are made of."""
-    return torch.tanh(GELU_C * (x + 0.044715 * x**3))
-
-
 def _derivative_hints(
     activation: str, x: torch.Tensor, u: torch.Tensor, got: torch.Tensor, rtol: float = 1e-6, atol: float = 1e-9
 ) -> list[str]:
@@ -95,7 +87,8 @@ def _derivative_hints(
     elif activation == "silu" and close(u * torch.sigmoid(x) * (1 - torch.sigmoid(x))):
         hints.append("that is the derivative of σ(x) alone; SiLU is x·σ(x): use the product rule.")
     elif activation == "gelu_tanh":
-        c, t = GELU_C, _gelu_t(x)
+        c = math.sqrt(2 / math.pi)
+        t = torch.tanh(c * (x + 0.044715 * x**3))
         if close(u * 0.5 * (1 + t)):
             hints.append(
                 "0.5·x·(1 + tanh(…)) is a product: its derivative also has the term 0.5·x·(1 − tanh²(…))·(…)'."
@@ -353,7 +346,8 @@ def float32_slack(activation: str, x: torch.Tensor, u: torch.Tensor) -> torch.Te
     if activation == "silu":
         terms = torch.sigmoid(x) * (1 + x.abs())  # σ + x·σ·(1 − σ)
     else:
-        c, t = GELU_C, _gelu_t(x)
+        c = math.sqrt(2 / math.pi)
+        t = torch.tanh(c * (x + 0.044715 * x**3))
         terms = 0.5 * (1 + t.abs()) + 0.5 * x.abs() * (1 + t * t) * c * (1 + 3 * 0.044715 * x * x)
     return torch.finfo(torch.float32).eps * u.abs() * terms
 
