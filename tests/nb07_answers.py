@@ -64,7 +64,7 @@ def tiled_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
         qb = q[..., r0 : r0 + block_q, :]
         rows = torch.arange(r0, r0 + qb.shape[-2])[:, None]
         m = torch.full(qb.shape[:-1], float("-inf"), dtype=q.dtype)
-        l = torch.zeros_like(m)
+        total = torch.zeros_like(m)
         acc = torch.zeros_like(qb)
         end = min(n, r0 + block_q) if causal else n
         for c0 in range(0, end, block_k):
@@ -75,9 +75,9 @@ def tiled_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
             m_new = torch.maximum(m, s.amax(-1))
             p = torch.exp(s - m_new[..., None])
             alpha = torch.exp(m - m_new)
-            l = l * alpha + p.sum(-1)
+            total = total * alpha + p.sum(-1)
             acc = acc * alpha[..., None] + p @ vb
             m = m_new
-        o[..., r0 : r0 + block_q, :] = acc / l[..., None]
-        lse[..., r0 : r0 + block_q] = m + torch.log(l)
+        o[..., r0 : r0 + block_q, :] = acc / total[..., None]
+        lse[..., r0 : r0 + block_q] = m + torch.log(total)
     return o, lse

@@ -134,6 +134,7 @@ def tile_runs(cases: int) -> list[tuple[int, int, int]]:
 MEMORY_CASE = ((1,), 128, 16)
 MEMORY_BLOCKS = (16, 16)
 
+
 def memory_inputs(seed: int) -> dict:
     """One long causal head (MEMORY_CASE), float64: where keeping N×N scores costs many times q, k, v and O."""
     batch, N, d = MEMORY_CASE

@@ -19,7 +19,6 @@ from .cases import (
     SAVED_ATTENTIONS,
     attention_inputs,
     memory_inputs,
-    saved_inputs,
     tile_runs,
 )
 
@@ -69,7 +68,10 @@ def probe_composed_attention(obj: Any, seed: int = 0, cases: int = 3, points: fl
 
 
 def probe_saved_for_backward(
-    obj: Any, sizes: Sequence[int] = (64, 128), attentions: Sequence[str] = tuple(SAVED_ATTENTIONS), d: int = 16,
+    obj: Any,
+    sizes: Sequence[int] = (64, 128),
+    attentions: Sequence[str] = tuple(SAVED_ATTENTIONS),
+    d: int = 16,
     points: float | None = None,
 ) -> ProbeData:
     """saved_for_backward(attention, n, d) for each of the course's attention functions and each n: an int each."""

@@ -21,7 +21,7 @@ class Mistake:
 
 
 def _softmax_rows(s: torch.Tensor) -> torch.Tensor:
-    return torch.softmax(s, dim=-1).nan_to_num(0.0)
+    return torch.softmax(s, dim=-1)  # a row with every key hidden: NaN, as the learner's gives
 
 
 def _masked(s: torch.Tensor, above: int) -> torch.Tensor:
@@ -48,7 +48,7 @@ FORWARD = (
     ),
     Mistake(
         "softmax over queries",
-        lambda q, k, v, causal: torch.softmax(scores(q, k, causal), dim=-2).nan_to_num(0.0) @ v,
+        lambda q, k, v, causal: torch.softmax(scores(q, k, causal), dim=-2) @ v,
         "each query's weights over the keys sum to one: softmax runs along the last axis of S (over keys).",
     ),
     Mistake(
@@ -64,9 +64,14 @@ FORWARD = (
     Mistake(
         "mask below",
         lambda q, k, v, causal: (
-            _softmax_rows(scores(q, k, False).masked_fill(
-                torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).tril(-1), float("-inf"))) @ v
-            if causal else None
+            _softmax_rows(
+                scores(q, k, False).masked_fill(
+                    torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).tril(-1), float("-inf")
+                )
+            )
+            @ v
+            if causal
+            else None
         ),
         "causal: a query sees the keys before it (columns ≤ its row); the mask hides the upper triangle, not the "
         "lower.",
@@ -159,7 +164,7 @@ def tiled(q, k, v, causal, bq, bk, rescale_acc=True, rescale_sum=True, subtract_
         rows = slice(r0, min(N, r0 + bq))
         qb = q[..., rows, :]
         m = torch.full(qb.shape[:-1], float("-inf"), dtype=q.dtype)
-        l, acc = torch.zeros_like(m), torch.zeros_like(qb)
+        total, acc = torch.zeros_like(m), torch.zeros_like(qb)
         for c0 in range(0, N, bk):
             cols = slice(c0, min(N, c0 + bk))
             s = qb @ k[..., cols, :].transpose(-2, -1) * scale
@@ -170,11 +175,11 @@ def tiled(q, k, v, causal, bq, bk, rescale_acc=True, rescale_sum=True, subtract_
             m_new = torch.maximum(m, s.amax(-1)) if subtract_max else torch.zeros_like(m)
             p = torch.exp(s - m_new[..., None]).nan_to_num(0.0)
             alpha = torch.exp(m - m_new).nan_to_num(0.0)
-            l = (l * alpha if rescale_sum else l) + p.sum(-1)
+            total = (total * alpha if rescale_sum else total) + p.sum(-1)
             acc = (acc * alpha[..., None] if rescale_acc else acc) + p @ v[..., cols, :]
             m = m_new
-        o[..., rows, :] = acc / l[..., None]
-        lse[..., rows] = (m + torch.log(l)) / (math.log(2) if base2 else 1.0)
+        o[..., rows, :] = acc / total[..., None]
+        lse[..., rows] = (m + torch.log(total)) / (math.log(2) if base2 else 1.0)
     return o, lse
 
 

@@ -16,7 +16,6 @@ from ...registry import ProbeData, decides
 from ..cases import (
     LOUD_SCALE,
     MEMORY_BLOCKS,
-    MEMORY_CASE,
     SAVED_ATTENTIONS,
     attention_inputs,
     memory_inputs,
@@ -33,11 +32,11 @@ def titled(titles: dict[str, str]) -> dict[str, Part]:
     return {name: Part(name, title=title) for name, title in titles.items()}
 
 
-def close(got: Any, want: torch.Tensor, rtol: float = 1e-8, atol: float = 1e-10) -> bool:
+def close(got: Any, want: torch.Tensor, rtol: float = 1e-8, atol: float = 1e-10, equal_nan: bool = False) -> bool:
     return (
         isinstance(got, torch.Tensor)
         and got.shape == want.shape
-        and bool(torch.allclose(got, want, rtol=rtol, atol=atol, equal_nan=False))
+        and bool(torch.allclose(got, want, rtol=rtol, atol=atol, equal_nan=equal_nan))
     )
 
 
@@ -47,14 +46,15 @@ def where_wrong(got: torch.Tensor, want: torch.Tensor, rtol: float = 1e-8, atol:
     first = [tuple(i) for i in bad.nonzero()[:3].tolist()]
     err = (got - want).abs()[bad]
     worst = "NaN" if err.isnan().any() else f"{float(err.max()):.3g}"
-    return f"{int(bad.sum())} of {bad.numel()} entries wrong (first at {', '.join(map(str, first))}; largest error {worst})"
+    where = ", ".join(map(str, first))
+    return f"{int(bad.sum())} of {bad.numel()} entries wrong (first at {where}; largest error {worst})"
 
 
 def matched(mistakes: Sequence[Mistake], got: Any, *args: Any, pick=lambda out: out) -> Mistake | None:
     """The first mistake whose computation on args gives `got` (picked out of its result by `pick`)."""
     for mistake in mistakes:
         out = mistake.compute(*args)
-        if out is not None and close(got, pick(out), 1e-7, 1e-9):
+        if out is not None and close(got, pick(out), 1e-7, 1e-9, equal_nan=True):
             return mistake
     return None
 
@@ -121,10 +121,14 @@ def draw_saved(rng: random.Random, count: int) -> dict[str, Any]:
 
 
 SAVED_TITLES = {
-    "softmax": "softmax(q·kᵀ/√d)·v: what its operations save",
-    "causal": "the causal version (a mask, its own saved tensors)",
-    "by_hand_softmax": "a softmax written with exp and sum (more saved tensors, some sharing memory)",
+    "softmax": "softmax(q·kᵀ/√d)·v",
+    "causal": "its causal version",
+    "by_hand_softmax": "a softmax written with exp and sum",
     "keeps_lse": "a Function that saves q, k, v, o and the log-sum-exps",
+}
+SAVED_PARTS = {
+    "storages": "the bytes of every saved tensor, each storage once",
+    "inputs": "the inputs autograd saves counted too",
 }
 
 
@@ -165,7 +169,7 @@ def judge_saved_for_backward(
     data: ProbeData, sizes: Sequence[int] = (64, 128), attentions: Sequence[str] = tuple(SAVED_ATTENTIONS),
     d: int = 16, points: float = 2,
 ) -> Verdict:  # fmt: skip
-    parts = titled({name: SAVED_TITLES[name] for name in attentions})
+    parts = titled(SAVED_PARTS)
     answers.entry(data, "the answers", list(attentions))
     for name in attentions:
         got = [answers.integer(g, f"the bytes for {name}") for g in answers.listed(data[name], name)]
@@ -176,13 +180,21 @@ def judge_saved_for_backward(
             if bytes_ == counts["right"]:
                 continue
             how = next((k for k, v in counts.items() if k != "right" and v == bytes_), None)
-            parts[name].fail(
-                f"for n = {n}, d = {d} you measured {bytes_} bytes; autograd keeps {counts['right']} "
-                "(each storage once, the inputs included)",
-                SAVED_HINTS.get(how) if how else "pack every tensor autograd saves (saved_tensors_hooks) while "
-                "attention(q, k, v) runs on fresh inputs, each storage once.",
+            message = (
+                f"{SAVED_TITLES[name]}, n = {n}, d = {d}: you measured {bytes_} bytes; autograd keeps "
+                f"{counts['right']} (each storage once, the inputs included)"
             )
-            break
+            if how == "without inputs":
+                parts["inputs"].fail(message, SAVED_HINTS[how])
+            elif how == "per tensor":
+                parts["storages"].fail(message, SAVED_HINTS[how])
+            else:
+                parts["storages"].fail(
+                    message,
+                    "pack every tensor autograd saves (saved_tensors_hooks) while attention(q, k, v) runs on fresh "
+                    "inputs that require grad, and add up their storages' bytes.",
+                )
+                parts["inputs"].fail(message, same_mistake_as="storages")
     return verdict_of(list(parts.values()), points, "saved_for_backward")
 
 
@@ -203,7 +215,8 @@ def judge_attention_by_hand(data: ProbeData, seed: int = 0, cases: int = 2, poin
     runs = answers.per_case(data, range(cases + 2))
     inputs_of = [attention_inputs(seed, case) for case in range(cases)] + [memory_inputs(seed)]
     for i, (inputs, got) in enumerate(zip(inputs_of, runs)):
-        label = f"case {i + 1} ({_case_label(inputs)})" if i < cases else f"the long causal head ({_case_label(inputs)})"
+        label = f"case {i + 1}" if i < cases else "the long causal head"
+        label += f" ({_case_label(inputs)})"
         _judge_by_hand_run(parts, inputs, got, label)
     _judge_by_hand_float32(parts, runs[-1])
     return verdict_of(list(parts.values()), points, "AttentionByHand")
@@ -318,17 +331,20 @@ def _judge_tiled_run(parts: dict[str, Part], inputs: dict, bq: int, bk: int, got
     o = answers.tensor(got.get("output"), "o", tuple(q.shape))
     lse = answers.tensor(got.get("lse"), "lse", tuple(q.shape[:-1]))
     want_o, want_lse = reference_attention(q, k, v, causal), reference_lse(q, k, causal)
-    if not close(o, want_o):
+    o_wrong = not close(o, want_o)
+    if o_wrong:
         mistake = matched(TILED, o, q, k, v, causal, bq, bk, pick=lambda r: r[0])
         mistake = mistake or matched(FORWARD, o, q, k, v, causal)
         parts["output"].fail(f"{label}: O {where_wrong(o, want_o)}", mistake.hint if mistake else None)
     if not close(lse, want_lse):
         mistake = matched(TILED, lse, q, k, v, causal, bq, bk, pick=lambda r: r[1])
-        parts["lse"].fail(
-            f"{label}: L {where_wrong(lse, want_lse)}",
-            mistake.hint if mistake else "L = m + log(l): the running maximum plus the log of the running sum.",
-            **({"same_mistake_as": "output"} if parts["output"].passed is False and mistake is None else {}),
-        )
+        message = f"{label}: L {where_wrong(lse, want_lse)}"
+        if o_wrong and (mistake is None or mistake.name != "log-sum-exp in base 2"):
+            parts["lse"].fail(message, same_mistake_as="output")  # O and L wrong alike: the output's mistake
+        else:
+            parts["lse"].fail(
+                message, mistake.hint if mistake else "L = m + log(l): the running maximum plus the log of the sum."
+            )
 
 
 def _judge_loud_run(parts: dict[str, Part], inputs: dict, got: dict) -> None:
@@ -336,13 +352,17 @@ def _judge_loud_run(parts: dict[str, Part], inputs: dict, got: dict) -> None:
     o = answers.tensor(got.get("output"), "o", tuple(q.shape))
     want = reference_attention(q, k, v, False)
     if not close(o, want, 1e-4, 1e-5):
-        parts["overflow"].fail(
-            f"float32 q of shape {tuple(q.shape)} whose scores reach {float((q @ k.mT).abs().max() / q.shape[-1] ** 0.5):.0f}: "
-            f"O {where_wrong(o, want, 1e-4, 1e-5)}",
-            "exp of a score near 100 overflows float32: each block's exponentials are taken against the running "
-            "maximum (exp(s − m)), never against zero.",
-            **({"same_mistake_as": "output"} if parts["output"].passed is False else {}),
-        )
+        top = float((q @ k.mT).abs().max()) / q.shape[-1] ** 0.5
+        wrong = where_wrong(o, want, 1e-4, 1e-5)
+        message = f"float32 q of shape {tuple(q.shape)} whose scores reach {top:.0f}: O {wrong}"
+        if parts["output"].passed is False:
+            parts["overflow"].fail(message, same_mistake_as="output")
+        else:
+            parts["overflow"].fail(
+                message,
+                "exp of a score near 100 overflows float32: each block's exponentials are taken against the running "
+                "maximum (exp(s − m)), never against zero.",
+            )
 
 
 def _judge_tiled_memory(part: Part, inputs: dict, bq: int, bk: int, got: dict) -> None:

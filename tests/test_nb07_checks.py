@@ -1,0 +1,115 @@
+"""Notebook 07's checks on the reference answers (full marks, shown and drawn cases), on blank answers (nothing,
+with a message that says what to write), and on its catalogue of learners' answers (tests/nb07_catalogue/, one
+file per answer: the code, the idea it costs, the words its hint must use; or a right answer written differently,
+which keeps full marks)."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+import tomllib
+import torch
+
+import autograder.nb07.judges  # noqa: F401  (registers the judges)
+from autograder.feedback import CheckFailed
+from autograder.registry import CHECKS
+from tests import nb07_answers as answers
+
+pytestmark = pytest.mark.nb07
+
+CALLS = {
+    "check_composed_attention": ({"seed": 0, "cases": 3}, 3),
+    "check_saved_for_backward": ({"sizes": [64, 128]}, 2),
+    "check_attention_by_hand": ({"seed": 0, "cases": 2}, 5),
+    "check_tiled_forward": ({"seed": 0, "cases": 3}, 4),
+}
+REFERENCES = {
+    "check_composed_attention": answers.composed_attention,
+    "check_saved_for_backward": answers.saved_for_backward,
+    "check_attention_by_hand": answers.AttentionByHand,
+    "check_tiled_forward": answers.tiled_attention_forward,
+}
+HIDDEN = {
+    "check_composed_attention": {"cases": 4, "draw": 1},
+    "check_saved_for_backward": {"draw": 3},
+    "check_attention_by_hand": {"cases": 3, "draw": 1},
+    "check_tiled_forward": {"cases": 4, "draw": 1},
+}
+
+
+def graded(check_name: str, obj, **params) -> tuple[float, set[str], str]:
+    """(points, the ideas lost: the parts failed for a mistake of their own, the report) of check(obj, **params),
+    the hidden draws seeded here."""
+    check = CHECKS[check_name]
+    params = check.drawn(params, random.Random(7))
+    try:
+        verdict = check.decide(check.collect(obj, **params), **params)
+    except CheckFailed as failure:
+        verdict = getattr(failure, "verdict", None)
+        if verdict is None:
+            return 0.0, {"all"}, str(failure)
+    return float(verdict), {p.costs for p in verdict.parts if p.passed is False}, verdict.report()
+
+
+@pytest.mark.parametrize("check_name", list(CALLS))
+def test_the_reference_answers_keep_full_marks_on_shown_and_drawn_cases(check_name):
+    params, points = CALLS[check_name]
+    for given in (params, HIDDEN[check_name]):
+        got, failed, report = graded(check_name, REFERENCES[check_name], **given)
+        assert (got, failed) == (points, set()), report
+
+
+def _blank(*args, **kwargs):
+    raise NotImplementedError
+
+
+class _BlankFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal=False):
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, do):
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("check_name", list(CALLS))
+def test_a_blank_answer_earns_nothing_and_is_told_to_write_it(check_name):
+    blank = _BlankFunction if check_name == "check_attention_by_hand" else _blank
+    got, failed, report = graded(check_name, blank, **CALLS[check_name][0])
+    assert got == 0 and failed == {"all"}, report
+    assert "not written" in report or "NotImplementedError" in report or "write" in report, report
+
+
+# ------------------------------------------------------------------------------------------------ the catalogue
+
+CATALOGUE = sorted((Path(__file__).parent / "nb07_catalogue").glob("*.toml"))
+
+
+def _answer(entry: dict):
+    namespace = {"torch": torch, "math": math}
+    exec(compile(entry["answer"], f"<{entry['name']}>", "exec"), namespace)  # the catalogue's own code
+    return namespace[entry["name"]]
+
+
+def test_the_catalogue_holds_a_dozen_mistakes_and_right_answers_written_differently():
+    kinds = [tomllib.loads(p.read_text())["kind"] for p in CATALOGUE]
+    assert kinds.count("mistake") >= 12 and kinds.count("right") >= 3, kinds
+
+
+@pytest.mark.parametrize("path", CATALOGUE, ids=[p.stem for p in CATALOGUE])
+def test_each_catalogued_answer_costs_exactly_its_idea_with_its_hint(path):
+    entry = tomllib.loads(path.read_text())
+    params, points = CALLS[entry["check"]]
+    for given in (params, HIDDEN[entry["check"]]):
+        got, failed, report = graded(entry["check"], _answer(entry), **given)
+        if entry["kind"] == "right":
+            assert (got, failed) == (points, set()), report
+            continue
+        assert failed == set(entry["costs"]), (failed, report)
+        for words in entry["hint"]:
+            assert words in report, (words, report)
+        assert report.count("Hint:") == len(entry["costs"]), report  # each idea lost named once
