@@ -22,4 +22,5 @@ check_attention_by_hand = NotebookChecks(__name__, show=show_verdict, names=chec
 check_tiled_forward = NotebookChecks(__name__, show=show_verdict, names=checks.names).add(
     "check_tiled_forward", probes.probe_tiled_forward, by_hand=False, measures_memory=True
 )
+check_attention_forward_kernel = checks.add("check_attention_forward_kernel", probes.record_kernel, by_hand=False)
 __all__ = [*checks.names]

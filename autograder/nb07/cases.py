@@ -145,3 +145,24 @@ def memory_inputs(seed: int) -> dict:
 
 # float32 scores near 100 (q scaled up): exp of a score overflows float32 unless the running maximum is subtracted
 LOUD_SCALE = 40.0
+
+
+# ------------------------------------------------------------------------------------------------ the kernels
+# A kernel case: (heads, N, d, causal, BLOCK_Q, BLOCK_K, dtype), the heads standing for batch × heads. Dimensions
+# are at least 16 (tl.dot needs them there on a GPU), and so are the blocks.
+KernelCase = tuple[int, int, int, bool, int, int, str]
+
+
+def kernel_inputs(seed: int, case: KernelCase) -> dict:
+    """q, k, v and a grad_output `do` of shape (heads, N, d) in the case's dtype (made in float64, rounded)."""
+    heads, N, d, causal, bq, bk, dtype = case
+    gen = generator(seed, 7 * N + d + 3 * heads + int(causal), salt=89)
+    q, k, v, do = (torch.randn(heads, N, d, generator=gen, dtype=torch.float64) for _ in range(4))
+    cast = getattr(torch, dtype)
+    return {"q": (2 * q).to(cast), "k": k.to(cast), "v": v.to(cast), "do": do.to(cast), "causal": causal}
+
+
+def first_costly_key(block: int, block_q: int, block_k: int) -> int:
+    """The first key a causal program of query block `block` never needs: the start of the first key block that
+    lies wholly above its diagonal (a loop over key blocks stops before it)."""
+    return -(-(block + 1) * block_q // block_k) * block_k

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from ..feedback import CheckFailed
-from ..nb05.probes import backward_of, call_kernel, function_apply
-from ..nb06.probes import kept_on_ctx, largest_allocation
+from ..nb05.cases import GUARD_VALUE
+from ..nb05.probes import backward_of, call_kernel, function_apply, kernel_launcher
+from ..nb06.probes import kept_on_ctx, largest_allocation, outside, record_kernel, twice
 from ..probes.call import call_learner
+from ..probes.memory_watch import Spans, program_index, watching
 from ..registry import ProbeData
 from .cases import (
     LOUD_SCALE,
@@ -18,9 +21,13 @@ from .cases import (
     MEMORY_CASE,
     SAVED_ATTENTIONS,
     attention_inputs,
+    first_costly_key,
+    kernel_inputs,
     memory_inputs,
     tile_runs,
 )
+
+__all__ = ["record_kernel"]  # the kernel checks' probe: the kernel's text, which the judges run
 
 # as imported, before any learner code runs
 _saved_tensors_hooks = torch.autograd.graph.saved_tensors_hooks
@@ -181,3 +188,74 @@ def probe_tiled_forward(obj: Any, seed: int = 0, cases: int = 3, points: float |
             }
         )
     return data
+
+
+# --------------------------------------------------------------------------------------------- the forward kernel
+# q, k, v, O and L sit in buffers of one spare head before and after theirs, NaN in the inputs' spare heads (first
+# run) and GUARD_VALUE in the outputs': a kernel that reads or writes at the wrong offset lands in memory the probe
+# owns. In the interpreter every load and store is seen (memory_watch), per program: each (query block, head) may
+# read its own query rows and its head's keys and values, and store its own rows of O and L; in a causal case, a
+# read of a key block wholly above its diagonal is counted apart (the loop's bound).
+
+
+def _guarded(t: torch.Tensor, fill: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(buffer, view): t's heads in a buffer with one spare head before and after them, holding `fill`."""
+    buffer = torch.full((t.shape[0] + 2, *t.shape[1:]), fill, dtype=t.dtype, device=t.device)
+    buffer[1:-1] = t
+    return buffer, buffer[1:-1]
+
+
+def probe_forward_kernel(kernel: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None) -> ProbeData:
+    """kernel[(cdiv(N, BLOCK_Q), heads)](q, k, v, o, lse, N, scale, CAUSAL=, BLOCK_Q=, BLOCK_K=, HEAD_DIM=d) for each
+    case: O and L written, guard entries overwritten, whether the inputs changed, and what the watch saw."""
+    name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "the kernel")
+    launcher, device, context = kernel_launcher(kernel, name)
+    data = []
+    for case in cases:
+        heads, N, d, causal, bq, bk, dtype = case
+        inputs = {n: t.to(device) for n, t in kernel_inputs(seed, case).items() if isinstance(t, torch.Tensor)}
+        acc = torch.float64 if dtype == "float64" else torch.float32
+        blocks = -(-N // bq)
+
+        def run(fill: float, inputs=inputs, case=case, acc=acc, blocks=blocks) -> dict:
+            heads, N, d, causal, bq, bk, dtype = case
+            (q_buf, q), (k_buf, k), (v_buf, v) = (_guarded(inputs[n], fill) for n in "qkv")
+            o_buf, o = _guarded(torch.empty_like(inputs["q"]), GUARD_VALUE)
+            lse_buf, lse = _guarded(torch.empty(heads, N, dtype=acc, device=device), GUARD_VALUE)
+            before = [b.clone() for b in (q_buf, k_buf, v_buf)]
+            programs = {
+                program_index(b, h, grid=(blocks, heads)): (h, slice(b * bq, min(N, (b + 1) * bq)), b)
+                for h in range(heads)
+                for b in range(blocks)
+            }
+            reads = Spans.per_program({p: [q[h, rows], k[h], v[h]] for p, (h, rows, _) in programs.items()})
+            writes = Spans.per_program({p: [o[h, rows], lse[h, rows]] for p, (h, rows, _) in programs.items()})
+            costly = None
+            if causal:
+                costly = Spans.per_program(
+                    {p: [k[h, first_costly_key(b, bq, bk) :], v[h, first_costly_key(b, bq, bk) :]]
+                     for p, (h, _, b) in programs.items()}
+                )  # fmt: skip
+            handed = [q_buf, k_buf, v_buf, o_buf, lse_buf]
+            with context(), watching(handed, reads=reads, writes=writes, costly=costly) as seen:
+                call_kernel(
+                    lambda *a: launcher[(blocks, heads)](
+                        *a, CAUSAL=causal, BLOCK_Q=bq, BLOCK_K=bk, HEAD_DIM=d
+                    ),
+                    q, k, v, o, lse, N, 1 / math.sqrt(d),
+                    name=name,
+                )  # fmt: skip
+            guards = sum(int((b[[0, -1]] != GUARD_VALUE).sum()) for b in (o_buf, lse_buf))
+            return {
+                **outside(seen),
+                "costly_reads": seen.get("reads_costly"),
+                "output": o.to("cpu", torch.float64).clone(),
+                "lse": lse.to("cpu", torch.float64).clone(),
+                "written_outside": guards,
+                "inputs_changed": not all(
+                    torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0)) for a, b in zip(before, (q_buf, k_buf, v_buf))
+                ),
+            }
+
+        data.append(twice(run, ("output", "lse")))
+    return {"launches": data}

@@ -208,3 +208,29 @@ TILED = (
         "L is the natural log-sum-exp of each row's scores (base e), what backward reads to recompute P = exp(S − L).",
     ),
 )
+
+
+# ------------------------------------------------------------------------------ the forward kernel: what masks miss
+
+
+def _padded_keys(q, k, v, causal, bq, bk):
+    """Keys at or beyond N loaded as zeros and not masked: each padding key scores 0 and adds v = 0."""
+    N = k.shape[-2]
+    extra = -N % bk
+    if not extra:
+        return None
+    pad = torch.zeros(*k.shape[:-2], extra, k.shape[-1], dtype=k.dtype)
+    s = scores(q, torch.cat([k, pad], -2), False)
+    if causal:
+        s = s.masked_fill(torch.ones(N, N + extra, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(s, dim=-1) @ torch.cat([v, pad], -2)
+
+
+KERNEL = (
+    Mistake(
+        "padding keys counted",
+        _padded_keys,
+        "the last key block reaches past N: loaded as 0.0, those keys score 0 and take a share of the softmax. Give "
+        "the scores of keys at or beyond N the value −∞ (masked loads alone do not).",
+    ),
+)
