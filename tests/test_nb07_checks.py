@@ -5,18 +5,22 @@ which keeps full marks)."""
 
 from __future__ import annotations
 
-import math
-import random
-from pathlib import Path
+import os
 
-import pytest
-import tomllib
-import torch
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the kernels run in the interpreter
 
-import autograder.nb07.judges  # noqa: F401  (registers the judges)
-from autograder.feedback import CheckFailed
-from autograder.registry import CHECKS
-from tests import nb07_answers as answers
+import math  # noqa: E402
+import random  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import tomllib  # noqa: E402
+import torch  # noqa: E402
+
+import autograder.nb07.judges  # noqa: E402,F401  (registers the judges)
+from autograder.feedback import CheckFailed  # noqa: E402
+from autograder.registry import CHECKS  # noqa: E402
+from tests import nb07_answers as answers  # noqa: E402
 
 pytestmark = pytest.mark.nb07
 
@@ -25,18 +29,23 @@ CALLS = {
     "check_saved_for_backward": ({"sizes": [64, 128]}, 2),
     "check_attention_by_hand": ({"seed": 0, "cases": 2}, 5),
     "check_tiled_forward": ({"seed": 0, "cases": 3}, 4),
+    "check_attention_forward_kernel": ({}, 6),
 }
 REFERENCES = {
     "check_composed_attention": answers.composed_attention,
     "check_saved_for_backward": answers.saved_for_backward,
     "check_attention_by_hand": answers.AttentionByHand,
     "check_tiled_forward": answers.tiled_attention_forward,
+    "check_attention_forward_kernel": answers.kernel_record(
+        "attention_forward_kernel", answers.ATTENTION_FORWARD_KERNEL
+    ),
 }
 HIDDEN = {
     "check_composed_attention": {"cases": 4, "draw": 1},
     "check_saved_for_backward": {"draw": 3},
     "check_attention_by_hand": {"cases": 3, "draw": 1},
     "check_tiled_forward": {"cases": 4, "draw": 1},
+    "check_attention_forward_kernel": {"draw": 1},
 }
 
 
@@ -46,7 +55,8 @@ def graded(check_name: str, obj, **params) -> tuple[float, set[str], str]:
     check = CHECKS[check_name]
     params = check.drawn(params, random.Random(7))
     try:
-        verdict = check.decide(check.collect(obj, **params), **params)
+        data = {"kernel": obj} if isinstance(obj, dict) else check.collect(obj, **params)  # a kernel's record
+        verdict = check.decide(data, **params)
     except CheckFailed as failure:
         verdict = getattr(failure, "verdict", None)
         if verdict is None:
@@ -79,9 +89,19 @@ class _BlankFunction(torch.autograd.Function):
 @pytest.mark.parametrize("check_name", list(CALLS))
 def test_a_blank_answer_earns_nothing_and_is_told_to_write_it(check_name):
     blank = _BlankFunction if check_name == "check_attention_by_hand" else _blank
+    if check_name == "check_attention_forward_kernel":
+        blank = answers.kernel_record("attention_forward_kernel", BLANK_KERNEL)
     got, failed, report = graded(check_name, blank, **CALLS[check_name][0])
-    assert got == 0 and failed == {"all"}, report
-    assert "not written" in report or "NotImplementedError" in report or "write" in report, report
+    assert got == 0 and failed in ({"all"}, {"values", "ragged", "causal", "lse"}), report
+    assert "not written" in report or "NotImplementedError" in report or "write" in report or "[FAIL]" in report, report
+
+
+BLANK_KERNEL = """
+def attention_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, seq_len, scale,
+                             CAUSAL: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
+                             HEAD_DIM: tl.constexpr):
+    pass
+"""
 
 
 # ------------------------------------------------------------------------------------------------ the catalogue
@@ -90,6 +110,8 @@ CATALOGUE = sorted((Path(__file__).parent / "nb07_catalogue").glob("*.toml"))
 
 
 def _answer(entry: dict):
+    if "kernel" in entry:  # a kernel is graded by its text: its record, as the probe takes it
+        return answers.kernel_record(entry["name"], entry["kernel"])
     namespace = {"torch": torch, "math": math}
     exec(compile(entry["answer"], f"<{entry['name']}>", "exec"), namespace)  # the catalogue's own code
     return namespace[entry["name"]]

@@ -220,8 +220,8 @@ def probe_forward_kernel(kernel: Any, cases: Sequence[Any], seed: int = 0, point
         def run(fill: float, inputs=inputs, case=case, acc=acc, blocks=blocks) -> dict:
             heads, N, d, causal, bq, bk, dtype = case
             (q_buf, q), (k_buf, k), (v_buf, v) = (_guarded(inputs[n], fill) for n in "qkv")
-            o_buf, o = _guarded(torch.empty_like(inputs["q"]), GUARD_VALUE)
-            lse_buf, lse = _guarded(torch.empty(heads, N, dtype=acc, device=device), GUARD_VALUE)
+            o_buf, o = _guarded(torch.full_like(inputs["q"], GUARD_VALUE), GUARD_VALUE)
+            lse_buf, lse = _guarded(torch.full((heads, N), GUARD_VALUE, dtype=acc, device=device), GUARD_VALUE)
             before = [b.clone() for b in (q_buf, k_buf, v_buf)]
             programs = {
                 program_index(b, h, grid=(blocks, heads)): (h, slice(b * bq, min(N, (b + 1) * bq)), b)

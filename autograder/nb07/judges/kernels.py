@@ -73,14 +73,14 @@ def judge_attention_forward_kernel(
     params = {"cases": cases, "seed": seed}
     launches, record = kernel_compile.run_recorded(data, "autograder.nb07.probes:probe_forward_kernel", params)
     keys = ("output", "lse", "written_outside", "inputs_changed", "read_outside", "written_elsewhere", "costly_reads")
-    judged = []
+    judged, charged = [], {}  # charged: part -> the known mistake it was charged for
     for case, got in sorted(zip(cases, answers.per_case(launches, cases)), key=lambda c: _ORDER[kind_of(c[0])]):
         heads, N, d, causal, bq, bk, dtype = case
         entry = answers.entry(got, f"case {case}", keys)
         where = (
             f"{heads} head(s), N = {N}, d = {d}, {'causal, ' if causal else ''}BLOCK_Q = {bq}, BLOCK_K = {bk}, {dtype}"
         )
-        right = _judge_forward_values(parts, case, entry, where, seed)
+        right = _judge_forward_values(parts, charged, case, entry, where, seed)
         judged.append((entry, where, right))
         if causal and right and entry["costly_reads"]:
             parts["skip"].fail(
@@ -89,6 +89,8 @@ def judge_attention_forward_kernel(
                 "a causal query block needs the key blocks up to the one holding its last row: the loop's bound can "
                 "stop there ((block + 1) · BLOCK_Q), which halves the work of a long sequence.",
             )
+    if not any(right for (_, _, right), case in zip(judged, _sorted(cases)) if kind_of(case) == "causal"):
+        parts["skip"].unscore("not scored: no causal case is right yet (what a loop reads counts once it computes)")
     _judge_bounds(parts["bounds"], judged)
     _judge_forward_compiles(parts, record, cases)
     return verdict_of(list(parts.values()), points, "attention_forward_kernel (FlashAttention-2's forward)")
@@ -97,7 +99,14 @@ def judge_attention_forward_kernel(
 _ORDER = {"values": 0, "ragged": 1, "causal": 2}
 
 
-def _judge_forward_values(parts: dict[str, Part], case: KernelCase, entry: dict, where: str, seed: int) -> bool:
+def _sorted(cases: Sequence[KernelCase]) -> list[KernelCase]:
+    """The cases in the order they are judged: plain, ragged, causal (a mistake is charged where it shows first)."""
+    return sorted(cases, key=lambda c: _ORDER[kind_of(c)])
+
+
+def _judge_forward_values(
+    parts: dict[str, Part], charged: dict[str, str], case: KernelCase, entry: dict, where: str, seed: int
+) -> bool:
     """One case's O and L; a mistake that shows in several kinds of case is charged to the first kind it shows in."""
     heads, N, d, causal, bq, bk, dtype = case
     inputs = kernel_inputs(seed, case)
@@ -108,22 +117,33 @@ def _judge_forward_values(parts: dict[str, Part], case: KernelCase, entry: dict,
     rtol, atol = _tolerance(dtype)
     kind = kind_of(case)
     if not close(o, want_o, rtol, atol):
+        tol = {"rtol": rtol, "atol": atol}
         mistake = (
-            matched(KERNEL, o, q, k, v, causal, bq, bk)
-            or matched(TILED, o, q, k, v, causal, bq, bk, pick=lambda r: r[0])
-            or matched(FORWARD, o, q, k, v, causal)
+            matched(KERNEL, o, q, k, v, causal, bq, bk, **tol)
+            or matched(TILED, o, q, k, v, causal, bq, bk, pick=lambda r: r[0], **tol)
+            or matched(FORWARD, o, q, k, v, causal, **tol)
         )
-        earlier = next((p for p in ("values", "ragged") if p != kind and parts[p].passed is False), None)
+        # a known mistake already charged to an earlier kind of case costs that part's idea, once; anything else is
+        # this kind's own failure (a kernel that computes nothing fails every part on its own)
+        earlier = next(
+            (p for p, name in charged.items() if mistake and name == mistake.name and _ORDER[p] < _ORDER[kind]), None
+        )
         message = f"{where}: O {where_wrong(o, want_o, rtol, atol)}"
-        if earlier and _ORDER[earlier] < _ORDER[kind] and (mistake is None or mistake.name not in _OWN[kind]):
+        if earlier:
             parts[kind].fail(message, same_mistake_as=earlier)
         else:
             parts[kind].fail(message, mistake.hint if mistake else _VALUE_HINTS[kind])
+            if mistake:
+                charged.setdefault(kind, mistake.name)
         if not close(lse, want_lse, rtol, atol):
-            parts["lse"].fail(f"{where}: L {where_wrong(lse, want_lse, rtol, atol)}", same_mistake_as=kind)
+            lse_message = f"{where}: L {where_wrong(lse, want_lse, rtol, atol)}"
+            if mistake:
+                parts["lse"].fail(lse_message, same_mistake_as=earlier or kind)
+            else:
+                parts["lse"].fail(lse_message, "store L = m + log(l) for each row, at lse_ptr + head · N + row.")
         return False
     if not close(lse, want_lse, rtol, atol):
-        mistake = matched(TILED, lse, q, k, v, causal, bq, bk, pick=lambda r: r[1])
+        mistake = matched(TILED, lse, q, k, v, causal, bq, bk, pick=lambda r: r[1], rtol=rtol, atol=atol)
         parts["lse"].fail(
             f"{where}: L {where_wrong(lse, want_lse, rtol, atol)}",
             mistake.hint
@@ -178,7 +198,7 @@ def _judge_bounds(part: Part, judged: list) -> None:
 
 def _judge_forward_compiles(parts: dict[str, Part], record: Any, cases: Sequence[KernelCase]) -> None:
     others = [part for name, part in parts.items() if name != "bounds"]
-    if share_earned(others)[0] == 0:
+    if share_earned(others)[0] == 0 or not any(p.passed for n, p in parts.items() if n in _ORDER or n == "lse"):
         parts["bounds"].unscore("not scored: the kernel earns nothing in the interpreter yet")
     parts["compiles"] = kernel_compile.compile_part()
     launches: dict[tuple, tuple] = {}

@@ -50,11 +50,14 @@ def where_wrong(got: torch.Tensor, want: torch.Tensor, rtol: float = 1e-8, atol:
     return f"{int(bad.sum())} of {bad.numel()} entries wrong (first at {where}; largest error {worst})"
 
 
-def matched(mistakes: Sequence[Mistake], got: Any, *args: Any, pick=lambda out: out) -> Mistake | None:
-    """The first mistake whose computation on args gives `got` (picked out of its result by `pick`)."""
+def matched(
+    mistakes: Sequence[Mistake], got: Any, *args: Any, pick=lambda out: out, rtol: float = 1e-7, atol: float = 1e-9
+) -> Mistake | None:
+    """The first mistake whose computation on args gives `got` (picked out of its result by `pick`), within the
+    tolerance of the answer's dtype."""
     for mistake in mistakes:
         out = mistake.compute(*args)
-        if out is not None and close(got, pick(out), 1e-7, 1e-9, equal_nan=True):
+        if out is not None and close(got, pick(out), max(rtol, 1e-7), max(atol, 1e-9), equal_nan=True):
             return mistake
     return None
 
