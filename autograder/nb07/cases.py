@@ -166,3 +166,22 @@ def first_costly_key(block: int, block_q: int, block_k: int) -> int:
     """The first key a causal program of query block `block` never needs: the start of the first key block that
     lies wholly above its diagonal (a loop over key blocks stops before it)."""
     return -(-(block + 1) * block_q // block_k) * block_k
+
+
+# A backward case: (heads, N, d, causal, dtype); the learner's flash_backward picks its own blocks.
+BackwardCase = tuple[int, int, int, bool, str]
+
+
+def backward_inputs(seed: int, case: BackwardCase) -> dict:
+    """q, k, v, grad_output `do`, and the course's forward's O and L (L in float32, float64 for float64 inputs), as
+    the learner's flash_backward receives them: (heads, N, d) contiguous."""
+    heads, N, d, causal, dtype = case
+    gen = generator(seed, 11 * N + d + 5 * heads + int(causal), salt=97)
+    q, k, v, do = (torch.randn(heads, N, d, generator=gen, dtype=torch.float64) for _ in range(4))
+    q = 2 * q
+    cast = getattr(torch, dtype)
+    q, k, v, do = (t.to(cast) for t in (q, k, v, do))
+    wide = [t.to(torch.float64) for t in (q, k, v)]
+    o = reference_attention(*wide, causal).to(cast)
+    lse = reference_lse(wide[0], wide[1], causal).to(torch.float64 if dtype == "float64" else torch.float32)
+    return {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do, "causal": causal}

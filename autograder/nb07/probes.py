@@ -12,6 +12,7 @@ from ..feedback import CheckFailed
 from ..nb05.cases import GUARD_VALUE
 from ..nb05.probes import backward_of, call_kernel, function_apply, kernel_launcher
 from ..nb06.probes import kept_on_ctx, largest_allocation, outside, record_kernel, twice
+from ..probes import launch_plans
 from ..probes.call import call_learner
 from ..probes.memory_watch import Spans, program_index, watching
 from ..registry import ProbeData
@@ -21,6 +22,7 @@ from .cases import (
     MEMORY_CASE,
     SAVED_ATTENTIONS,
     attention_inputs,
+    backward_inputs,
     first_costly_key,
     kernel_inputs,
     memory_inputs,
@@ -259,3 +261,48 @@ def probe_forward_kernel(kernel: Any, cases: Sequence[Any], seed: int = 0, point
 
         data.append(twice(run, ("output", "lse")))
     return {"launches": data}
+
+
+# --------------------------------------------------------------------------------------------- the backward
+# flash_backward(q, k, v, o, lse, do, causal) runs here only to describe its launches (probes/launch_plans.py); the
+# judges replay them from the kernels' text in the kernel runner (replay_backward), where what they compute counts.
+
+BACKWARD_INPUTS = ("q", "k", "v", "o", "lse", "do")
+
+
+def probe_flash_backward(obj: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None) -> ProbeData:
+    """For each case: the plan of the launches flash_backward made, and the largest block of memory PyTorch
+    allocated meanwhile."""
+    data = []
+    for case in cases:
+        heads, N, d, causal, dtype = case
+        inputs = backward_inputs(seed, tuple(case))
+        tensors = {n: inputs[n].clone() for n in BACKWARD_INPUTS}
+        call = f"flash_backward(q, k, v, o, lse, do, causal={causal}) for q of shape {(heads, N, d)}, {dtype}"
+        with largest_allocation() as box, launch_plans.recording(tensors) as plan:
+            got = call_learner(obj, *tensors.values(), causal, name="flash_backward", call=call)
+        if not isinstance(got, (tuple, list)) or len(got) != 3:
+            raise CheckFailed(f"`{call}` should return three tensors, (dq, dk, dv); it returned {type(got).__name__}.")
+        for name, g in zip(("dq", "dk", "dv"), got):
+            if not isinstance(g, torch.Tensor) or tuple(g.shape) != (heads, N, d):
+                raise CheckFailed(f"`{call}`: {name} should be a tensor of shape {(heads, N, d)}.")
+        plan.returned(got)
+        if not plan.launches:
+            raise CheckFailed(f"`{call}` launched no Triton kernel: the backward's work is the kernels' to do.")
+        data.append({"plan": plan.data(), "largest": int(box["largest"])})
+    return data
+
+
+def replay_backward(kernel: Any, plan: dict, case: Sequence[Any], seed: int = 0) -> ProbeData:
+    """In the kernel runner: the plan's launches replayed with its kernels rebuilt from their text, on the case's
+    inputs made afresh; the gradients they left in the returned views, and what the watch saw of each launch."""
+    from coursetools.kernel_text import rebuild
+
+    kernels = {name: rebuild(record, interpreted=True) for name, record in plan["records"].items()}
+    inputs = {n: t for n, t in backward_inputs(seed, tuple(case)).items() if isinstance(t, torch.Tensor)}
+
+    def watch(storages: list) -> Any:
+        return watching(storages, reads=Spans.of(storages), races=True)
+
+    values, seen = launch_plans.replay(plan, kernels, inputs, watch)
+    return {"launches": [{"returns": values, "seen": seen}]}

@@ -12,6 +12,8 @@ any kernel runs). Wrapped for the body's length, they count:
   row kernel): a load without the mask it needs, or at the wrong offset, whatever it does with what it read;
 - writes_elsewhere: entries a program stored into another program's row (a race on a GPU, where the programs run
   at once; the interpreter runs them one by one, so the last writer wins and the values can look right);
+- races (when asked for): plain stores (not atomics) into an address another program of the launch stored into:
+  on a GPU the programs run at once and the last writer is anyone's guess;
 - reads_costly: entries a program read (its mask on) inside `costly` spans: memory it may read but need not (a causal
   attention kernel's key blocks entirely above its diagonal), counted apart;
 - refused_reads, refused_writes: accesses outside every tensor handed to the launch. Those are not performed at all
@@ -138,12 +140,20 @@ class _Watcher:
     """The counts of one watched body, and the interpreter's memory methods as they run while it is watched."""
 
     def __init__(
-        self, handed: Sequence[torch.Tensor], reads: Spans, writes: Spans | None, costly: Spans | None = None
+        self,
+        handed: Sequence[torch.Tensor],
+        reads: Spans,
+        writes: Spans | None,
+        costly: Spans | None = None,
+        races: bool = False,
     ) -> None:
         self.reads, self.writes, self.costly = reads, writes, costly
         self.seen = {"reads_outside": 0, "writes_elsewhere": 0, "refused_reads": 0, "refused_writes": 0}
         if costly is not None:
             self.seen["reads_costly"] = 0
+        self.stored_by: dict[int, int] | None = None
+        if races:  # address -> the program that stored there first (plain stores only)
+            self.stored_by, self.seen["races"] = {}, 0
         storages = [t.untyped_storage() for t in handed]
         self.safe = _sorted(
             [np.array([s.data_ptr()], np.uint64) for s in storages],
@@ -163,6 +173,10 @@ class _Watcher:
             self.seen["reads_outside"] += int((on & ~_inside(addresses, self.reads.of_program(program))).sum())
             if self.costly is not None:
                 self.seen["reads_costly"] += int((on & _inside(addresses, self.costly.of_program(program))).sum())
+        if write and not read and self.stored_by is not None:  # a plain store (an atomic's address may be shared)
+            for address in addresses[on & allowed].tolist():
+                if self.stored_by.setdefault(address, program) != program:
+                    self.seen["races"] += 1
         if write and self.writes is not None and self.writes.rows is not None:
             elsewhere = on & allowed & _inside(addresses, self.writes.others(program))
             self.seen["writes_elsewhere"] += int(elsewhere.sum())
@@ -200,12 +214,16 @@ class _Watcher:
 
 @contextmanager
 def watching(
-    handed: Sequence[torch.Tensor], reads: Spans, writes: Spans | None = None, costly: Spans | None = None
+    handed: Sequence[torch.Tensor],
+    reads: Spans,
+    writes: Spans | None = None,
+    costly: Spans | None = None,
+    races: bool = False,
 ) -> Iterator[dict]:
     """While the body runs a kernel in Triton's interpreter: what its programs read outside `reads` (and inside
     `costly`), stored into another program's `writes` (per-program spans), and tried outside every tensor in
     `handed` (not performed)."""
-    watcher = _Watcher(handed, reads, writes, costly)
+    watcher = _Watcher(handed, reads, writes, costly, races)
     if _Builder is None:
         yield watcher.seen
         return
