@@ -135,3 +135,40 @@ def test_each_catalogued_answer_costs_exactly_its_idea_with_its_hint(path):
         for words in entry["hint"]:
             assert words in report, (words, report)
         assert report.count("Hint:") == len(entry["costs"]), report  # each idea lost named once
+
+
+# ------------------------------------------------------------------------------------------------ the backward
+# flash_backward runs in the learner's process only to describe its launches; the judge replays them from the
+# kernels' text (autograder/probes/launch_plans.py).
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    from tests import nb07_kernels
+
+    return nb07_kernels
+
+
+@pytest.mark.parametrize(
+    "design", ["flash_backward", "flash_backward_delta_in_pytorch", "flash_backward_atomic_dq"],
+    ids=["three kernels", "D computed by PyTorch", "one kernel, dQ by atomics"],
+)  # fmt: skip
+def test_honest_backward_designs_keep_full_marks(kernels, design):
+    for params in ({}, {"draw": 1}):
+        got, failed, report = graded("check_flash_backward", getattr(kernels, design), **params)
+        assert (got, failed) == (6.0, set()), report
+
+
+def test_a_dq_stored_by_every_key_block_costs_the_race_part_alone(kernels):
+    """Right numbers in the interpreter (its programs run one by one), a race on a GPU."""
+    got, failed, report = graded("check_flash_backward", kernels.flash_backward_racing_dq)
+    assert failed == {"race"} and "tl.atomic_add" in report, report
+
+
+@pytest.mark.parametrize(
+    "forgery", ["flash_backward_copying_pytorch", "flash_backward_pytorch_after"],
+    ids=["PyTorch's gradients copied by a kernel", "a launch for show, PyTorch's gradients returned"],
+)  # fmt: skip
+def test_gradients_the_kernels_did_not_compute_earn_nothing(kernels, forgery):
+    got, failed, report = graded("check_flash_backward", getattr(kernels, forgery))
+    assert got == 0 and failed == {"kernels"}, report

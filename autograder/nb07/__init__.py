@@ -23,4 +23,7 @@ check_tiled_forward = NotebookChecks(__name__, show=show_verdict, names=checks.n
     "check_tiled_forward", probes.probe_tiled_forward, by_hand=False, measures_memory=True
 )
 check_attention_forward_kernel = checks.add("check_attention_forward_kernel", probes.record_kernel, by_hand=False)
+check_flash_backward = NotebookChecks(__name__, show=show_verdict, names=checks.names).add(
+    "check_flash_backward", probes.probe_flash_backward, by_hand=False, measures_memory=True
+)
 __all__ = [*checks.names]

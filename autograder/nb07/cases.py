@@ -4,7 +4,7 @@ references the judges compare with (float64, composed of PyTorch operations)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -185,3 +185,20 @@ def backward_inputs(seed: int, case: BackwardCase) -> dict:
     o = reference_attention(*wide, causal).to(cast)
     lse = reference_lse(wide[0], wide[1], causal).to(torch.float64 if dtype == "float64" else torch.float32)
     return {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do, "causal": causal}
+
+
+# the visible cases of the backward: one per part (plain, ragged, causal, causal float32 with another d)
+BACKWARD_CASES: tuple[BackwardCase, ...] = (
+    (2, 32, 16, False, "float64"),
+    (1, 37, 16, False, "float64"),
+    (2, 48, 16, True, "float64"),
+    (1, 40, 32, True, "float32"),
+)
+
+# one long causal head, for the backward's memory part: N×N scores are many times a head's q
+MEMORY_BACKWARD: BackwardCase = (1, 128, 16, True, "float64")
+
+
+def backward_runs(cases: Sequence[BackwardCase]) -> list[BackwardCase]:
+    """The runs of a backward check: its cases, then the long head."""
+    return [tuple(c) for c in cases] + [MEMORY_BACKWARD]  # type: ignore[misc]

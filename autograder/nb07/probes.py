@@ -17,12 +17,14 @@ from ..probes.call import call_learner
 from ..probes.memory_watch import Spans, program_index, watching
 from ..registry import ProbeData
 from .cases import (
+    BACKWARD_CASES,
     LOUD_SCALE,
     MEMORY_BLOCKS,
     MEMORY_CASE,
     SAVED_ATTENTIONS,
     attention_inputs,
     backward_inputs,
+    backward_runs,
     first_costly_key,
     kernel_inputs,
     memory_inputs,
@@ -270,13 +272,13 @@ def probe_forward_kernel(kernel: Any, cases: Sequence[Any], seed: int = 0, point
 BACKWARD_INPUTS = ("q", "k", "v", "o", "lse", "do")
 
 
-def probe_flash_backward(obj: Any, cases: Sequence[Any], seed: int = 0, points: float | None = None) -> ProbeData:
-    """For each case: the plan of the launches flash_backward made, and the largest block of memory PyTorch
-    allocated meanwhile."""
+def probe_flash_backward(obj: Any, cases: Sequence[Any] = (), seed: int = 0, points: float | None = None) -> ProbeData:
+    """For each case (the visible ones when none are given), and the long head: the plan of the launches
+    flash_backward made, and the largest block of memory PyTorch allocated meanwhile."""
     data = []
-    for case in cases:
+    for case in backward_runs(cases or BACKWARD_CASES):
         heads, N, d, causal, dtype = case
-        inputs = backward_inputs(seed, tuple(case))
+        inputs = backward_inputs(seed, case)
         tensors = {n: inputs[n].clone() for n in BACKWARD_INPUTS}
         call = f"flash_backward(q, k, v, o, lse, do, causal={causal}) for q of shape {(heads, N, d)}, {dtype}"
         with largest_allocation() as box, launch_plans.recording(tensors) as plan:

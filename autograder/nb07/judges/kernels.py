@@ -13,12 +13,22 @@ import torch
 
 from coursetools.gpu_compile import launch_signature
 
-from ...judges import answers, kernel_compile
+from ...feedback import CheckFailed
+from ...judges import answers, kernel_compile, kernel_runs
 from ...judges.kernel_compile import pointer
 from ...judges.verdict import Part, Verdict, share_earned, verdict_of
-from ...registry import ProbeData, decides
-from ..cases import KernelCase, kernel_inputs, reference_attention, reference_lse
-from .mistakes import FORWARD, KERNEL, TILED
+from ...registry import FAILED, ProbeData, decides
+from ..cases import (
+    BACKWARD_CASES,
+    KernelCase,
+    backward_inputs,
+    backward_runs,
+    kernel_inputs,
+    reference_attention,
+    reference_gradients,
+    reference_lse,
+)
+from .mistakes import BACKWARD, FORWARD, KERNEL, TILED
 from .pytorch import close, matched, titled, where_wrong
 
 FORWARD_KERNEL_PARTS = {
@@ -225,3 +235,225 @@ def _judge_forward_compiles(parts: dict[str, Part], record: Any, cases: Sequence
         ],
         others=others,
     )
+
+
+# --------------------------------------------------------------------------------------------- the backward
+
+BACKWARD_PARTS = {
+    "dv": "dV = Pᵀ·dO (N a multiple of the blocks, not causal)",
+    "dq_dk": "dQ and dK through dS = P ∘ (dP − D), with the scale",
+    "ragged": "N no multiple of a block (loads, scores and stores masked)",
+    "causal": "causal: P recomputed with the mask",
+    "kernels": "the gradients are what the launches wrote (replayed from the kernels' text)",
+    "race": "no two programs store into one place (dQ, dK and dV race-free or atomic)",
+    "memory": "never an N×N tensor (the memory PyTorch allocated while it ran)",
+    "bounds": "every load and store inside the tensors handed to the launch",
+}
+
+
+def draw_backward(rng: random.Random, count: int) -> dict[str, Any]:
+    cases = []
+    for _ in range(count):
+        d = rng.choice((16, 32))
+        cases += [
+            (rng.randint(1, 2), 32 * rng.randint(1, 2), d, False, "float64"),
+            (rng.randint(1, 2), rng.randint(17, 70) | 1, d, rng.random() < 0.5, rng.choice(("float64", "float32"))),
+        ]
+    return {"cases": cases, "seed": rng.randrange(1, 10**6)}
+
+
+def backward_kind(case: Sequence[Any]) -> str:
+    heads, N, d, causal, dtype = case
+    return "causal" if causal else "ragged" if N % 16 else "values"
+
+
+@decides("check_flash_backward", draw=draw_backward)
+def judge_flash_backward(data: ProbeData, cases: Sequence[Any] = (), seed: int = 0, points: float = 6) -> Verdict:
+    cases = [tuple(c) for c in cases] or list(BACKWARD_CASES)
+    runs = backward_runs(cases)
+    parts = titled(BACKWARD_PARTS)
+    entries = answers.per_case(data, runs)
+    all_records: dict[str, dict] = {}
+    right_somewhere = False
+    for case, entry in sorted(zip(runs, entries), key=lambda c: _ORDER[backward_kind(c[0])]):
+        heads, N, d, causal, dtype = case
+        entry = answers.entry(entry, f"case {case}", ("plan", "largest"))
+        plan = answers.entry(
+            entry["plan"], f"the launches of case {case}", ("records", "launches", "buffers", "returns")
+        )
+        where = f"{heads} head(s), N = {N}, d = {d}, {'causal, ' if causal else ''}{dtype}"
+        all_records.update(plan["records"])
+        found = kernel_runs.probe(
+            "autograder.nb07.probes:replay_backward",
+            next(iter(plan["records"].values())),
+            {"plan": plan, "case": list(case), "seed": seed},
+        )
+        if isinstance(found, dict) and FAILED in found:
+            raise CheckFailed(str(found[FAILED]))
+        replayed = answers.entry(
+            answers.listed(found.get("launches"), "the replay")[0], "the replay", ("returns", "seen")
+        )
+        right = _judge_backward_values(parts, case, replayed["returns"], plan, where, seed)
+        right_somewhere |= right
+        if right:
+            _judge_backward_memory(parts, case, replayed["seen"], entry["largest"], where)
+    if parts["kernels"].passed is False:  # what the kernels did not compute earns nothing, in any part
+        for name, part in parts.items():
+            if name != "kernels":
+                part.unscore("not scored: the gradients are not the kernels' work")
+        return verdict_of(list(parts.values()), points, "flash_backward (FlashAttention-2's backward, in Triton)")
+    if not right_somewhere:
+        for name in ("race", "memory", "bounds"):
+            parts[name].unscore("not scored: no gradient is right yet")
+    _judge_backward_compiles(parts, all_records, data)
+    return verdict_of(list(parts.values()), points, "flash_backward (FlashAttention-2's backward, in Triton)")
+
+
+def _judge_backward_values(
+    parts: dict[str, Part], case: tuple, returns: list, plan: dict, where: str, seed: int
+) -> bool:
+    heads, N, d, causal, dtype = case
+    inputs = backward_inputs(seed, case)
+    wide = {n: inputs[n].to(torch.float64) for n in ("q", "k", "v", "do")}
+    want = reference_gradients({**wide, "causal": causal})
+    rtol, atol = _tolerance(dtype)
+    rtol, atol = rtol * 10, atol * 10  # a gradient sums N products more than the output does
+    described = answers.listed(plan["returns"], "the returned views")
+    if any(r is None or r.get("made_after") for r in described) or any(g is None for g in returns):
+        parts["kernels"].fail(
+            f"{where}: a gradient flash_backward returned was made by PyTorch after the launches, not written by them",
+            "return the tensors your kernels store into (torch.empty_like buffers handed to the launches).",
+        )
+        return False
+    got = [answers.tensor(g, "a gradient", (heads, N, d)) for g in returns]
+    copied = [
+        n for n, w in zip(("dq", "dk", "dv"), want) if _held_before(plan, w.to(getattr(torch, dtype)), rtol, atol)
+    ]
+    if copied:
+        parts["kernels"].fail(
+            f"{where}: a buffer handed to the kernels already held {', '.join(copied)} before any launch: the "
+            "kernels copied a gradient computed elsewhere.",
+            "the kernels compute the gradients from q, k, v, O, L and dO.",
+        )
+        return False
+    kind = backward_kind(case)
+    dq, dk, dv = got
+    ok_v, ok_qk = close(dv, want[2], rtol, atol), close(dq, want[0], rtol, atol) and close(dk, want[1], rtol, atol)
+    if ok_v and ok_qk:
+        return True
+    args = (wide["q"], wide["k"], wide["v"], wide["do"], causal)
+    tol = {"rtol": rtol, "atol": atol}
+    if kind != "values":
+        mistake = matched(BACKWARD, torch.stack(got), *args, pick=torch.stack, **tol)
+        same = next((p for p in ("dv", "dq_dk") if parts[p].passed is False), None)
+        message = f"{where}: " + "; ".join(
+            f"d{n} {where_wrong(g, w, rtol, atol)}" for n, g, w in zip("QKV", got, want) if not close(g, w, rtol, atol)
+        )
+        if same and mistake:
+            parts[kind].fail(message, same_mistake_as=same)
+        else:
+            parts[kind].fail(message, mistake.hint if mistake else _BACKWARD_HINTS[kind])
+        return False
+    if not ok_v:
+        mistake = matched(BACKWARD, dv, *args, pick=lambda g: g[2], **tol)
+        parts["dv"].fail(
+            f"{where}: dV {where_wrong(dv, want[2], rtol, atol)}", mistake.hint if mistake else _BACKWARD_HINTS["dv"]
+        )
+    if not ok_qk:
+        mistake = matched(BACKWARD, torch.stack([dq, dk]), *args, pick=lambda g: torch.stack(g[:2]), **tol)
+        wrong = "; ".join(
+            f"d{n} {where_wrong(g, w, rtol, atol)}"
+            for n, g, w in (("Q", dq, want[0]), ("K", dk, want[1]))
+            if not close(g, w, rtol, atol)
+        )
+        parts["dq_dk"].fail(f"{where}: {wrong}", mistake.hint if mistake else _BACKWARD_HINTS["dq_dk"])
+    return False
+
+
+_BACKWARD_HINTS = {
+    "dv": "for each key block, dV sums Pᵀ·dO over the query blocks, P = exp(S − L) recomputed from the saved L.",
+    "dq_dk": "dS = P ∘ (dP − D), dP = dO·Vᵀ, D = rowsum(dO ∘ O); dQ = dS·K·scale, dK = dSᵀ·Q·scale.",
+    "ragged": "the last block reaches past N: mask the loads (other=0.0), leave P at 0 for keys and queries at or "
+    "beyond N, and mask the stores.",
+    "causal": "causal: P is 0 above the diagonal (column > row) in every block backward visits, as in forward.",
+}
+
+
+def _held_before(plan: dict, grad: torch.Tensor, rtol: float, atol: float) -> bool:
+    """Whether a buffer's first content (before any launch) already holds `grad`, entry for entry in memory order."""
+    import base64
+
+    import numpy as np
+
+    g = grad.contiguous().reshape(-1).numpy()
+    for content in plan["buffers"]:
+        raw = base64.b64decode(answers.listed([content], "a buffer")[0]) if isinstance(content, str) else b""
+        values = np.frombuffer(raw[: len(raw) - len(raw) % g.itemsize], dtype=g.dtype)
+        if len(values) < len(g):
+            continue
+        windows = np.lib.stride_tricks.sliding_window_view(values, len(g))
+        if np.isclose(windows, g, rtol=rtol, atol=atol).all(axis=1).any():
+            return True
+    return False
+
+
+def _judge_backward_memory(parts: dict[str, Part], case: tuple, seen: list, largest: Any, where: str) -> None:
+    heads, N, d, causal, dtype = case
+    counts = [answers.entry(s, "a launch's counts", tuple(s)) for s in answers.listed(seen, "the launches' counts")]
+    if any(c.get("races") for c in counts):
+        parts["race"].fail(
+            f"{where}: programs of one launch store into the same entries ({sum(c.get('races', 0) for c in counts)} "
+            "stores): on a GPU they run at once, and what stays is anyone's guess.",
+            "give each program its own rows to store (dK and dV per key block, dQ per query block), or accumulate "
+            "with tl.atomic_add into a zeroed buffer.",
+        )
+    if any(c.get("refused_reads") or c.get("refused_writes") for c in counts):
+        parts["bounds"].fail(
+            f"{where}: a launch loads or stores outside the tensors it was handed (those accesses were not performed)",
+            "mask every load and store with the rows below N.",
+        )
+    itemsize = 8 if dtype == "float64" else 4
+    allowed = 2 * heads * N * max(d, 16) * itemsize
+    if answers.integer(largest, "the largest allocation") > allowed and N * N * itemsize > allowed:
+        parts["memory"].fail(
+            f"{where}: flash_backward allocated a block of {largest} bytes; N×N scores take {N * N * itemsize}.",
+            "recompute P block by block inside the kernels: nothing N×N is allocated, only the gradients and D.",
+        )
+
+
+def _judge_backward_compiles(parts: dict[str, Part], records: dict[str, dict], data: Any) -> None:
+    """Every kernel the plans launched, compiled for a GPU with the arguments of its first launch."""
+    parts["compiles"] = kernel_compile.compile_part()
+    first: dict[str, dict] = {}
+    for entry in data:
+        for launch in entry["plan"]["launches"]:
+            first.setdefault(launch["kernel"], launch)
+    others = [p for n, p in parts.items() if n != "compiles"]
+    for name, launch in first.items():
+        record = records.get(name)
+        if record is None:
+            continue
+        constexpr = _constexpr_parameters(record)
+        positional = [
+            pointer(arg["tensor"]["dtype"]) if "tensor" in arg else arg["value"]
+            for key, arg in launch["args"].items()
+            if key not in constexpr
+        ]
+        given = {key: arg.get("value") for key, arg in launch["args"].items() if key in constexpr}
+        signature, values = launch_signature(record, positional, given)
+        kernel_compile.judge_compiles(parts["compiles"], record, [(f"`{name}`", signature, values)], others=others)
+        if parts["compiles"].passed is False:
+            return
+
+
+def _constexpr_parameters(record: dict) -> set[str]:
+    """The parameters the recorded kernel annotates as constexpr (its text, read here: nothing runs)."""
+    import ast
+
+    try:
+        fn = ast.parse(record["functions"][record["entry"]]).body[0]
+    except (KeyError, TypeError, SyntaxError, IndexError):
+        return set()
+    if not isinstance(fn, ast.FunctionDef):
+        return set()
+    return {a.arg for a in fn.args.args if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
