@@ -381,3 +381,56 @@ def flash_backward_atomic_dq(q, k, v, o, lse, do, causal=False, BLOCK_Q=16, BLOC
         HEAD_DIM=D,
     )
     return dq, dk, dv
+
+
+# ------------------------------------------------------------------------------------------------ Functions
+
+
+class AttentionInPyTorch(torch.autograd.Function):
+    """No kernel at all: attention composed of PyTorch operations in a Function's clothes."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal=False):
+        ctx.save_for_backward(q, k, v)
+        ctx.causal = causal
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v = (t.detach().requires_grad_() for t in ctx.saved_tensors)
+        with torch.enable_grad():
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=ctx.causal)
+        return (*torch.autograd.grad(out, (q, k, v), do), None)
+
+
+class FlashAttentionWithoutContiguous(FlashAttention):
+    """Hands the kernels q, k, v as they come: a transposed view is read in the wrong order."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal=False):
+        shape = q.shape
+        q3, k3, v3 = (torch.as_strided(t, (shape[0] * shape[1], shape[2], shape[3]), (shape[2] * shape[3], shape[3], 1))
+                      for t in (q, k, v))  # fmt: skip
+        o, lse = flash_forward(q3, k3, v3, causal)
+        ctx.save_for_backward(q3, k3, v3, o, lse)
+        ctx.causal, ctx.shape = causal, shape
+        return o.view(shape)
+
+
+class FlashAttentionKeepingTheInputsToo(FlashAttention):
+    """Saves q, k, v as they came beside the contiguous copies the kernels read: a second copy of each input."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal=False):
+        shape = q.shape
+        q3, k3, v3 = (t.reshape(-1, shape[-2], shape[-1]).contiguous().clone() for t in (q, k, v))
+        o, lse = flash_forward(q3, k3, v3, causal)
+        ctx.save_for_backward(q3, k3, v3, o, lse, q, k, v)
+        ctx.causal, ctx.shape = causal, shape
+        return o.view(shape)
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v, o, lse, *_ = ctx.saved_tensors
+        dq, dk, dv = flash_backward(q, k, v, o, lse, do.reshape(o.shape).contiguous(), ctx.causal)
+        return dq.view(ctx.shape), dk.view(ctx.shape), dv.view(ctx.shape), None

@@ -172,3 +172,32 @@ def test_a_dq_stored_by_every_key_block_costs_the_race_part_alone(kernels):
 def test_gradients_the_kernels_did_not_compute_earn_nothing(kernels, forgery):
     got, failed, report = graded("check_flash_backward", getattr(kernels, forgery))
     assert got == 0 and failed == {"kernels"}, report
+
+
+# ------------------------------------------------------------------------------------------------ the Function
+# FlashAttention is graded around the course's kernels (course_kernels.py): their launches, computed by the
+# launcher, are the evidence that O and the gradients are the kernels'.
+
+
+def test_the_function_keeps_full_marks_around_the_course_kernels(kernels):
+    for params in ({}, {"draw": 1}):
+        got, failed, report = graded("check_flash_attention", kernels.FlashAttention, **params)
+        assert (got, failed) == (5.0, set()), report
+
+
+@pytest.mark.parametrize(
+    ("answer", "lost", "says"),
+    [
+        ("FlashAttentionWithoutContiguous", "layout", "contiguous"),
+        ("FlashAttentionKeepingTheInputsToo", "saved", "q, k, v, O and L take"),
+    ],
+    ids=["transposed views handed to the kernels as they are", "the inputs saved beside their copies"],
+)
+def test_a_function_mistake_costs_its_part(kernels, answer, lost, says):
+    got, failed, report = graded("check_flash_attention", getattr(kernels, answer))
+    assert failed == {lost} and says in report, report
+
+
+def test_attention_computed_by_pytorch_in_a_function_earns_nothing(kernels):
+    got, failed, report = graded("check_flash_attention", kernels.AttentionInPyTorch)
+    assert got == 0 and failed == {"kernels"}, report

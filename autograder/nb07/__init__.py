@@ -26,4 +26,7 @@ check_attention_forward_kernel = checks.add("check_attention_forward_kernel", pr
 check_flash_backward = NotebookChecks(__name__, show=show_verdict, names=checks.names).add(
     "check_flash_backward", probes.probe_flash_backward, by_hand=False, measures_memory=True
 )
+check_flash_attention = NotebookChecks(__name__, show=show_verdict, names=checks.names).add(
+    "check_flash_attention", probes.probe_flash_attention, by_hand=True, measures_memory=True
+)
 __all__ = [*checks.names]

@@ -202,3 +202,28 @@ MEMORY_BACKWARD: BackwardCase = (1, 128, 16, True, "float64")
 def backward_runs(cases: Sequence[BackwardCase]) -> list[BackwardCase]:
     """The runs of a backward check: its cases, then the long head."""
     return [tuple(c) for c in cases] + [MEMORY_BACKWARD]  # type: ignore[misc]
+
+
+# ------------------------------------------------------------------------------------------------ the Function
+# A Function case: (batch, heads, N, d, causal). The runs add a layout run (q, k, v transposed views of
+# (batch, N, heads, d) tensors) and a run where only q needs a gradient.
+FunctionCase = tuple[int, int, int, int, bool]
+FUNCTION_CASES: tuple[FunctionCase, ...] = ((1, 2, 24, 16, False), (2, 1, 37, 16, True))
+
+
+def function_inputs(seed: int, case: FunctionCase, transposed: bool = False) -> dict:
+    """q, k, v and grad_output `do` of shape (batch, heads, N, d), float64; transposed: each a view of a
+    (batch, N, heads, d) tensor (not contiguous)."""
+    B, H, N, d, causal = case
+    gen = generator(seed, 13 * N + d + 7 * H + B + int(causal), salt=101)
+    made = [torch.randn(B, N, H, d, generator=gen, dtype=torch.float64) for _ in range(4)]
+    made[0] = 2 * made[0]
+    q, k, v, do = (t.transpose(1, 2) if transposed else t.transpose(1, 2).contiguous() for t in made)
+    return {"q": q, "k": k, "v": v, "do": do, "causal": causal}
+
+
+def function_runs(cases: Sequence[FunctionCase]) -> list[tuple[FunctionCase, str]]:
+    """(case, what the run tries) of a Function check: its cases, the first again with transposed views, and the
+    last with only q needing a gradient."""
+    cases = [tuple(c) for c in cases]  # type: ignore[misc]
+    return [(c, "case") for c in cases] + [(cases[0], "transposed"), (cases[-1], "only q")]

@@ -10,14 +10,15 @@ import torch
 
 from ..feedback import CheckFailed
 from ..nb05.cases import GUARD_VALUE
-from ..nb05.probes import backward_of, call_kernel, function_apply, kernel_launcher
+from ..nb05.probes import backward_of, call_kernel, course_kernels, function_apply, kernel_launcher
 from ..nb06.probes import kept_on_ctx, largest_allocation, outside, record_kernel, twice
-from ..probes import launch_plans
+from ..probes import launch_plans, launches
 from ..probes.call import call_learner
 from ..probes.memory_watch import Spans, program_index, watching
 from ..registry import ProbeData
 from .cases import (
     BACKWARD_CASES,
+    FUNCTION_CASES,
     LOUD_SCALE,
     MEMORY_BLOCKS,
     MEMORY_CASE,
@@ -26,6 +27,8 @@ from .cases import (
     backward_inputs,
     backward_runs,
     first_costly_key,
+    function_inputs,
+    function_runs,
     kernel_inputs,
     memory_inputs,
     tile_runs,
@@ -308,3 +311,55 @@ def replay_backward(kernel: Any, plan: dict, case: Sequence[Any], seed: int = 0)
 
     values, seen = launch_plans.replay(plan, kernels, inputs, watch)
     return {"launches": [{"returns": values, "seen": seen}]}
+
+
+# --------------------------------------------------------------------------------------------- the Function
+# FlashAttention is graded around the course's kernels: `attention_forward_kernel` and `flash_backward` are the
+# course's while it runs (autograder/course_kernels.py), so a kernel mistake costs its own exercise only; their
+# launches are computed, and logged, by the launcher (the grader's while a submission is graded).
+
+FLASH_NAMES = ("attention_forward_kernel", "flash_backward")
+
+
+def probe_flash_attention(obj: Any, cases: Sequence[Any] = (), seed: int = 0, points: float | None = None) -> ProbeData:
+    """FlashAttention.apply(q, k, v, causal) on each run: the output and its layout, what forward saved and kept on
+    ctx, backward's raw returns for the run's grad_output and their layouts, and the numbers of the launches each
+    made."""
+    name = getattr(obj, "__name__", "FlashAttention")
+    apply = function_apply(obj, name)
+    with course_kernels(obj, FLASH_NAMES) as bound:
+        runs = [
+            _flash_run(apply, name, function_inputs(seed, case, transposed=kind == "transposed"), kind)
+            for case, kind in function_runs(cases or FUNCTION_CASES)
+        ]
+    return {"bound": bound, "runs": runs}
+
+
+def _flash_run(apply: Any, name: str, inputs: dict, kind: str) -> dict:
+    needs = (True, False, False) if kind == "only q" else (True, True, True)
+    q, k, v = (inputs[n].clone() for n in "qkv")  # a clone keeps the strides: transposed views stay so
+    for t, need in zip((q, k, v), needs):
+        t.requires_grad_(need)
+    with launches.window() as forward:
+        out, saved = _saved_while(apply, (q, k, v, inputs["causal"]), f"{name}.forward")
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(q.shape) or out.grad_fn is None:
+        raise CheckFailed(
+            f"`{name}.apply(q, k, v, causal)` should return the attention output, shape {tuple(q.shape)}, with a "
+            "grad_fn."
+        )
+    entry: dict[str, Any] = {
+        "output": out.detach().to("cpu", torch.float64).clone(),
+        "output_layout": launches.layout(out),
+        "saved": saved,
+        "attributes": kept_on_ctx(out.grad_fn, (q, k, v)),
+    }
+    try:
+        with launches.window() as backward:
+            grads = backward_of(out.grad_fn, inputs["do"].clone(), f"{name}.backward")
+        grads = grads if isinstance(grads, tuple) else (grads,)
+        entry["returns"] = _returns(grads)
+        entry["grad_layouts"] = [launches.layout(g) for g in grads]
+    except CheckFailed as failure:
+        backward, entry["backward_error"] = launches.Window(), str(failure)
+    entry["launch_ids"] = {"forward": forward.numbers, "backward": backward.numbers}
+    return entry

@@ -4,4 +4,4 @@ a mistake that shows in several cases costs its idea once).
 A module per group of exercises; importing this package registers every judge.
 """
 
-from . import kernels, pytorch  # noqa: F401  (their judges register on import)
+from . import function, kernels, pytorch  # noqa: F401  (their judges register on import)
