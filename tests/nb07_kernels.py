@@ -277,8 +277,9 @@ def flash_backward_copying_pytorch(q, k, v, o, lse, do, causal=False):
     grads = torch.autograd.grad(out, (qs, ks, vs), do)
     results = []
     for g in grads:
+        g = g.contiguous()
         dst = torch.empty_like(g)
-        copy_kernel[(triton.cdiv(g.numel(), 64),)](g.contiguous(), dst, g.numel(), BLOCK=64)
+        copy_kernel[(triton.cdiv(g.numel(), 64),)](g, dst, g.numel(), BLOCK=64)
         results.append(dst)
     return tuple(results)
 
@@ -434,3 +435,37 @@ class FlashAttentionKeepingTheInputsToo(FlashAttention):
         q, k, v, o, lse, *_ = ctx.saved_tensors
         dq, dk, dv = flash_backward(q, k, v, o, lse, do.reshape(o.shape).contiguous(), ctx.causal)
         return dq.view(ctx.shape), dk.view(ctx.shape), dv.view(ctx.shape), None
+
+
+def flash_backward_in_reused_memory(q, k, v, o, lse, do, causal=False):
+    """The reference backward whose gradient buffers start out holding the right gradients, as torch.empty_like's
+    memory may (freed memory of an earlier computation, reused): the kernels overwrite every entry, so it is honest."""
+    old = _gradients_row_by_row(q, k, v, o, do, causal)  # the right gradients, never an N×N tensor
+    BH, N, D = q.shape
+    scale = 1 / math.sqrt(D)
+    delta = torch.empty_like(lse)
+    attention_delta_kernel[(triton.cdiv(N, 16), BH)](o, do, delta, N, BLOCK_Q=16, HEAD_DIM=D)
+    dq, dk, dv = old
+    attention_dkdv_kernel[(triton.cdiv(N, 16), BH)](
+        q, k, v, do, lse, delta, dk, dv, N, scale, CAUSAL=causal, BLOCK_Q=16, BLOCK_K=16, HEAD_DIM=D
+    )
+    attention_dq_kernel[(triton.cdiv(N, 16), BH)](
+        q, k, v, do, lse, delta, dq, N, scale, CAUSAL=causal, BLOCK_Q=16, BLOCK_K=16, HEAD_DIM=D
+    )
+    return dq, dk, dv
+
+
+def _gradients_row_by_row(q, k, v, o, do, causal):
+    """dq, dk, dv one query row at a time in PyTorch (memory of a row of scores only)."""
+    BH, N, D = q.shape
+    scale = 1 / math.sqrt(D)
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    for h in range(BH):
+        for i in range(N):
+            end = i + 1 if causal else N
+            p = torch.softmax(k[h, :end] @ q[h, i] * scale, dim=0)
+            dv[h, :end] += p[:, None] * do[h, i][None, :]
+            ds = p * (v[h, :end] @ do[h, i] - (do[h, i] * o[h, i]).sum())
+            dq[h, i] = ds @ k[h, :end] * scale
+            dk[h, :end] += ds[:, None] * q[h, i][None, :] * scale
+    return dq, dk, dv

@@ -150,9 +150,15 @@ def kernels():
 
 
 @pytest.mark.parametrize(
-    "design", ["flash_backward", "flash_backward_delta_in_pytorch", "flash_backward_atomic_dq"],
-    ids=["three kernels", "D computed by PyTorch", "one kernel, dQ by atomics"],
-)  # fmt: skip
+    "design",
+    [
+        "flash_backward",
+        "flash_backward_delta_in_pytorch",
+        "flash_backward_atomic_dq",
+        "flash_backward_in_reused_memory",
+    ],
+    ids=["three kernels", "D computed by PyTorch", "one kernel, dQ by atomics", "buffers of reused memory"],
+)
 def test_honest_backward_designs_keep_full_marks(kernels, design):
     for params in ({}, {"draw": 1}):
         got, failed, report = graded("check_flash_backward", getattr(kernels, design), **params)

@@ -310,7 +310,14 @@ def replay_backward(kernel: Any, plan: dict, case: Sequence[Any], seed: int = 0)
         return watching(storages, reads=Spans.of(storages), races=True)
 
     values, seen = launch_plans.replay(plan, kernels, inputs, watch)
-    return {"launches": [{"returns": values, "seen": seen}]}
+    # again from buffers that start as NaN: where the results differ, what the launcher put in its buffers before
+    # the launches matters (zeros for atomics, a D computed by PyTorch, or a gradient copied), and the judge looks
+    blank, _ = launch_plans.replay(plan, kernels, inputs, lambda handed: watching(handed, Spans.of(handed)), blank=True)
+    matter = any(
+        (a is None) != (b is None) or (a is not None and not torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0)))
+        for a, b in zip(values, blank)
+    )
+    return {"launches": [{"returns": values, "seen": seen, "buffers_matter": matter}]}
 
 
 # --------------------------------------------------------------------------------------------- the Function
