@@ -298,9 +298,11 @@ def probe_flash_backward(obj: Any, cases: Sequence[Any] = (), seed: int = 0, poi
     return data
 
 
-def replay_backward(kernel: Any, plan: dict, case: Sequence[Any], seed: int = 0) -> ProbeData:
+def replay_backward(kernel: Any, plan: dict, case: Sequence[Any], seed: int = 0, blank: bool = False) -> ProbeData:
     """In the kernel runner: the plan's launches replayed with its kernels rebuilt from their text, on the case's
-    inputs made afresh; the gradients they left in the returned views, and what the watch saw of each launch."""
+    inputs made afresh; the gradients they left in the returned views, and what the watch saw of each launch.
+    blank: the launcher's buffers start as NaN instead of what it put in them (the judge asks for this run when a
+    buffer held a gradient before any launch, to learn whether that content changes the results)."""
     from coursetools.kernel_text import rebuild
 
     kernels = {name: rebuild(record, interpreted=True) for name, record in plan["records"].items()}
@@ -309,15 +311,8 @@ def replay_backward(kernel: Any, plan: dict, case: Sequence[Any], seed: int = 0)
     def watch(storages: list) -> Any:
         return watching(storages, reads=Spans.of(storages), races=True)
 
-    values, seen = launch_plans.replay(plan, kernels, inputs, watch)
-    # again from buffers that start as NaN: where the results differ, what the launcher put in its buffers before
-    # the launches matters (zeros for atomics, a D computed by PyTorch, or a gradient copied), and the judge looks
-    blank, _ = launch_plans.replay(plan, kernels, inputs, lambda handed: watching(handed, Spans.of(handed)), blank=True)
-    matter = any(
-        (a is None) != (b is None) or (a is not None and not torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0)))
-        for a, b in zip(values, blank)
-    )
-    return {"launches": [{"returns": values, "seen": seen, "buffers_matter": matter}]}
+    values, seen = launch_plans.replay(plan, kernels, inputs, watch, blank=blank)
+    return {"launches": [{"returns": values, "seen": seen}]}
 
 
 # --------------------------------------------------------------------------------------------- the Function

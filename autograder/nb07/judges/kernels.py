@@ -283,18 +283,8 @@ def judge_flash_backward(data: ProbeData, cases: Sequence[Any] = (), seed: int =
         )
         where = f"{heads} head(s), N = {N}, d = {d}, {'causal, ' if causal else ''}{dtype}"
         all_records.update(plan["records"])
-        found = kernel_runs.probe(
-            "autograder.nb07.probes:replay_backward",
-            next(iter(plan["records"].values())),
-            {"plan": plan, "case": list(case), "seed": seed},
-        )
-        if isinstance(found, dict) and FAILED in found:
-            raise CheckFailed(str(found[FAILED]))
-        replayed = answers.entry(
-            answers.listed(found.get("launches"), "the replay")[0], "the replay", ("returns", "seen", "buffers_matter")
-        )
-        matter = answers.flag(replayed["buffers_matter"], "whether the buffers' first contents matter")
-        right = _judge_backward_values(parts, case, replayed["returns"], plan, matter, where, seed)
+        replayed = _replayed(plan, case, seed)
+        right = _judge_backward_values(parts, case, replayed["returns"], plan, where, seed)
         right_somewhere |= right
         if right:
             _judge_backward_memory(parts, case, replayed["seen"], entry["largest"], where)
@@ -311,7 +301,7 @@ def judge_flash_backward(data: ProbeData, cases: Sequence[Any] = (), seed: int =
 
 
 def _judge_backward_values(
-    parts: dict[str, Part], case: tuple, returns: list, plan: dict, matter: bool, where: str, seed: int
+    parts: dict[str, Part], case: tuple, returns: list, plan: dict, where: str, seed: int
 ) -> bool:
     heads, N, d, causal, dtype = case
     inputs = backward_inputs(seed, case)
@@ -327,10 +317,13 @@ def _judge_backward_values(
         )
         return False
     got = [answers.tensor(g, "a gradient", (heads, N, d)) for g in returns]
-    # only where the buffers' first contents change the results: a buffer of memory freed before may hold anything,
-    # a gradient too, and an honest kernel overwrites it
+    # a buffer that held a gradient before any launch is a copy only where that content changes the results (the
+    # replay from NaN buffers differs): memory freed before may hold anything, a gradient too, and an honest kernel
+    # overwrites it
     cast = getattr(torch, dtype)
-    copied = [n for n, w in zip(("dq", "dk", "dv"), want) if matter and _held_before(plan, w.to(cast), rtol, atol)]
+    copied = [n for n, w in zip(("dq", "dk", "dv"), want) if _held_before(plan, w.to(cast), rtol, atol)]
+    if copied and not _buffers_matter(plan, case, seed, returns):
+        copied = []
     if copied:
         parts["kernels"].fail(
             f"{where}: a buffer handed to the kernels already held {', '.join(copied)} before any launch: the "
@@ -379,6 +372,27 @@ _BACKWARD_HINTS = {
     "beyond N, and mask the stores.",
     "causal": "causal: P is 0 above the diagonal (column > row) in every block backward visits, as in forward.",
 }
+
+
+def _replayed(plan: dict, case: tuple, seed: int, blank: bool = False) -> dict:
+    """The kernel runner's replay of the plan on the case (blank: from NaN buffers): returns and the watch's counts."""
+    found = kernel_runs.probe(
+        "autograder.nb07.probes:replay_backward",
+        next(iter(plan["records"].values())),
+        {"plan": plan, "case": list(case), "seed": seed, "blank": blank},
+    )
+    if isinstance(found, dict) and FAILED in found:
+        raise CheckFailed(str(found[FAILED]))
+    return answers.entry(answers.listed(found.get("launches"), "the replay")[0], "the replay", ("returns", "seen"))
+
+
+def _buffers_matter(plan: dict, case: tuple, seed: int, returns: list) -> bool:
+    """Whether the gradients change when the launcher's buffers start as NaN instead of what it put there."""
+    blank = answers.listed(_replayed(plan, case, seed, blank=True)["returns"], "the blank replay")
+    return any(
+        (a is None) != (b is None) or (a is not None and not torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0)))
+        for a, b in zip(returns, blank)
+    )
 
 
 def _held_before(plan: dict, grad: torch.Tensor, rtol: float, atol: float) -> bool:
