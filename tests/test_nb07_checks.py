@@ -207,3 +207,27 @@ def test_a_function_mistake_costs_its_part(kernels, answer, lost, says):
 def test_attention_computed_by_pytorch_in_a_function_earns_nothing(kernels):
     got, failed, report = graded("check_flash_attention", kernels.AttentionInPyTorch)
     assert got == 0 and failed == {"kernels"}, report
+
+
+def _catalogued(name: str):
+    return _answer(tomllib.loads((Path(__file__).parent / "nb07_catalogue" / f"{name}.toml").read_text()))
+
+
+def contract_cases():
+    """(check, correct, wrong, blank, params) for tests/test_probe_contract.py."""
+    from tests import nb07_kernels as K
+
+    return [
+        ("check_composed_attention", answers.composed_attention, _catalogued("composed_no_scale"), _blank,
+         {"seed": 0, "cases": 3, "points": 3}),
+        ("check_saved_for_backward", answers.saved_for_backward, _catalogued("saved_without_inputs"), _blank,
+         {"sizes": [64, 128], "points": 2}),
+        ("check_attention_by_hand", answers.AttentionByHand, _catalogued("by_hand_no_minus_d"), None,
+         {"seed": 0, "cases": 2, "points": 5}),
+        ("check_tiled_forward", answers.tiled_attention_forward, _catalogued("tiled_accumulator_not_rescaled"),
+         _blank, {"seed": 0, "cases": 3, "points": 4}),
+        ("check_attention_forward_kernel", K.attention_forward_kernel, None, K.blank_attention_forward_kernel,
+         {"points": 6}),
+        ("check_flash_backward", K.flash_backward, K.flash_backward_racing_dq, _blank, {"points": 6}),
+        ("check_flash_attention", K.FlashAttention, K.FlashAttentionWithoutContiguous, None, {"points": 5}),
+    ]  # fmt: skip

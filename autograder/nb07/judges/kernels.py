@@ -309,28 +309,9 @@ def _judge_backward_values(
     want = reference_gradients({**wide, "causal": causal})
     rtol, atol = _tolerance(dtype)
     rtol, atol = rtol * 10, atol * 10  # a gradient sums N products more than the output does
-    described = answers.listed(plan["returns"], "the returned views")
-    if any(r is None or r.get("made_after") for r in described) or any(g is None for g in returns):
-        parts["kernels"].fail(
-            f"{where}: a gradient flash_backward returned was made by PyTorch after the launches, not written by them",
-            "return the tensors your kernels store into (torch.empty_like buffers handed to the launches).",
-        )
+    if not _the_kernels_work(parts["kernels"], case, returns, plan, want, where, seed, (rtol, atol)):
         return False
     got = [answers.tensor(g, "a gradient", (heads, N, d)) for g in returns]
-    # a buffer that held a gradient before any launch is a copy only where that content changes the results (the
-    # replay from NaN buffers differs): memory freed before may hold anything, a gradient too, and an honest kernel
-    # overwrites it
-    cast = getattr(torch, dtype)
-    copied = [n for n, w in zip(("dq", "dk", "dv"), want) if _held_before(plan, w.to(cast), rtol, atol)]
-    if copied and not _buffers_matter(plan, case, seed, returns):
-        copied = []
-    if copied:
-        parts["kernels"].fail(
-            f"{where}: a buffer handed to the kernels already held {', '.join(copied)} before any launch: the "
-            "kernels copied a gradient computed elsewhere.",
-            "the kernels compute the gradients from q, k, v, O, L and dO.",
-        )
-        return False
     kind = backward_kind(case)
     dq, dk, dv = got
     ok_v, ok_qk = close(dv, want[2], rtol, atol), close(dq, want[0], rtol, atol) and close(dk, want[1], rtol, atol)
@@ -363,6 +344,33 @@ def _judge_backward_values(
         )
         parts["dq_dk"].fail(f"{where}: {wrong}", mistake.hint if mistake else _BACKWARD_HINTS["dq_dk"])
     return False
+
+
+def _the_kernels_work(
+    part: Part, case: tuple, returns: list, plan: dict, want: Sequence, where: str, seed: int, tol: tuple
+) -> bool:
+    """Whether the gradients are what the replayed launches wrote from q, k, v, O, L and dO: not tensors PyTorch
+    made after them, nor gradients a buffer held before them (fails `part` with what was found)."""
+    described = answers.listed(plan["returns"], "the returned views")
+    if any(r is None or r.get("made_after") for r in described) or any(g is None for g in returns):
+        part.fail(
+            f"{where}: a gradient flash_backward returned was made by PyTorch after the launches, not written by them",
+            "return the tensors your kernels store into (torch.empty_like buffers handed to the launches).",
+        )
+        return False
+    # a buffer that held a gradient before any launch is a copy only where that content changes the results (the
+    # replay from NaN buffers differs): memory freed before may hold anything, a gradient too, and an honest kernel
+    # overwrites it
+    cast = getattr(torch, case[4])
+    copied = [n for n, w in zip(("dq", "dk", "dv"), want) if _held_before(plan, w.to(cast), *tol)]
+    if copied and _buffers_matter(plan, case, seed, returns):
+        part.fail(
+            f"{where}: a buffer handed to the kernels already held {', '.join(copied)} before any launch: the "
+            "kernels copied a gradient computed elsewhere.",
+            "the kernels compute the gradients from q, k, v, O, L and dO.",
+        )
+        return False
+    return True
 
 
 _BACKWARD_HINTS = {

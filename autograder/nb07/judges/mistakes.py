@@ -156,7 +156,18 @@ BACKWARD = (
 # ------------------------------------------------------------------------------ the tiled forward: (O, L)
 
 
-def tiled(q, k, v, causal, bq, bk, rescale_acc=True, rescale_sum=True, subtract_max=True, base2=False):
+def tiled(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool,
+    bq: int,
+    bk: int,
+    rescale_acc: bool = True,
+    rescale_sum: bool = True,
+    subtract_max: bool = True,
+    base2: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The tiled forward with the online softmax, with one of its steps left out: what a learner's misses give."""
     N, scale = q.shape[-2], _d(q)
     o, lse = torch.zeros_like(q), torch.zeros(q.shape[:-1], dtype=q.dtype)

@@ -4,7 +4,7 @@ saves, the backward by hand, the tiled forward."""
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -51,7 +51,12 @@ def where_wrong(got: torch.Tensor, want: torch.Tensor, rtol: float = 1e-8, atol:
 
 
 def matched(
-    mistakes: Sequence[Mistake], got: Any, *args: Any, pick=lambda out: out, rtol: float = 1e-7, atol: float = 1e-9
+    mistakes: Sequence[Mistake],
+    got: Any,
+    *args: Any,
+    pick: Callable[[Any], Any] = lambda out: out,
+    rtol: float = 1e-7,
+    atol: float = 1e-9,
 ) -> Mistake | None:
     """The first mistake whose computation on args gives `got` (picked out of its result by `pick`), within the
     tolerance of the answer's dtype."""
