@@ -11,8 +11,8 @@ import torch
 from ..feedback import CheckFailed
 from ..nb05.cases import GUARD_VALUE
 from ..nb05.probes import backward_of, call_kernel, course_kernels, function_apply, kernel_launcher
-from ..nb06.probes import kept_on_ctx, largest_allocation, outside, record_kernel, twice
-from ..probes import launch_plans, launches
+from ..nb06.probes import kept_on_ctx, largest_allocation, outside, twice
+from ..probes import launch_plans, launches, triton_kernels
 from ..probes.call import call_learner
 from ..probes.memory_watch import Spans, program_index, watching
 from ..registry import ProbeData
@@ -34,7 +34,11 @@ from .cases import (
     tile_runs,
 )
 
-__all__ = ["record_kernel"]  # the kernel checks' probe: the kernel's text, which the judges run
+
+def record_kernel(kernel: Any, **params: Any) -> ProbeData:
+    """The kernel checks' probe: the kernel's text (triton_kernels.record); the judges run it on `params`' cases."""
+    return triton_kernels.record(kernel)
+
 
 # as imported, before any learner code runs
 _saved_tensors_hooks = torch.autograd.graph.saved_tensors_hooks
