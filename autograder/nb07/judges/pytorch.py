@@ -12,6 +12,7 @@ import torch
 from ...judges import answers
 from ...judges.function import draw_seed
 from ...judges.verdict import Part, Verdict, verdict_of
+from ...nb05.judges.common import index_list, wrong_entries
 from ...registry import ProbeData, decides
 from ..cases import (
     LOUD_SCALE,
@@ -41,13 +42,9 @@ def close(got: Any, want: torch.Tensor, rtol: float = 1e-8, atol: float = 1e-10,
 
 
 def where_wrong(got: torch.Tensor, want: torch.Tensor, rtol: float = 1e-8, atol: float = 1e-10) -> str:
-    """Which entries are wrong and by how much, in words (NaN named)."""
-    bad = ~torch.isclose(got, want, rtol=rtol, atol=atol)
-    first = [tuple(i) for i in bad.nonzero()[:3].tolist()]
-    err = (got - want).abs()[bad]
-    worst = "NaN" if err.isnan().any() else f"{float(err.max()):.3g}"
-    where = ", ".join(map(str, first))
-    return f"{int(bad.sum())} of {bad.numel()} entries wrong (first at {where}; largest error {worst})"
+    """Which entries are wrong and by how much, in words (notebook 05's wrong_entries and index_list)."""
+    bad, err = wrong_entries(got, want, rtol, atol)
+    return f"{int(bad.sum())} of {bad.numel()} entries wrong: {index_list(bad, 3)}; largest error {err:.3g}"
 
 
 def matched(
@@ -74,7 +71,7 @@ def _case_label(inputs: dict) -> str:
 # --------------------------------------------------------------------------------------------- composed attention
 
 COMPOSED_PARTS = {
-    "forward": "softmax(q·kᵀ/√d)·v (the non-causal cases)",
+    "forward": "softmax(q·kᵀ/√d)·v: the scale and the axis (every case)",
     "causal": "the causal mask (the causal cases)",
     "gradient": "gradients flow through it (autograd's dq, dk, dv)",
 }
