@@ -28,6 +28,7 @@ import torch
 
 from ..course_kernels import LAUNCH_OPTIONS
 from ..feedback import CheckFailed
+from .launches import strided_view, view_layout
 
 MAX_LAUNCHES = 64  # a backward of these exercises launches a handful of kernels
 MAX_BUFFER_BYTES = 8 << 20
@@ -61,13 +62,10 @@ class Plan:
                 content = base64.b64encode(raw.numpy().tobytes()).decode("ascii")  # JSON all the way to the replay
                 self.buffers[address] = {"id": len(self.buffers), "content": content}
             where = {"buffer": self.buffers[address]["id"]}
-        return {
-            **where,
-            "shape": list(t.shape),
-            "stride": list(t.stride()),
-            "offset": int(t.storage_offset()),
-            "dtype": str(t.dtype).removeprefix("torch."),
-        }
+        try:
+            return where | view_layout(t)
+        except TypeError as exc:
+            raise CheckFailed(str(exc)) from None
 
     def launched(self, kernel: Any, args: tuple, kwargs: dict, grid: Any) -> None:
         from coursetools.kernel_text import take
@@ -162,14 +160,11 @@ def _bytes_of(t: torch.Tensor) -> torch.Tensor:
 
 def as_view(description: dict, inputs: dict[str, torch.Tensor], buffers: list[torch.Tensor]) -> torch.Tensor:
     """The tensor a description names, on the replay's own storages (a view outside its storage is refused)."""
-    raw = inputs[description["input"]] if "input" in description else buffers[int(description["buffer"])]
-    dtype = getattr(torch, description["dtype"])
-    typed = raw[: raw.numel() - raw.numel() % dtype.itemsize].view(dtype)
-    shape, stride, offset = description["shape"], description["stride"], int(description["offset"])
-    last = offset + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else offset - 1
-    if offset < 0 or any(s < 0 for s in stride) or last >= typed.numel():
-        raise CheckFailed("a launch's tensor reaches outside the memory it was made in")
-    return torch.as_strided(typed, shape, stride, offset)
+    try:
+        raw = inputs[description["input"]] if "input" in description else buffers[int(description["buffer"])]
+        return strided_view(raw, description)
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise CheckFailed("a launch's tensor reaches outside the memory it was made in") from None
 
 
 def replay(
