@@ -122,7 +122,16 @@ def test_the_catalogue_holds_a_dozen_mistakes_and_right_answers_written_differen
     assert kinds.count("mistake") >= 12 and kinds.count("right") >= 3, kinds
 
 
-@pytest.mark.parametrize("path", CATALOGUE, ids=[p.stem for p in CATALOGUE])
+# The kernel and tiled entries take 3-8 s each: one of each kind runs in `make test-fast`, the rest in `make test`.
+FAST_ENTRIES = {"forward_kernel_keys_loaded_unmasked", "tiled_whole_rows_of_scores", "tiled_lse_in_base_2"}
+
+
+def _entry(path: Path):
+    slow = path.stem.startswith(("forward_kernel_", "tiled_")) and path.stem not in FAST_ENTRIES
+    return pytest.param(path, id=path.stem, marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.mark.parametrize("path", [_entry(p) for p in CATALOGUE])
 def test_each_catalogued_answer_costs_exactly_its_idea_with_its_hint(path):
     entry = tomllib.loads(path.read_text())
     params, points = CALLS[entry["check"]]
@@ -152,12 +161,11 @@ def kernels():
 @pytest.mark.parametrize(
     "design",
     [
-        "flash_backward",
-        "flash_backward_delta_in_pytorch",
-        "flash_backward_atomic_dq",
-        "flash_backward_in_reused_memory",
+        pytest.param("flash_backward", id="three kernels", marks=pytest.mark.slow),
+        pytest.param("flash_backward_delta_in_pytorch", id="D computed by PyTorch"),
+        pytest.param("flash_backward_atomic_dq", id="one kernel, dQ by atomics"),
+        pytest.param("flash_backward_in_reused_memory", id="buffers of reused memory", marks=pytest.mark.slow),
     ],
-    ids=["three kernels", "D computed by PyTorch", "one kernel, dQ by atomics", "buffers of reused memory"],
 )
 def test_honest_backward_designs_keep_full_marks(kernels, design):
     for params in ({}, {"draw": 1}):
