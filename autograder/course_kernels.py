@@ -96,6 +96,42 @@ def _ce_backward(grid, logits, target, lse, grad, stride, V, ignore_index, scale
     return [_rows(grad, rows, V, stride).copy_(g)], [read]
 
 
+def _heads(t: torch.Tensor, heads: int, N: int, d: int) -> torch.Tensor:
+    """heads × N × d entries of memory from t's first element, in order: what an attention kernel reads."""
+    return torch.as_strided(t, (heads, N, d), (N * d, d, 1), t.storage_offset())
+
+
+def _attention_scores(q: torch.Tensor, k: torch.Tensor, scale: float, causal: bool) -> torch.Tensor:
+    s = q @ k.transpose(-2, -1) * scale
+    if causal:
+        N = q.shape[-2]
+        s = s.masked_fill(torch.ones(N, N, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    return s
+
+
+def _attention_forward(grid, q, k, v, o, lse, seq_len, scale, causal, block_q, block_k, head_dim) -> Done:
+    """O and each row's log-sum-exp L (base e) of every head, computed in lse's dtype."""
+    heads, N, d = grid[1], seq_len, head_dim
+    read = [_heads(t, heads, N, d).clone() for t in (q, k, v)]
+    qs, ks, vs = (t.to(lse.dtype) for t in read)
+    s = _attention_scores(qs, ks, float(scale), bool(causal))
+    row_lse = torch.logsumexp(s, dim=-1)
+    out = torch.exp(s - row_lse[..., None]) @ vs
+    return [_heads(o, heads, N, d).copy_(out), _in_memory_order(lse, heads * N).copy_(row_lse.reshape(-1))], read
+
+
+def _attention_backward(q, k, v, o, lse, do, dq, dk, dv, heads, seq_len, head_dim, causal) -> Done:
+    """dq, dk, dv of every head from q, k, v, O, L and dO (P recomputed from L), computed in lse's dtype."""
+    N, d = seq_len, head_dim
+    read = [_heads(t, heads, N, d).clone() for t in (q, k, v, o, do)] + [_in_memory_order(lse, heads * N).clone()]
+    qs, ks, vs, os_, dos = (t.to(lse.dtype) for t in read[:5])
+    scale = 1 / d**0.5
+    p = torch.exp(_attention_scores(qs, ks, scale, bool(causal)) - read[5].reshape(heads, N)[..., None])
+    ds = p * (dos @ vs.transpose(-2, -1) - (dos * os_).sum(-1, keepdim=True))
+    grads = (ds @ ks * scale, ds.transpose(-2, -1) @ qs * scale, p.transpose(-2, -1) @ dos)
+    return [_heads(t, heads, N, d).copy_(g) for t, g in zip((dq, dk, dv), grads)], read
+
+
 # Triton's launch options: passed at a launch beside the kernel's arguments, never the kernel's parameters
 LAUNCH_OPTIONS = frozenset(
     {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid", "launch_pdl"}
@@ -171,10 +207,43 @@ def execute(name: str, grid: tuple[int, ...] | None, values: tuple) -> Done:
         return stand_in.compute(grid, *values) if stand_in.takes_grid else stand_in.compute(*values)
 
 
+class StandInLauncher:
+    """A notebook's Python launcher of several kernels (notebook 07's flash_backward) in the course's version: one
+    launch of a course kernel through the launcher, with the learner's call's arguments; bound by name only."""
+
+    takes = -1  # never one of the course's kernels by the number of its arguments: bound by its name alone
+
+    def __init__(self, name: str, launch: Callable[..., object]) -> None:
+        self.__name__, self.launch = name, launch
+
+    def in_place_of(self, learners: object) -> StandInLauncher:
+        return self
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        return self.launch(*args, **kwargs)
+
+
+def _flash_backward(q, k, v, o, lse, do, causal=False):
+    """flash_backward(q, k, v, o, lse, do, causal) -> (dq, dk, dv), as the notebook's: tensors of shape
+    (heads, N, d), each gradient a new buffer the course's backward kernel writes."""
+    for name, t in (("q", q), ("k", k), ("v", v), ("o", o), ("do", do)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 3:
+            raise TypeError(f"flash_backward: {name} should be a tensor of shape (batch·heads, N, d)")
+    heads, N, d = q.shape
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    STAND_INS["attention_backward_kernel"][(1,)](q, k, v, o, lse, do, dq, dk, dv, heads, N, d, bool(causal))
+    return dq, dk, dv
+
+
 # the notebooks' name of each kernel -> its stand-in
 STAND_INS = {
     "silu_forward_kernel": StandInKernel("silu_forward_kernel", _silu_forward),
     "silu_backward_kernel": StandInKernel("silu_backward_kernel", _silu_backward),
     "ce_forward_kernel": StandInKernel("ce_forward_kernel", _ce_forward, takes_grid=True),
     "ce_backward_kernel": StandInKernel("ce_backward_kernel", _ce_backward, takes_grid=True),
+    "attention_forward_kernel": StandInKernel("attention_forward_kernel", _attention_forward, takes_grid=True),
+    "attention_backward_kernel": StandInKernel("attention_backward_kernel", _attention_backward),
 }
+
+# the notebooks' name of each Python launcher the course puts in place of the learner's -> its stand-in
+LAUNCHERS = {"flash_backward": StandInLauncher("flash_backward", _flash_backward)}

@@ -193,6 +193,7 @@ LONGEST_FIRST = {
     "test_lifecycle_exchange": 28,
     "test_grading_hostile_123": 28,
     "test_nb06_checks": 24,
+    "test_nb07_checks": 60,  # the kernel checks replay launches in the interpreter
     "test_grading_hostile_45": 23,
     "test_nb02_checks": 17,
 }

@@ -322,9 +322,9 @@ def course_kernels(obj: Any, names: Sequence[str]) -> Iterator[list[str]]:
     the number of arguments it takes before its block sizes (each of the course's kernels takes a different number:
     a Function that launches a kernel it named otherwise is judged as if it launched the notebook's). Yields the
     names replaced."""
-    from ..course_kernels import STAND_INS
+    from ..course_kernels import LAUNCHERS, STAND_INS
 
-    stand_ins = {name: STAND_INS[name] for name in names}
+    stand_ins = {name: {**STAND_INS, **LAUNCHERS}[name] for name in names}
     slots: list[tuple[Any, Any]] = []  # (namespace or closure cell, key) that may hold a kernel
     for method in ("forward", "backward"):
         fn = inspect.getattr_static(obj, method, None)

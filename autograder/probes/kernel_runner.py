@@ -46,6 +46,8 @@ KERNEL_PROBES = {
     "autograder.nb06.probes:probe_row_lse",
     "autograder.nb06.probes:probe_ce_forward",
     "autograder.nb06.probes:probe_ce_backward",
+    "autograder.nb07.probes:probe_forward_kernel",
+    "autograder.nb07.probes:replay_backward",
 }
 
 

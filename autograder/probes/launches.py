@@ -199,13 +199,7 @@ def pack(name: str, grid: tuple[int, ...] | None, values: tuple) -> tuple[dict, 
                 index = len(storages)
                 storages.append(storage)
                 blobs.append(torch.empty(0, dtype=torch.uint8, device=value.device).set_(storage).to("cpu"))
-            dtype = str(value.dtype).removeprefix("torch.")
-            if dtype not in DTYPES:
-                raise TypeError(f"a kernel argument of dtype {dtype}")
-            return {"storage": index, "dtype": dtype, "offset": value.storage_offset()} | {
-                "shape": list(value.shape),
-                "stride": list(value.stride()),
-            }
+            return {"storage": index} | view_layout(value)
         if value is None or type(value) in (bool, int, float):
             return {"value": value}
         raise TypeError(f"a kernel argument of type {type(value).__name__}")
@@ -243,24 +237,40 @@ def unpack(header: Any, blobs: list[bytes]) -> tuple[str, tuple[int, ...] | None
             if value is None or type(value) in (bool, int, float):
                 return value
             raise ValueError("not a number")
-        index, dtype = desc.get("storage"), DTYPES.get(desc.get("dtype"))  # type: ignore[arg-type]
-        shape, stride, offset = desc.get("shape"), desc.get("stride"), desc.get("offset")
-        if type(index) is not int or not 0 <= index < len(storages) or dtype is None:
+        index = desc.get("storage")
+        if type(index) is not int or not 0 <= index < len(storages):
             raise ValueError("no such storage")
-        if not (_ints(shape, 0) and _ints(stride, 0) and len(shape) == len(stride)) or type(offset) is not int:
-            raise ValueError("not a tensor's layout")
-        raw = storages[index]
-        size = torch.empty((), dtype=dtype).element_size()
-        last = offset + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else offset - 1
-        if offset < 0 or (last + 1) * size > raw.numel():
-            raise ValueError("a tensor past the end of its storage")
-        typed = raw[: raw.numel() // size * size].view(dtype)
-        return torch.as_strided(typed, shape, stride, offset)
+        return strided_view(storages[index], desc)
 
     values = header.get("values")
     if not isinstance(values, list) or len(values) > 32:
         raise ValueError("not a launch")
     return name, tuple(grid) if grid is not None else None, tuple(build(d) for d in values)
+
+
+def view_layout(t: torch.Tensor) -> dict:
+    """A tensor as a view of its storage, on the wire: dtype, offset, shape and strides (in entries)."""
+    dtype = str(t.dtype).removeprefix("torch.")
+    if dtype not in DTYPES:
+        raise TypeError(f"a kernel argument of dtype {dtype}")
+    return {"dtype": dtype, "offset": int(t.storage_offset()), "shape": list(t.shape), "stride": list(t.stride())}
+
+
+def strided_view(raw: torch.Tensor, layout: dict) -> torch.Tensor:
+    """The view a `view_layout` describes, on a storage's raw bytes (uint8), read as untrusted input: ValueError
+    when it is no layout or reaches past the storage's end."""
+    dtype = DTYPES.get(layout.get("dtype"))  # type: ignore[arg-type]
+    shape, stride, offset = layout.get("shape"), layout.get("stride"), layout.get("offset")
+    if dtype is None:
+        raise ValueError("no such dtype")
+    if not (_ints(shape, 0) and _ints(stride, 0) and len(shape) == len(stride)) or type(offset) is not int:
+        raise ValueError("not a tensor's layout")
+    size = torch.empty((), dtype=dtype).element_size()
+    last = offset + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else offset - 1
+    if offset < 0 or (last + 1) * size > raw.numel():
+        raise ValueError("a tensor past the end of its storage")
+    typed = raw[: raw.numel() // size * size].view(dtype)
+    return torch.as_strided(typed, shape, stride, offset)
 
 
 def _ints(values: Any, lowest: int) -> bool:

@@ -12,6 +12,10 @@ any kernel runs). Wrapped for the body's length, they count:
   row kernel): a load without the mask it needs, or at the wrong offset, whatever it does with what it read;
 - writes_elsewhere: entries a program stored into another program's row (a race on a GPU, where the programs run
   at once; the interpreter runs them one by one, so the last writer wins and the values can look right);
+- races (when asked for): plain stores (not atomics) into an address another program of the launch stored into:
+  on a GPU the programs run at once and the last writer is anyone's guess;
+- reads_costly: entries a program read (its mask on) inside `costly` spans: memory it may read but need not (a causal
+  attention kernel's key blocks entirely above its diagonal), counted apart;
 - refused_reads, refused_writes: accesses outside every tensor handed to the launch. Those are not performed at all
   (their lanes are masked off; a load gives its `other`, or 0, there): the process the kernel runs in stays whole,
   whatever address it computes.
@@ -58,6 +62,15 @@ class Spans:
             starts.append(s.reshape(-1))
             ends.append(e.reshape(-1))
         return cls(common=_sorted(starts, ends))
+
+    @classmethod
+    def per_program(cls, views_of: dict[int, Sequence[torch.Tensor]]) -> Spans:
+        """For each program (by program_index), the entries of its own views: a tiled kernel's own memory."""
+        rows = {}
+        for program, views in views_of.items():
+            spans = [_entry_spans(v) for v in views]
+            rows[program] = _sorted([s.reshape(-1) for s, _ in spans], [e.reshape(-1) for _, e in spans])
+        return cls(rows=rows)
 
     @classmethod
     def per_row(cls, views: Sequence[torch.Tensor]) -> Spans:
@@ -111,6 +124,12 @@ def _inside(addresses: np.ndarray, spans: tuple[np.ndarray, np.ndarray]) -> np.n
     return (where >= 0) & (addresses < ends[np.clip(where, 0, None)])
 
 
+def program_index(x: int, y: int = 0, z: int = 0, grid: Sequence[int] = (1, 1, 1)) -> int:
+    """The program (x, y, z) of a launch on `grid`, as one number: x for a 1-D grid (a row kernel's row)."""
+    nx, ny = (list(grid) + [1, 1])[:2]
+    return x + nx * (y + ny * z)
+
+
 def _int1() -> Any:
     import triton.language as tl
 
@@ -120,9 +139,21 @@ def _int1() -> Any:
 class _Watcher:
     """The counts of one watched body, and the interpreter's memory methods as they run while it is watched."""
 
-    def __init__(self, handed: Sequence[torch.Tensor], reads: Spans, writes: Spans | None) -> None:
-        self.reads, self.writes = reads, writes
+    def __init__(
+        self,
+        handed: Sequence[torch.Tensor],
+        reads: Spans,
+        writes: Spans | None,
+        costly: Spans | None = None,
+        races: bool = False,
+    ) -> None:
+        self.reads, self.writes, self.costly = reads, writes, costly
         self.seen = {"reads_outside": 0, "writes_elsewhere": 0, "refused_reads": 0, "refused_writes": 0}
+        if costly is not None:
+            self.seen["reads_costly"] = 0
+        self.stored_by: dict[int, int] | None = None
+        if races:  # address -> the program that stored there first (plain stores only)
+            self.stored_by, self.seen["races"] = {}, 0
         storages = [t.untyped_storage() for t in handed]
         self.safe = _sorted(
             [np.array([s.data_ptr()], np.uint64) for s in storages],
@@ -137,9 +168,15 @@ class _Watcher:
         refused = int((on & ~allowed).sum())
         self.seen["refused_reads"] += refused if read else 0
         self.seen["refused_writes"] += refused if write else 0
-        program = int(builder.grid_idx[0])
+        program = program_index(*(int(i) for i in builder.grid_idx), grid=builder.grid_dim)
         if read:
             self.seen["reads_outside"] += int((on & ~_inside(addresses, self.reads.of_program(program))).sum())
+            if self.costly is not None:
+                self.seen["reads_costly"] += int((on & _inside(addresses, self.costly.of_program(program))).sum())
+        if write and not read and self.stored_by is not None:  # a plain store (an atomic's address may be shared)
+            for address in addresses[on & allowed].tolist():
+                if self.stored_by.setdefault(address, program) != program:
+                    self.seen["races"] += 1
         if write and self.writes is not None and self.writes.rows is not None:
             elsewhere = on & allowed & _inside(addresses, self.writes.others(program))
             self.seen["writes_elsewhere"] += int(elsewhere.sum())
@@ -176,10 +213,17 @@ class _Watcher:
 
 
 @contextmanager
-def watching(handed: Sequence[torch.Tensor], reads: Spans, writes: Spans | None = None) -> Iterator[dict]:
-    """While the body runs a kernel in Triton's interpreter: what its programs read outside `reads`, stored into
-    another program's `writes` (per-row spans), and tried outside every tensor in `handed` (not performed)."""
-    watcher = _Watcher(handed, reads, writes)
+def watching(
+    handed: Sequence[torch.Tensor],
+    reads: Spans,
+    writes: Spans | None = None,
+    costly: Spans | None = None,
+    races: bool = False,
+) -> Iterator[dict]:
+    """While the body runs a kernel in Triton's interpreter: what its programs read outside `reads` (and inside
+    `costly`), stored into another program's `writes` (per-program spans), and tried outside every tensor in
+    `handed` (not performed)."""
+    watcher = _Watcher(handed, reads, writes, costly, races)
     if _Builder is None:
         yield watcher.seen
         return

@@ -1,0 +1,241 @@
+"""Notebook 07's checks on the reference answers (full marks, shown and drawn cases), on blank answers (nothing,
+with a message that says what to write), and on its catalogue of learners' answers (tests/nb07_catalogue/, one
+file per answer: the code, the idea it costs, the words its hint must use; or a right answer written differently,
+which keeps full marks)."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the kernels run in the interpreter
+
+import math  # noqa: E402
+import random  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import tomllib  # noqa: E402
+import torch  # noqa: E402
+
+import autograder.nb07.judges  # noqa: E402,F401  (registers the judges)
+from autograder.feedback import CheckFailed  # noqa: E402
+from autograder.registry import CHECKS  # noqa: E402
+from tests import nb07_answers as answers  # noqa: E402
+
+pytestmark = pytest.mark.nb07
+
+CALLS = {
+    "check_composed_attention": ({"seed": 0, "cases": 3}, 3),
+    "check_saved_for_backward": ({"sizes": [64, 128]}, 2),
+    "check_attention_by_hand": ({"seed": 0, "cases": 2}, 5),
+    "check_tiled_forward": ({"seed": 0, "cases": 3}, 4),
+    "check_attention_forward_kernel": ({}, 6),
+}
+REFERENCES = {
+    "check_composed_attention": answers.composed_attention,
+    "check_saved_for_backward": answers.saved_for_backward,
+    "check_attention_by_hand": answers.AttentionByHand,
+    "check_tiled_forward": answers.tiled_attention_forward,
+    "check_attention_forward_kernel": answers.kernel_record(
+        "attention_forward_kernel", answers.ATTENTION_FORWARD_KERNEL
+    ),
+}
+HIDDEN = {
+    "check_composed_attention": {"cases": 4, "draw": 1},
+    "check_saved_for_backward": {"draw": 3},
+    "check_attention_by_hand": {"cases": 3, "draw": 1},
+    "check_tiled_forward": {"cases": 4, "draw": 1},
+    "check_attention_forward_kernel": {"draw": 1},
+}
+
+
+def graded(check_name: str, obj, **params) -> tuple[float, set[str], str]:
+    """(points, the ideas lost: the parts failed for a mistake of their own, the report) of check(obj, **params),
+    the hidden draws seeded here."""
+    check = CHECKS[check_name]
+    params = check.drawn(params, random.Random(7))
+    try:
+        data = {"kernel": obj} if isinstance(obj, dict) else check.collect(obj, **params)  # a kernel's record
+        verdict = check.decide(data, **params)
+    except CheckFailed as failure:
+        verdict = getattr(failure, "verdict", None)
+        if verdict is None:
+            return 0.0, {"all"}, str(failure)
+    return float(verdict), {p.costs for p in verdict.parts if p.passed is False}, verdict.report()
+
+
+@pytest.mark.parametrize("check_name", list(CALLS))
+def test_the_reference_answers_keep_full_marks_on_shown_and_drawn_cases(check_name):
+    params, points = CALLS[check_name]
+    for given in (params, HIDDEN[check_name]):
+        got, failed, report = graded(check_name, REFERENCES[check_name], **given)
+        assert (got, failed) == (points, set()), report
+
+
+def _blank(*args, **kwargs):
+    raise NotImplementedError
+
+
+class _BlankFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal=False):
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, do):
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("check_name", list(CALLS))
+def test_a_blank_answer_earns_nothing_and_is_told_to_write_it(check_name):
+    blank = _BlankFunction if check_name == "check_attention_by_hand" else _blank
+    if check_name == "check_attention_forward_kernel":
+        blank = answers.kernel_record("attention_forward_kernel", BLANK_KERNEL)
+    got, failed, report = graded(check_name, blank, **CALLS[check_name][0])
+    assert got == 0 and failed in ({"all"}, {"values", "ragged", "causal", "lse"}), report
+    assert "not written" in report or "NotImplementedError" in report or "write" in report or "[FAIL]" in report, report
+
+
+BLANK_KERNEL = """
+def attention_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, seq_len, scale,
+                             CAUSAL: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
+                             HEAD_DIM: tl.constexpr):
+    pass
+"""
+
+
+# ------------------------------------------------------------------------------------------------ the catalogue
+
+CATALOGUE = sorted((Path(__file__).parent / "nb07_catalogue").glob("*.toml"))
+
+
+def _answer(entry: dict):
+    if "kernel" in entry:  # a kernel is graded by its text: its record, as the probe takes it
+        return answers.kernel_record(entry["name"], entry["kernel"])
+    namespace = {"torch": torch, "math": math}
+    exec(compile(entry["answer"], f"<{entry['name']}>", "exec"), namespace)  # the catalogue's own code
+    return namespace[entry["name"]]
+
+
+def test_the_catalogue_holds_a_dozen_mistakes_and_right_answers_written_differently():
+    kinds = [tomllib.loads(p.read_text())["kind"] for p in CATALOGUE]
+    assert kinds.count("mistake") >= 12 and kinds.count("right") >= 3, kinds
+
+
+# The kernel and tiled entries take 3-8 s each: one of each kind runs in `make test-fast`, the rest in `make test`.
+FAST_ENTRIES = {"forward_kernel_keys_loaded_unmasked", "tiled_whole_rows_of_scores", "tiled_lse_in_base_2"}
+
+
+def _entry(path: Path):
+    slow = path.stem.startswith(("forward_kernel_", "tiled_")) and path.stem not in FAST_ENTRIES
+    return pytest.param(path, id=path.stem, marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.mark.parametrize("path", [_entry(p) for p in CATALOGUE])
+def test_each_catalogued_answer_costs_exactly_its_idea_with_its_hint(path):
+    entry = tomllib.loads(path.read_text())
+    params, points = CALLS[entry["check"]]
+    for given in (params, HIDDEN[entry["check"]]):
+        got, failed, report = graded(entry["check"], _answer(entry), **given)
+        if entry["kind"] == "right":
+            assert (got, failed) == (points, set()), report
+            continue
+        assert failed == set(entry["costs"]), (failed, report)
+        for words in entry["hint"]:
+            assert words in report, (words, report)
+        assert report.count("Hint:") == len(entry["costs"]), report  # each idea lost named once
+
+
+# ------------------------------------------------------------------------------------------------ the backward
+# flash_backward runs in the learner's process only to describe its launches; the judge replays them from the
+# kernels' text (autograder/probes/launch_plans.py).
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    from tests import nb07_kernels
+
+    return nb07_kernels
+
+
+@pytest.mark.parametrize(
+    "design",
+    [
+        pytest.param("flash_backward", id="three kernels", marks=pytest.mark.slow),
+        pytest.param("flash_backward_delta_in_pytorch", id="D computed by PyTorch"),
+        pytest.param("flash_backward_atomic_dq", id="one kernel, dQ by atomics"),
+        pytest.param("flash_backward_in_reused_memory", id="buffers of reused memory", marks=pytest.mark.slow),
+    ],
+)
+def test_honest_backward_designs_keep_full_marks(kernels, design):
+    for params in ({}, {"draw": 1}):
+        got, failed, report = graded("check_flash_backward", getattr(kernels, design), **params)
+        assert (got, failed) == (6.0, set()), report
+
+
+def test_a_dq_stored_by_every_key_block_costs_the_race_part_alone(kernels):
+    """Right numbers in the interpreter (its programs run one by one), a race on a GPU."""
+    got, failed, report = graded("check_flash_backward", kernels.flash_backward_racing_dq)
+    assert failed == {"race"} and "tl.atomic_add" in report, report
+
+
+@pytest.mark.parametrize(
+    "forgery", ["flash_backward_copying_pytorch", "flash_backward_pytorch_after"],
+    ids=["PyTorch's gradients copied by a kernel", "a launch for show, PyTorch's gradients returned"],
+)  # fmt: skip
+def test_gradients_the_kernels_did_not_compute_earn_nothing(kernels, forgery):
+    got, failed, report = graded("check_flash_backward", getattr(kernels, forgery))
+    assert got == 0 and failed == {"kernels"}, report
+
+
+# ------------------------------------------------------------------------------------------------ the Function
+# FlashAttention is graded around the course's kernels (course_kernels.py): their launches, computed by the
+# launcher, are the evidence that O and the gradients are the kernels'.
+
+
+def test_the_function_keeps_full_marks_around_the_course_kernels(kernels):
+    for params in ({}, {"draw": 1}):
+        got, failed, report = graded("check_flash_attention", kernels.FlashAttention, **params)
+        assert (got, failed) == (5.0, set()), report
+
+
+@pytest.mark.parametrize(
+    ("answer", "lost", "says"),
+    [
+        ("FlashAttentionWithoutContiguous", "layout", "contiguous"),
+        ("FlashAttentionKeepingTheInputsToo", "saved", "q, k, v, O and L take"),
+    ],
+    ids=["transposed views handed to the kernels as they are", "the inputs saved beside their copies"],
+)
+def test_a_function_mistake_costs_its_part(kernels, answer, lost, says):
+    got, failed, report = graded("check_flash_attention", getattr(kernels, answer))
+    assert failed == {lost} and says in report, report
+
+
+def test_attention_computed_by_pytorch_in_a_function_earns_nothing(kernels):
+    got, failed, report = graded("check_flash_attention", kernels.AttentionInPyTorch)
+    assert got == 0 and failed == {"kernels"}, report
+
+
+def _catalogued(name: str):
+    return _answer(tomllib.loads((Path(__file__).parent / "nb07_catalogue" / f"{name}.toml").read_text()))
+
+
+def contract_cases():
+    """(check, correct, wrong, blank, params) for tests/test_probe_contract.py."""
+    from tests import nb07_kernels as K
+
+    return [
+        ("check_composed_attention", answers.composed_attention, _catalogued("composed_no_scale"), _blank,
+         {"seed": 0, "cases": 3, "points": 3}),
+        ("check_saved_for_backward", answers.saved_for_backward, _catalogued("saved_without_inputs"), _blank,
+         {"sizes": [64, 128], "points": 2}),
+        ("check_attention_by_hand", answers.AttentionByHand, _catalogued("by_hand_no_minus_d"), None,
+         {"seed": 0, "cases": 2, "points": 5}),
+        ("check_tiled_forward", answers.tiled_attention_forward, _catalogued("tiled_accumulator_not_rescaled"),
+         _blank, {"seed": 0, "cases": 3, "points": 4}),
+        ("check_attention_forward_kernel", K.attention_forward_kernel, None, K.blank_attention_forward_kernel,
+         {"points": 6}),
+        ("check_flash_backward", K.flash_backward, K.flash_backward_racing_dq, _blank, {"points": 6}),
+        ("check_flash_attention", K.FlashAttention, K.FlashAttentionWithoutContiguous, None, {"points": 5}),
+    ]  # fmt: skip
