@@ -24,7 +24,7 @@ import pytest
 from browser import CHROMIUM, REPO, Shots, require_browser, running_server
 from feedback_page import score_line
 
-from autograder.coursedir import SOLUTIONS
+from autograder.coursedir import SOLUTIONS, assignments
 from autograder.submissions import fill_answers, solution_sources
 
 pytestmark = [pytest.mark.hub, pytest.mark.slow]
@@ -119,6 +119,8 @@ def test_a_class_on_the_hub_from_login_to_feedback_and_formgrader(tmp_path):
             shot = Shots(page, f"hub-{learner}")
             panel = assignments_panel(page)
             released = panel.locator("#released_assignments_list .list_item").filter(has_text=ASSIGNMENT)
+            for every in assignments():  # the whole course is handed out, notebook 07 included
+                panel.locator("#released_assignments_list .list_item").filter(has_text=every).first.wait_for()
             released.get_by_role("button", name="Fetch").click()
             fetched = panel.locator("#fetched_assignments_list .list_item").filter(has_text=ASSIGNMENT)
             fetched.wait_for()
