@@ -4,7 +4,6 @@ saves, the backward by hand, the tiled forward."""
 from __future__ import annotations
 
 import math
-
 import random
 from collections.abc import Callable, Sequence
 from typing import Any
