@@ -83,45 +83,6 @@ def tiled_attention_forward(q, k, v, causal=False, block_q=16, block_k=16):
     return o, lse
 
 
-# the forward kernel as the probe records it (its text): what the kernel check runs
-ATTENTION_FORWARD_KERNEL = """
-def attention_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, seq_len, scale,
-                             CAUSAL: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
-                             HEAD_DIM: tl.constexpr):
-    block, head = tl.program_id(0), tl.program_id(1)
-    rows = block * BLOCK_Q + tl.arange(0, BLOCK_Q)
-    dims = tl.arange(0, HEAD_DIM)
-    start = head * seq_len * HEAD_DIM
-    q = tl.load(q_ptr + start + rows[:, None] * HEAD_DIM + dims[None, :], mask=rows[:, None] < seq_len, other=0.0)
-    acc_dtype = tl.float64 if q.dtype == tl.float64 else tl.float32
-    q = q.to(acc_dtype)
-    m = tl.full([BLOCK_Q], float("-inf"), acc_dtype)
-    l = tl.zeros([BLOCK_Q], acc_dtype)
-    acc = tl.zeros([BLOCK_Q, HEAD_DIM], acc_dtype)
-    end = tl.minimum(seq_len, (block + 1) * BLOCK_Q) if CAUSAL else seq_len
-    for first in range(0, end, BLOCK_K):
-        cols = first + tl.arange(0, BLOCK_K)
-        at = start + cols[:, None] * HEAD_DIM + dims[None, :]
-        k = tl.load(k_ptr + at, mask=cols[:, None] < seq_len, other=0.0).to(acc_dtype)
-        v = tl.load(v_ptr + at, mask=cols[:, None] < seq_len, other=0.0).to(acc_dtype)
-        s = tl.dot(q, tl.trans(k)) * scale
-        keep = cols[None, :] < seq_len
-        if CAUSAL:
-            keep = keep & (cols[None, :] <= rows[:, None])
-        s = tl.where(keep, s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, 1))
-        p = tl.exp(s - m_new[:, None])
-        alpha = tl.exp(m - m_new)
-        l = l * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p, v)
-        m = m_new
-    o = acc / l[:, None]
-    tl.store(o_ptr + start + rows[:, None] * HEAD_DIM + dims[None, :], o.to(o_ptr.dtype.element_ty),
-             mask=rows[:, None] < seq_len)
-    tl.store(lse_ptr + head * seq_len + rows, m + tl.log(l), mask=rows < seq_len)
-"""
-
-
 def kernel_record(name: str, text: str) -> dict:
     return {
         "entry": name,

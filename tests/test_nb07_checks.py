@@ -20,7 +20,9 @@ import torch  # noqa: E402
 import autograder.nb07.judges  # noqa: E402,F401  (registers the judges)
 from autograder.feedback import CheckFailed  # noqa: E402
 from autograder.registry import CHECKS  # noqa: E402
+from coursetools.kernel_text import take  # noqa: E402
 from tests import nb07_answers as answers  # noqa: E402
+from tests import nb07_kernels  # noqa: E402
 
 pytestmark = pytest.mark.nb07
 
@@ -36,9 +38,8 @@ REFERENCES = {
     "check_saved_for_backward": answers.saved_for_backward,
     "check_attention_by_hand": answers.AttentionByHand,
     "check_tiled_forward": answers.tiled_attention_forward,
-    "check_attention_forward_kernel": answers.kernel_record(
-        "attention_forward_kernel", answers.ATTENTION_FORWARD_KERNEL
-    ),
+    # the reference kernel as the probe records it (its text): what the kernel check runs
+    "check_attention_forward_kernel": take(nb07_kernels.attention_forward_kernel),
 }
 HIDDEN = {
     "check_composed_attention": {"cases": 4, "draw": 1},
