@@ -22,6 +22,22 @@ PYTORCH_GRADIENTS_AFTER_A_LAUNCH = '''def flash_backward(q, k, v, o, lse, do, ca
         return torch.autograd.grad(out, leaves, do)
 '''
 
+# PyTorch's gradients put in the buffers first, then handed to a launch that writes nothing into them.
+PYTORCH_GRADIENTS_HANDED_TO_A_LAUNCH_THAT_WRITES_NOTHING = '''@triton.jit
+def touch_kernel(dq_ptr, dk_ptr, dv_ptr, n, BLOCK: tl.constexpr):
+    at = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.load(dq_ptr + at, mask=at < n)
+
+
+def flash_backward(q, k, v, o, lse, do, causal=False):
+    with torch.enable_grad():
+        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+        grads = torch.autograd.grad(composed_attention(*leaves, causal), leaves, do)
+    dq, dk, dv = (torch.empty_like(g).copy_(g) for g in grads)
+    touch_kernel[(triton.cdiv(dq.numel(), 256),)](dq, dk, dv, dq.numel(), BLOCK=256)
+    return dq, dk, dv
+'''
+
 # The same gradients, copied into the returned tensors by a Triton kernel: every returned value is a launch's store.
 PYTORCH_GRADIENTS_COPIED_BY_A_KERNEL = '''@triton.jit
 def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
@@ -91,6 +107,7 @@ ROUTES = {
     "honest": {},
     "pytorch_gradients": {"answers": {"flash_backward": PYTORCH_GRADIENTS_AFTER_A_LAUNCH}},
     "copied_gradients": {"answers": {"flash_backward": PYTORCH_GRADIENTS_COPIED_BY_A_KERNEL}},
+    "launch_writes_nothing": {"answers": {"flash_backward": PYTORCH_GRADIENTS_HANDED_TO_A_LAUNCH_THAT_WRITES_NOTHING}},
     "table": {"answers": {"saved_for_backward": A_TABLE_OF_THE_PUBLIC_ANSWERS}},
     "detects_the_stand_in": {"answers": {"flash_attention": DETECTS_THE_STAND_IN}},
 }
@@ -114,10 +131,11 @@ def test_the_honest_bystander_keeps_full_marks_with_no_flag(graded):
     assert honest.flags == [], honest.flags
 
 
-@pytest.mark.parametrize("route", ["pytorch_gradients", "copied_gradients"])
+@pytest.mark.parametrize("route", ["pytorch_gradients", "copied_gradients", "launch_writes_nothing"])
 def test_gradients_pytorch_computed_earn_no_part_of_the_backward(graded, route):
-    """Returned after a launch for show, or copied by a kernel: the replay of the launches from the kernels' text
-    does not give them (the copy kernel's source buffer is PyTorch's gradient, judged a copy)."""
+    """Returned after a launch for show, copied by a kernel, or put in the buffers a launch then writes nothing
+    into: the replay of the launches from the kernels' text does not give them (a buffer holding PyTorch's
+    gradient before any launch, whose content decides the results, is a copy)."""
     row = graded[route]
     assert row.by_cell["test_flash_backward"][0] == 0, (row.by_cell, row.messages)
     _others_kept(row, graded["honest"], "test_flash_backward")
