@@ -2002,6 +2002,56 @@ def test_honest_row_kernels_written_differently_keep_full_marks(kernel, cases):
     assert score(kernel, cases=cases)[:2] == (5.0, set())
 
 
+@triton.jit
+def backward_through_descriptors(
+    logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr
+):
+    """The logits read and the gradient stored through tensor descriptors (a store clips what lies past V)."""
+    row = tl.program_id(0)
+    src = tl.make_tensor_descriptor(logits_ptr + row * stride, shape=[V], strides=[1], block_shape=[BLOCK_V])
+    dst = tl.make_tensor_descriptor(grad_ptr + row * stride, shape=[V], strides=[1], block_shape=[BLOCK_V])
+    target = tl.load(target_ptr + row)
+    lse = tl.load(lse_ptr + row)
+    counted = target != ignore_index
+    for start in range(0, V, BLOCK_V):
+        cols = start + tl.arange(0, BLOCK_V)
+        x = src.load([start]).to(lse_ptr.dtype.element_ty)
+        g = (tl.exp(x - lse) - tl.where(cols == target, 1.0, 0.0)) * scale
+        dst.store([start], tl.where(counted, g, 0.0).to(grad_ptr.dtype.element_ty))
+
+
+@triton.jit
+def backward_descriptor_into_the_next_row_first(
+    logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V: tl.constexpr
+):
+    """Zeros stored into the next row's gradient through a descriptor, which that row's program later overwrites:
+    right values in the interpreter, a race on a GPU."""
+    row = tl.program_id(0)
+    if row + 1 < tl.num_programs(0):
+        ahead = tl.make_tensor_descriptor(grad_ptr + (row + 1) * stride, shape=[V], strides=[1], block_shape=[BLOCK_V])
+        for start in range(0, V, BLOCK_V):
+            ahead.store([start], tl.zeros((BLOCK_V,), dtype=grad_ptr.dtype.element_ty))
+    backward_through_descriptors(logits_ptr, target_ptr, lse_ptr, grad_ptr, stride, V, ignore_index, scale, BLOCK_V)
+
+
+# the backward's cases with rows 16-byte aligned (V + BLOCK_V even in float64): V = 38 is ragged
+ALIGNED_BACKWARD_CASES = [
+    (3, 32, 16, "float64", 0, 0.0),
+    (3, 38, 16, "float64", 0, 0.0),
+    (4, 32, 16, "float64", 2, 0.0),
+    (2, 32, 16, "float64", 0, math.log(2.0)),
+]
+
+
+def test_a_backward_kernel_that_stores_through_a_descriptor_keeps_full_marks_and_a_store_ahead_costs_the_bounds():
+    """Tensor-descriptor stores reach the interpreter's store with keyword arguments too (issue 47, route 9: the
+    read watch crashed on them); one into the next program's row is seen at the store."""
+    assert backward_score(backward_through_descriptors, cases=ALIGNED_BACKWARD_CASES)[:2] == (5.0, set())
+    got, failed, report = backward_score(backward_descriptor_into_the_next_row_first, cases=ALIGNED_BACKWARD_CASES)
+    assert failed == {"bounds"} and got == one_share_lost(5, nb06.judges.kernels.CE_BACKWARD_PARTS), report
+    assert "not its own row" in report, report
+
+
 def test_the_watch_sees_a_descriptors_reads_and_refuses_what_lies_outside_every_tensor():
     from autograder.probes.memory_watch import Spans, watching
 
