@@ -278,10 +278,12 @@ def test_graded_in_one_run_attackers_get_their_honest_scores_and_a_bystander_its
     """One run, one worker, in this order: a_eve's forward kernel carries the issue's exec route in a branch it never
     takes (its compile share is refused, nothing runs: 1.5 of 3) and her backward kernel prints forty compile
     answers before a compile-only mistake (1.5 of 3); b_bob, graded next by the same worker, has the same
-    compile-only mistake and nothing else: 28.5, what it costs alone (half of 3), as test_nb05_checks's crash test
-    finds; c_cal's forward kernel hides a second def in a string (the interpreter and the compiler would read two
+    compile-only mistake and nothing else: 28.5, every cell as when he is graded alone (a run of his own, after);
+    c_cal's forward kernel hides a second def in a string (the interpreter and the compiler would read two
     kernels: neither runs it, 0 of 3) and his backward kernel uses a module that poses as triton.language (not
     Triton's: it never runs, 0 of 3)."""
+    import shutil
+
     import nbformat
     from nbgrader.api import Gradebook
 
@@ -289,32 +291,37 @@ def test_graded_in_one_run_attackers_get_their_honest_scores_and_a_bystander_its
     from autograder.release import generate_in_course
     from autograder.submissions import fill_answers, solution_sources
 
-    root, db_url = tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}"
-    import shutil
+    def graded(root, learners: dict) -> tuple[dict, dict]:
+        """(total, score of every cell) of each learner, graded in one run by one worker, in name order."""
+        db_url = f"sqlite:///{root / 'gradebook.db'}"
+        shutil.copytree(SOLUTIONS / ASSIGNMENT, root / "source" / ASSIGNMENT)
+        generate_in_course(root, [ASSIGNMENT], db_url)
+        (released,) = (root / "release" / ASSIGNMENT).glob("*.ipynb")
+        answers = solution_sources(SOLUTIONS / ASSIGNMENT / released.name)
+        for student, mistakes in learners.items():
+            folder = root / "submitted" / student / ASSIGNMENT
+            folder.mkdir(parents=True)
+            nbformat.write(fill_answers(released, {**answers, **mistakes}), folder / released.name)
+            (folder / "timestamp.txt").write_text("2026-11-27 12:00:00.000000 UTC")
+        rows = grade_assignment(
+            root, ASSIGNMENT, db_url=db_url, workers=1, pool=grading_pool[:1], progress=False, log=lambda *a: None
+        )
+        scores = {}
+        with Gradebook(db_url) as gb:
+            for student in learners:
+                notebook = gb.find_submission_notebook(released.stem, ASSIGNMENT, student)
+                scores[student] = {g.name: g.score for g in notebook.grades}
+        return {row.student: row.score for row in rows}, scores
 
-    shutil.copytree(SOLUTIONS / ASSIGNMENT, root / "source" / ASSIGNMENT)
-    generate_in_course(root, [ASSIGNMENT], db_url)
-    (released,) = (root / "release" / ASSIGNMENT).glob("*.ipynb")
-    answers = solution_sources(SOLUTIONS / ASSIGNMENT / released.name)
+    root = tmp_path / "together"
     learners = {
         "a_eve": {"silu_forward_kernel": FORWARD, "silu_backward_kernel": BACKWARD_ONE.format(printed=ANSWERS_PRINTED)},
         "b_bob": {"silu_backward_kernel": BACKWARD_ONE.format(printed="")},
         "c_cal": {"silu_forward_kernel": DEF_IN_A_STRING, "silu_backward_kernel": POSING_MODULE},
     }
-    for student, mistakes in learners.items():
-        folder = root / "submitted" / student / ASSIGNMENT
-        folder.mkdir(parents=True)
-        nbformat.write(fill_answers(released, {**answers, **mistakes}), folder / released.name)
-        (folder / "timestamp.txt").write_text("2026-11-27 12:00:00.000000 UTC")
-    rows = grade_assignment(
-        root, ASSIGNMENT, db_url=db_url, workers=1, pool=grading_pool[:1], progress=False, log=lambda *a: None
-    )
-    totals = {row.student: row.score for row in rows}
-    scores = {}
-    with Gradebook(db_url) as gb:
-        for student in learners:
-            notebook = gb.find_submission_notebook(released.stem, ASSIGNMENT, student)
-            scores[student] = {g.name: g.score for g in notebook.grades}
+    totals, scores = graded(root, learners)
+    alone = graded(tmp_path / "alone", {"b_bob": learners["b_bob"]})
+    assert alone == ({"b_bob": totals["b_bob"]}, {"b_bob": scores["b_bob"]}), (alone, totals, scores)
     kernels = {s: (v["test_silu_forward_kernel"], v["test_silu_backward_kernel"]) for s, v in scores.items()}
     assert kernels == {"a_eve": (1.5, 1.5), "b_bob": (3, 1.5), "c_cal": (0, 0)}, kernels
     assert totals == {"a_eve": 27, "b_bob": 28.5, "c_cal": 24}, totals
