@@ -294,6 +294,21 @@ def _ckpt_b_backward(ctx, g):  # y.backward(g) and x.grad instead of autograd.gr
     return None, x.grad
 
 
+HALVES = tl.constexpr(2)  # a constexpr global
+
+
+@triton.jit
+def silu_forward_static(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    """The block in two halves, unrolled by tl.static_range, its size checked by tl.static_assert."""
+    tl.static_assert(BLOCK_SIZE % 2 == 0, "the block splits in two halves")
+    for half in tl.static_range(HALVES):
+        offsets = tl.program_id(0) * BLOCK_SIZE + half * (BLOCK_SIZE // 2) + tl.arange(0, BLOCK_SIZE // 2)
+        in_bounds = offsets < n_elements
+        x = tl.load(x_ptr + offsets, mask=in_bounds, other=0.0)
+        xf = x if x.dtype == tl.float64 else x.to(tl.float32)
+        tl.store(y_ptr + offsets, (xf * tl.sigmoid(xf)).to(x.dtype), mask=in_bounds)
+
+
 @triton.jit
 def silu_forward_with_exp(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     block_start = tl.program_id(axis=0) * BLOCK_SIZE
@@ -370,6 +385,7 @@ ALTERNATIVES = {
     "fused_gelu: sech² from cosh": ("fused_gelu", fn("FusedGELU", _gelu_f, _gelu_b_cosh)),
     "checkpoint: y.backward and x.grad": ("checkpoint", fn("Checkpoint", _ckpt_f, _ckpt_b_backward)),
     "forward kernel: tl.exp, other=0": ("forward_kernel", silu_forward_with_exp),
+    "forward kernel: tl.static_range, tl.static_assert, a constexpr global": ("forward_kernel", silu_forward_static),
     "forward kernel: int64 offsets, tl.where, a helper": ("forward_kernel", silu_forward_int64_where),
     "forward kernel: offsets clamped into the tensor, no mask on the load": ("forward_kernel", silu_forward_clamped),
     "triton_silu: BLOCK_SIZE 128, exp kernel": ("triton_silu", triton_silu(silu_forward_with_exp, block=128)),
