@@ -455,6 +455,21 @@ def flash_backward_in_reused_memory(q, k, v, o, lse, do, causal=False):
     return dq, dk, dv
 
 
+def flash_backward_atomic_dq_in_reused_memory(q, k, v, o, lse, do, causal=False):
+    """The one-kernel design (dQ accumulated by atomics into zeros) whose torch.empty_like buffers for dK and dV
+    hold the right dQ and dV from an earlier computation (the CI run that found it: memory freed by the previous
+    check). The kernel overwrites both; the zeros are the design's own: honest."""
+    old_dq, _, old_dv = _gradients_row_by_row(q, k, v, o, do, causal)
+    BH, N, D = q.shape
+    delta = torch.empty_like(lse)
+    attention_delta_kernel[(triton.cdiv(N, 16), BH)](o, do, delta, N, BLOCK_Q=16, HEAD_DIM=D)
+    dq, dk, dv = torch.zeros_like(q), old_dq, old_dv
+    backward_atomic_dq_kernel[(triton.cdiv(N, 32), BH)](
+        q, k, v, do, lse, delta, dq, dk, dv, N, 1 / math.sqrt(D), CAUSAL=causal, BLOCK_Q=16, BLOCK_K=32, HEAD_DIM=D
+    )
+    return dq, dk, dv
+
+
 def _gradients_row_by_row(q, k, v, o, do, causal):
     """dq, dk, dv one query row at a time in PyTorch (memory of a row of scores only)."""
     BH, N, D = q.shape

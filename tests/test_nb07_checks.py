@@ -204,6 +204,7 @@ def kernels():
         pytest.param("flash_backward_delta_in_pytorch", id="D computed by PyTorch"),
         pytest.param("flash_backward_atomic_dq", id="one kernel, dQ by atomics"),
         pytest.param("flash_backward_in_reused_memory", id="buffers of reused memory", marks=pytest.mark.slow),
+        pytest.param("flash_backward_atomic_dq_in_reused_memory", id="atomic dQ, the other buffers of reused memory"),
     ],
 )
 def test_honest_backward_designs_keep_full_marks(kernels, design):

@@ -302,11 +302,14 @@ def probe_flash_backward(obj: Any, cases: Sequence[Any] = (), seed: int = 0, poi
     return data
 
 
-def replay_backward(kernel: Any, plan: dict, case: Sequence[Any], seed: int = 0, blank: bool = False) -> ProbeData:
+def replay_backward(
+    kernel: Any, plan: dict, case: Sequence[Any], seed: int = 0, blank: Sequence[int] = ()
+) -> ProbeData:
     """In the kernel runner: the plan's launches replayed with its kernels rebuilt from their text, on the case's
     inputs made afresh; the gradients they left in the returned views, and what the watch saw of each launch.
-    blank: the launcher's buffers start as NaN instead of what it put in them (the judge asks for this run when a
-    buffer held a gradient before any launch, to learn whether that content changes the results)."""
+    blank: the launcher's buffers (by index) that start as NaN instead of what it put in them (the judge asks for
+    this run when those buffers held a gradient before any launch, to learn whether that content changes the
+    results)."""
     from coursetools.kernel_text import rebuild
 
     kernels = {name: rebuild(record, interpreted=True) for name, record in plan["records"].items()}

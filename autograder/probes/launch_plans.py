@@ -143,14 +143,13 @@ def recording(inputs: dict[str, torch.Tensor]) -> Iterator[Plan]:
 
 
 def storages_of(
-    data: dict, inputs: dict[str, torch.Tensor], blank: bool = False
+    data: dict, inputs: dict[str, torch.Tensor], blank: Sequence[int] = ()
 ) -> tuple[dict[str, torch.Tensor], list[torch.Tensor]]:
-    """(each input afresh, each buffer afresh from its first content), as raw bytes. blank: each buffer's every
-    byte 0xFF instead (NaN in a float, -1 in an integer): what a launcher's buffers start with cannot matter then."""
+    """(each input afresh, each buffer afresh from its first content), as raw bytes. blank: the buffers (by index)
+    whose every byte is 0xFF instead (NaN in a float, -1 in an integer): what they start with cannot matter then."""
     raw = {name: _bytes_of(t.contiguous().clone()) for name, t in inputs.items()}
     buffers = [torch.frombuffer(bytearray(base64.b64decode(b)), dtype=torch.uint8) for b in data["buffers"]]
-    if blank:
-        buffers = [torch.full_like(b, 0xFF) for b in buffers]
+    buffers = [torch.full_like(b, 0xFF) if i in blank else b for i, b in enumerate(buffers)]
     return raw, buffers
 
 
@@ -168,11 +167,11 @@ def as_view(description: dict, inputs: dict[str, torch.Tensor], buffers: list[to
 
 
 def replay(
-    data: dict, kernels: dict[str, Any], inputs: dict[str, torch.Tensor], watch: Any, blank: bool = False
+    data: dict, kernels: dict[str, Any], inputs: dict[str, torch.Tensor], watch: Any, blank: Sequence[int] = ()
 ) -> tuple[list[torch.Tensor | None], list[dict]]:
-    """Run the plan's launches in order with the rebuilt kernels on fresh storages (blank: buffers that start as
-    0xFF bytes); (the returned views' values, what `watch(handed)` saw of each launch: a context manager yielding
-    its counts)."""
+    """Run the plan's launches in order with the rebuilt kernels on fresh storages (blank: the buffers, by index,
+    that start as 0xFF bytes); (the returned views' values, what `watch(handed)` saw of each launch: a context
+    manager yielding its counts)."""
     raw_inputs, buffers = storages_of(data, inputs, blank)
     storages = list(raw_inputs.values()) + buffers
     seen = []

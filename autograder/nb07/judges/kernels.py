@@ -362,8 +362,9 @@ def _the_kernels_work(
     # replay from NaN buffers differs): memory freed before may hold anything, a gradient too, and an honest kernel
     # overwrites it
     cast = getattr(torch, case[4])
-    copied = [n for n, w in zip(("dq", "dk", "dv"), want) if _held_before(plan, w.to(cast), *tol)]
-    if copied and _buffers_matter(plan, case, seed, returns):
+    holding = {n: _held_before(plan, w.to(cast), *tol) for n, w in zip(("dq", "dk", "dv"), want)}
+    copied = [n for n, buffers in holding.items() if buffers]
+    if copied and _buffers_matter(plan, case, seed, returns, sorted(set().union(*holding.values()))):
         part.fail(
             f"{where}: a buffer handed to the kernels already held {', '.join(copied)} before any launch: the "
             "kernels copied a gradient computed elsewhere.",
@@ -382,8 +383,9 @@ _BACKWARD_HINTS = {
 }
 
 
-def _replayed(plan: dict, case: tuple, seed: int, blank: bool = False) -> dict:
-    """The kernel runner's replay of the plan on the case (blank: from NaN buffers): returns and the watch's counts."""
+def _replayed(plan: dict, case: tuple, seed: int, blank: Sequence[int] = ()) -> dict:
+    """The kernel runner's replay of the plan on the case (blank: these buffers start as NaN): returns and the
+    watch's counts."""
     found = kernel_runs.probe(
         "autograder.nb07.probes:replay_backward",
         next(iter(plan["records"].values())),
@@ -394,31 +396,33 @@ def _replayed(plan: dict, case: tuple, seed: int, blank: bool = False) -> dict:
     return answers.entry(answers.listed(found.get("launches"), "the replay")[0], "the replay", ("returns", "seen"))
 
 
-def _buffers_matter(plan: dict, case: tuple, seed: int, returns: list) -> bool:
-    """Whether the gradients change when the launcher's buffers start as NaN instead of what it put there."""
-    blank = answers.listed(_replayed(plan, case, seed, blank=True)["returns"], "the blank replay")
+def _buffers_matter(plan: dict, case: tuple, seed: int, returns: list, holding: list[int]) -> bool:
+    """Whether the gradients change when the buffers that held a gradient start as NaN instead of what the launcher
+    put there (the others keep their first content: an atomic dQ's zeros are the honest design's own)."""
+    blank = answers.listed(_replayed(plan, case, seed, blank=holding)["returns"], "the blank replay")
     return any(
         (a is None) != (b is None) or (a is not None and not torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0)))
         for a, b in zip(returns, blank)
     )
 
 
-def _held_before(plan: dict, grad: torch.Tensor, rtol: float, atol: float) -> bool:
-    """Whether a buffer's first content (before any launch) already holds `grad`, entry for entry in memory order."""
+def _held_before(plan: dict, grad: torch.Tensor, rtol: float, atol: float) -> set[int]:
+    """The buffers whose first content (before any launch) already holds `grad`, entry for entry in memory order."""
     import base64
 
     import numpy as np
 
     g = grad.contiguous().reshape(-1).numpy()
-    for content in plan["buffers"]:
-        raw = base64.b64decode(answers.listed([content], "a buffer")[0]) if isinstance(content, str) else b""
+    holding = set()
+    for index, content in enumerate(answers.listed(plan["buffers"], "the buffers")):
+        raw = base64.b64decode(content) if isinstance(content, str) else b""
         values = np.frombuffer(raw[: len(raw) - len(raw) % g.itemsize], dtype=g.dtype)
         if len(values) < len(g):
             continue
         windows = np.lib.stride_tricks.sliding_window_view(values, len(g))
         if np.isclose(windows, g, rtol=rtol, atol=atol).all(axis=1).any():
-            return True
-    return False
+            holding.add(index)
+    return holding
 
 
 def _judge_backward_memory(parts: dict[str, Part], case: tuple, seen: list, largest: Any, where: str) -> None:
