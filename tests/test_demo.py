@@ -31,6 +31,16 @@ EXPECTED_PARTIAL = {
 }
 
 
+def points_lost(submission) -> dict[str, float]:
+    """Each grade cell that did not get its points, with what it got: what a failed score comparison shows."""
+    return {
+        f"{nb.name}/{grade.name}": grade.score
+        for nb in submission.notebooks
+        for grade in nb.grades
+        if grade.max_score and grade.score != grade.max_score
+    }
+
+
 @pytest.fixture(scope="module")
 def demo(demo_run):
     """`make demo`'s run (one per session, conftest.DemoRun): the graded course and what it printed."""
@@ -48,7 +58,10 @@ def test_demo_scores(demo, assignment):
         assert full.max_score > 0
         assert full.score == full.max_score, "the correct submission gets full marks"
         assert blank.score == 0, "the blank submission gets zero"
-        assert partly.score == EXPECTED_PARTIAL[assignment], "the partly wrong submission loses exactly its mistakes"
+        assert partly.score == EXPECTED_PARTIAL[assignment], (
+            "the partly wrong submission loses exactly its mistakes",
+            points_lost(partly),
+        )
 
 
 @pytest.mark.slow

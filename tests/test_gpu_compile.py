@@ -365,3 +365,29 @@ def test_a_compile_process_that_cannot_start_leaves_the_part_unscored(monkeypatc
     monkeypatch.setattr(kernel_runs, "_compiled", {})
     part = compile_part_of(record_of(PLAIN))
     assert part.passed is None and "could not run here" in part.messages[0], part.messages
+
+
+LONG_REASON = "error: <script>alert(1)</script>\x1b[31m\r\n" + "x" * 5000
+FORGED_ANSWERS = {
+    # what a compile answer could hold if its process were the learner's: each is failed or unscored, never passed
+    "an over-long reason with markup and control characters": ([{"ok": False, "line": 3, "why": LONG_REASON}] * 2, False),
+    "a line that is not a number": ([{"ok": False, "line": "3; see /etc/passwd", "why": "bad"}] * 2, False),
+    "ok as a string": ([{"ok": "true", "why": "fine"}] * 2, False),
+    "ok as a number": ([{"ok": 1}] * 2, False),
+    "a reason that is not text": ([{"ok": False, "why": {"nested": ["x"] * 100}}] * 2, False),
+    "an answer that is not a dict": (["ok"] * 2, None),
+    "one answer for two launches": ([{"ok": True}], None),
+    "no answer at all": ([], None),
+}
+
+
+@pytest.mark.parametrize(("answers", "passed"), list(FORGED_ANSWERS.values()), ids=list(FORGED_ANSWERS))
+def test_a_forged_compile_answer_never_passes_and_its_text_is_bounded_and_plain(answers, passed, monkeypatch):
+    """The compile answer is data the judge validates (issue 47): whatever it holds, the part never passes on it,
+    and what reaches the learner's feedback is at most MAX_REASON_CHARS of printable text."""
+    monkeypatch.setattr(kernel_runs, "compile", lambda record, launches: list(answers))
+    part = compile_part_of(record_of(PLAIN))
+    assert part.passed is passed, part.messages
+    for message in part.messages:
+        assert all(c.isprintable() for c in message), message
+        assert len(message) < kernel_compile.MAX_REASON_CHARS + 200, len(message)

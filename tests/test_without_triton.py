@@ -17,7 +17,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_demo import EXPECTED_PARTIAL  # noqa: E402
+from test_demo import EXPECTED_PARTIAL, points_lost  # noqa: E402
 
 from autograder.coursedir import REPO  # noqa: E402
 
@@ -80,4 +80,4 @@ def test_notebooks_01_to_04_run_and_are_graded_without_triton(tmp_path):
             full, partly, blank = (gb.find_submission(assignment, s) for s in ("ada", "ben", "cleo"))
             assert full.max_score > 0 and full.score == full.max_score, (assignment, full.score, run.stdout[-2000:])
             assert blank.score == 0, assignment
-            assert partly.score == EXPECTED_PARTIAL[assignment], (assignment, partly.score)
+            assert partly.score == EXPECTED_PARTIAL[assignment], (assignment, partly.score, points_lost(partly))
