@@ -370,7 +370,7 @@ def test_a_compile_process_that_cannot_start_leaves_the_part_unscored(monkeypatc
 LONG_REASON = "error: <script>alert(1)</script>\x1b[31m\r\n" + "x" * 5000
 FORGED_ANSWERS = {
     # what a compile answer could hold if its process were the learner's: each is failed or unscored, never passed
-    "an over-long reason with markup and control characters": ([{"ok": False, "line": 3, "why": LONG_REASON}] * 2, False),
+    "a long reason with markup and control characters": ([{"ok": False, "line": 3, "why": LONG_REASON}] * 2, False),
     "a line that is not a number": ([{"ok": False, "line": "3; see /etc/passwd", "why": "bad"}] * 2, False),
     "ok as a string": ([{"ok": "true", "why": "fine"}] * 2, False),
     "ok as a number": ([{"ok": 1}] * 2, False),
