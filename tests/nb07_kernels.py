@@ -173,12 +173,13 @@ def attention_dq_kernel(
     tl.store(dq_ptr + at, dq.to(dq_ptr.dtype.element_ty), mask=rows[:, None] < seq_len)
 
 
-def flash_backward(q, k, v, o, lse, do, causal=False, BLOCK_Q=16, BLOCK_K=16):
+def flash_backward(q, k, v, o, lse, do, causal=False, BLOCK_Q=16, BLOCK_K=16, into=None):
+    """into: the (dq, dk, dv) buffers to write, instead of fresh ones (the reused-memory designs below)."""
     BH, N, D = q.shape
     scale = 1 / math.sqrt(D)
     delta = torch.empty_like(lse)
     attention_delta_kernel[(triton.cdiv(N, BLOCK_Q), BH)](o, do, delta, N, BLOCK_Q=BLOCK_Q, HEAD_DIM=D)
-    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    dq, dk, dv = into or (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v))
     attention_dkdv_kernel[(triton.cdiv(N, BLOCK_K), BH)](
         q, k, v, do, lse, delta, dk, dv, N, scale, CAUSAL=causal, BLOCK_Q=BLOCK_Q, BLOCK_K=BLOCK_K, HEAD_DIM=D
     )
@@ -359,11 +360,12 @@ def backward_atomic_dq_kernel(
     tl.store(dv_ptr + at, dv, mask=cols[:, None] < seq_len)
 
 
-def flash_backward_atomic_dq(q, k, v, o, lse, do, causal=False, BLOCK_Q=16, BLOCK_K=32):
+def flash_backward_atomic_dq(q, k, v, o, lse, do, causal=False, BLOCK_Q=16, BLOCK_K=32, into=None):
+    """into: the (dk, dv) buffers to write, instead of fresh ones (dQ's zeros are always the design's own)."""
     BH, N, D = q.shape
     delta = torch.empty_like(lse)
     attention_delta_kernel[(triton.cdiv(N, BLOCK_Q), BH)](o, do, delta, N, BLOCK_Q=BLOCK_Q, HEAD_DIM=D)
-    dq, dk, dv = torch.zeros_like(q), torch.empty_like(k), torch.empty_like(v)
+    dq, (dk, dv) = torch.zeros_like(q), into or (torch.empty_like(k), torch.empty_like(v))
     backward_atomic_dq_kernel[(triton.cdiv(N, BLOCK_K), BH)](
         q,
         k,
@@ -440,19 +442,7 @@ class FlashAttentionKeepingTheInputsToo(FlashAttention):
 def flash_backward_in_reused_memory(q, k, v, o, lse, do, causal=False):
     """The reference backward whose gradient buffers start out holding the right gradients, as torch.empty_like's
     memory may (freed memory of an earlier computation, reused): the kernels overwrite every entry, so it is honest."""
-    old = _gradients_row_by_row(q, k, v, o, do, causal)  # the right gradients, never an N×N tensor
-    BH, N, D = q.shape
-    scale = 1 / math.sqrt(D)
-    delta = torch.empty_like(lse)
-    attention_delta_kernel[(triton.cdiv(N, 16), BH)](o, do, delta, N, BLOCK_Q=16, HEAD_DIM=D)
-    dq, dk, dv = old
-    attention_dkdv_kernel[(triton.cdiv(N, 16), BH)](
-        q, k, v, do, lse, delta, dk, dv, N, scale, CAUSAL=causal, BLOCK_Q=16, BLOCK_K=16, HEAD_DIM=D
-    )
-    attention_dq_kernel[(triton.cdiv(N, 16), BH)](
-        q, k, v, do, lse, delta, dq, N, scale, CAUSAL=causal, BLOCK_Q=16, BLOCK_K=16, HEAD_DIM=D
-    )
-    return dq, dk, dv
+    return flash_backward(q, k, v, o, lse, do, causal, into=_gradients_row_by_row(q, k, v, o, do, causal))
 
 
 def flash_backward_atomic_dq_in_reused_memory(q, k, v, o, lse, do, causal=False):
@@ -460,14 +450,7 @@ def flash_backward_atomic_dq_in_reused_memory(q, k, v, o, lse, do, causal=False)
     hold the right dQ and dV from an earlier computation (the CI run that found it: memory freed by the previous
     check). The kernel overwrites both; the zeros are the design's own: honest."""
     old_dq, _, old_dv = _gradients_row_by_row(q, k, v, o, do, causal)
-    BH, N, D = q.shape
-    delta = torch.empty_like(lse)
-    attention_delta_kernel[(triton.cdiv(N, 16), BH)](o, do, delta, N, BLOCK_Q=16, HEAD_DIM=D)
-    dq, dk, dv = torch.zeros_like(q), old_dq, old_dv
-    backward_atomic_dq_kernel[(triton.cdiv(N, 32), BH)](
-        q, k, v, do, lse, delta, dq, dk, dv, N, 1 / math.sqrt(D), CAUSAL=causal, BLOCK_Q=16, BLOCK_K=32, HEAD_DIM=D
-    )
-    return dq, dk, dv
+    return flash_backward_atomic_dq(q, k, v, o, lse, do, causal, into=(old_dq, old_dv))
 
 
 def _gradients_row_by_row(q, k, v, o, do, causal):
