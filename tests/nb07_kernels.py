@@ -293,6 +293,111 @@ def flash_backward_pytorch_after(q, k, v, o, lse, do, causal=False):
     return torch.autograd.grad(out, (qs, ks, vs), do)
 
 
+# PyTorch's gradients in disguise: in a buffer doubled, offset, bit-shuffled, behind D, in the low bits of q, k, v;
+# a kernel undoes the disguise. Each should earn nothing (judges/buffers.py).
+
+
+@triton.jit
+def halve_kernel(src_ptr, dst_ptr, n, start, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    value = tl.load(src_ptr + start + offsets, mask=offsets < n)
+    tl.store(dst_ptr + offsets, value * 0.5, mask=offsets < n)
+
+
+@triton.jit
+def unshift_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n) - 3.0, mask=offsets < n)
+
+
+@triton.jit
+def unshuffle_kernel(src_ptr, dst_ptr, n, KEY: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    bits = tl.load(src_ptr + offsets, mask=offsets < n) ^ KEY
+    tl.store(dst_ptr + offsets, bits.to(dst_ptr.dtype.element_ty, bitcast=True), mask=offsets < n)
+
+
+@triton.jit
+def low_bits_kernel(mixed_ptr, base_ptr, dst_ptr, n, LIFT: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mixed = tl.load(mixed_ptr + offsets, mask=offsets < n)
+    base = tl.load(base_ptr + offsets, mask=offsets < n)
+    tl.store(dst_ptr + offsets, (mixed - base) * LIFT, mask=offsets < n)
+
+
+def _pytorch_gradients(q, k, v, do, causal):
+    qs, ks, vs = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    out = torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, is_causal=causal)
+    return [g.contiguous() for g in torch.autograd.grad(out, (qs, ks, vs), do)]
+
+
+def _halved(doubled):
+    results = []
+    for g in doubled:
+        dst = torch.empty_like(g)
+        halve_kernel[(triton.cdiv(g.numel(), 64),)](g, dst, g.numel(), 0, BLOCK=64)
+        results.append(dst)
+    return tuple(results)
+
+
+def flash_backward_doubled_and_halved(q, k, v, o, lse, do, causal=False):
+    """PyTorch's gradients doubled into buffers; a kernel halves them into the returned ones."""
+    return _halved([2 * g for g in _pytorch_gradients(q, k, v, do, causal)])
+
+
+def flash_backward_doubled_row_by_row(q, k, v, o, lse, do, causal=False):
+    """The same, the gradients computed one query row at a time (no N×N tensor: the memory part is kept)."""
+    return _halved([2 * g for g in _gradients_row_by_row(q, k, v, o, do, causal)])
+
+
+def flash_backward_offset_by_three(q, k, v, o, lse, do, causal=False):
+    results = []
+    for g in _pytorch_gradients(q, k, v, do, causal):
+        shifted, dst = g + 3.0, torch.empty_like(g)
+        unshift_kernel[(triton.cdiv(g.numel(), 64),)](shifted, dst, g.numel(), BLOCK=64)
+        results.append(dst)
+    return tuple(results)
+
+
+def flash_backward_bit_shuffled(q, k, v, o, lse, do, causal=False):
+    """The gradients' bits as integers XOR a key; a kernel XORs them back and reads them as floats."""
+    results = []
+    for g in _pytorch_gradients(q, k, v, do, causal):
+        ints = g.view(torch.int64 if g.dtype == torch.float64 else torch.int32)
+        shuffled, dst = ints ^ 0x2AAAAAAA, torch.empty_like(g)
+        unshuffle_kernel[(triton.cdiv(g.numel(), 64),)](shuffled, dst, g.numel(), KEY=0x2AAAAAAA, BLOCK=64)
+        results.append(dst)
+    return tuple(results)
+
+
+def flash_backward_gradients_behind_delta(q, k, v, o, lse, do, causal=False, BLOCK_Q=16, BLOCK_K=16):
+    """One buffer holds D (which the grader computes too) and behind it the doubled gradients: the honest kernels
+    read D from its front, a kernel halves the rest into the returned buffers."""
+    BH, N, D = q.shape
+    delta = (do.to(lse.dtype) * o.to(lse.dtype)).sum(-1).reshape(-1)
+    grads = _pytorch_gradients(q, k, v, do, causal)
+    packed = torch.cat([delta, *(2 * g.to(lse.dtype).reshape(-1) for g in grads)])
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    attention_dkdv_kernel[(triton.cdiv(N, BLOCK_K), BH)](
+        q, k, v, do, lse, packed[: BH * N].view(BH, N), dk, dv, N, 1 / math.sqrt(D),
+        CAUSAL=causal, BLOCK_Q=BLOCK_Q, BLOCK_K=BLOCK_K, HEAD_DIM=D,
+    )  # fmt: skip
+    for i, dst in enumerate((dq, dk, dv)):
+        halve_kernel[(triton.cdiv(dst.numel(), 64),)](packed, dst, dst.numel(), BH * N + i * dst.numel(), BLOCK=64)
+    return dq, dk, dv
+
+
+def flash_backward_in_the_low_bits_of_the_inputs(q, k, v, o, lse, do, causal=False):
+    """q, k and v copied with each gradient in their low bits (2⁻¹² of it added): a kernel subtracts the inputs and
+    lifts the difference (right in float64). The copies pass for the inputs within the grader's tolerance."""
+    results = []
+    for base, g in zip((q, k, v), _pytorch_gradients(q, k, v, do, causal)):
+        mixed, dst = base + g * 2.0**-12, torch.empty_like(g)
+        low_bits_kernel[(triton.cdiv(g.numel(), 64),)](mixed, base, dst, g.numel(), LIFT=2.0**12, BLOCK=64)
+        results.append(dst)
+    return tuple(results)
+
+
 # ------------------------------------------------------------------------------------------------ right backwards
 
 
@@ -382,6 +487,83 @@ def flash_backward_atomic_dq(q, k, v, o, lse, do, causal=False, BLOCK_Q=16, BLOC
         BLOCK_Q=BLOCK_Q,
         BLOCK_K=BLOCK_K,
         HEAD_DIM=D,
+    )
+    return dq, dk, dv
+
+
+@triton.jit
+def attention_backward_base2_kernel(
+    q_ptr,
+    k2_ptr,
+    v_ptr,
+    do_ptr,
+    lse2_ptr,
+    delta_ptr,
+    dq_ptr,
+    dk_ptr,
+    dv_ptr,
+    seq_len,
+    scale,
+    CAUSAL: tl.constexpr,
+    BLOCK: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+):
+    """As the Triton tutorial's backward: K arrives times scale·log₂e and L in base 2, so P = exp2(Q·K₂ᵀ − L₂); each
+    program computes dK and dV of its key block, then dQ of its query block (two loops, no atomics)."""
+    block, head = tl.program_id(0), tl.program_id(1)
+    dims = tl.arange(0, HEAD_DIM)
+    start = head * seq_len * HEAD_DIM
+    cols = block * BLOCK + tl.arange(0, BLOCK)
+    at = start + cols[:, None] * HEAD_DIM + dims[None, :]
+    k2 = tl.load(k2_ptr + at, mask=cols[:, None] < seq_len, other=0.0)
+    v = tl.load(v_ptr + at, mask=cols[:, None] < seq_len, other=0.0)
+    dk = tl.zeros([BLOCK, HEAD_DIM], k2.dtype)
+    dv = tl.zeros([BLOCK, HEAD_DIM], k2.dtype)
+    for first in range(block * BLOCK if CAUSAL else 0, seq_len, BLOCK):
+        rows = first + tl.arange(0, BLOCK)
+        rat = start + rows[:, None] * HEAD_DIM + dims[None, :]
+        q = tl.load(q_ptr + rat, mask=rows[:, None] < seq_len, other=0.0)
+        do = tl.load(do_ptr + rat, mask=rows[:, None] < seq_len, other=0.0)
+        lse2 = tl.load(lse2_ptr + head * seq_len + rows, mask=rows < seq_len, other=0.0)
+        delta = tl.load(delta_ptr + head * seq_len + rows, mask=rows < seq_len, other=0.0)
+        keep = (rows[:, None] < seq_len) & (cols[None, :] < seq_len)
+        if CAUSAL:
+            keep = keep & (cols[None, :] <= rows[:, None])
+        p = tl.where(keep, tl.exp2(tl.dot(q, tl.trans(k2)) - lse2[:, None]), 0.0)
+        dv += tl.dot(tl.trans(p), do)
+        dk += tl.dot(tl.trans(p * (tl.dot(do, tl.trans(v)) - delta[:, None])), q)
+    tl.store(dk_ptr + at, dk * scale, mask=cols[:, None] < seq_len)
+    tl.store(dv_ptr + at, dv, mask=cols[:, None] < seq_len)
+    rows = block * BLOCK + tl.arange(0, BLOCK)
+    at = start + rows[:, None] * HEAD_DIM + dims[None, :]
+    q = tl.load(q_ptr + at, mask=rows[:, None] < seq_len, other=0.0)
+    do = tl.load(do_ptr + at, mask=rows[:, None] < seq_len, other=0.0)
+    lse2 = tl.load(lse2_ptr + head * seq_len + rows, mask=rows < seq_len, other=0.0)
+    delta = tl.load(delta_ptr + head * seq_len + rows, mask=rows < seq_len, other=0.0)
+    dq = tl.zeros([BLOCK, HEAD_DIM], q.dtype)
+    for first in range(0, tl.minimum(seq_len, (block + 1) * BLOCK) if CAUSAL else seq_len, BLOCK):
+        cols = first + tl.arange(0, BLOCK)
+        kat = start + cols[:, None] * HEAD_DIM + dims[None, :]
+        k2 = tl.load(k2_ptr + kat, mask=cols[:, None] < seq_len, other=0.0)
+        v = tl.load(v_ptr + kat, mask=cols[:, None] < seq_len, other=0.0)
+        keep = (rows[:, None] < seq_len) & (cols[None, :] < seq_len)
+        if CAUSAL:
+            keep = keep & (cols[None, :] <= rows[:, None])
+        p = tl.where(keep, tl.exp2(tl.dot(q, tl.trans(k2)) - lse2[:, None]), 0.0)
+        dq += tl.dot(p * (tl.dot(do, tl.trans(v)) - delta[:, None]), k2)
+    tl.store(dq_ptr + at, dq * 0.6931471805599453, mask=rows[:, None] < seq_len)  # K₂ = K·scale·log₂e: times ln 2
+
+
+def flash_backward_as_the_triton_tutorial(q, k, v, o, lse, do, causal=False, BLOCK=16):
+    """K scaled and L turned to base 2 by PyTorch before the launches (the tutorial's `arg_k`), D by a kernel."""
+    BH, N, D = q.shape
+    scale = 1 / math.sqrt(D)
+    k2, lse2 = k * (scale * 1.4426950408889634), lse * 1.4426950408889634
+    delta = torch.empty_like(lse)
+    attention_delta_kernel[(triton.cdiv(N, BLOCK), BH)](o, do, delta, N, BLOCK_Q=BLOCK, HEAD_DIM=D)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    attention_backward_base2_kernel[(triton.cdiv(N, BLOCK), BH)](
+        q, k2, v, do, lse2, delta, dq, dk, dv, N, scale, CAUSAL=causal, BLOCK=BLOCK, HEAD_DIM=D
     )
     return dq, dk, dv
 

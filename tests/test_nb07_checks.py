@@ -205,6 +205,7 @@ def kernels():
         pytest.param("flash_backward_atomic_dq", id="one kernel, dQ by atomics"),
         pytest.param("flash_backward_in_reused_memory", id="buffers of reused memory", marks=pytest.mark.slow),
         pytest.param("flash_backward_atomic_dq_in_reused_memory", id="atomic dQ, the other buffers of reused memory"),
+        pytest.param("flash_backward_as_the_triton_tutorial", id="the Triton tutorial's: K scaled, L in base 2"),
     ],
 )
 def test_honest_backward_designs_keep_full_marks(kernels, design):
@@ -220,12 +221,23 @@ def test_a_dq_stored_by_every_key_block_costs_the_race_part_alone(kernels):
 
 
 @pytest.mark.parametrize(
-    "forgery", ["flash_backward_copying_pytorch", "flash_backward_pytorch_after"],
-    ids=["PyTorch's gradients copied by a kernel", "a launch for show, PyTorch's gradients returned"],
-)  # fmt: skip
+    "forgery",
+    [
+        pytest.param("flash_backward_copying_pytorch", id="PyTorch's gradients copied by a kernel"),
+        pytest.param("flash_backward_pytorch_after", id="a launch for show, PyTorch's gradients returned"),
+        pytest.param("flash_backward_doubled_and_halved", id="doubled in a buffer, halved by a kernel"),
+        pytest.param("flash_backward_doubled_row_by_row", id="the same computed row by row (no N×N memory)"),
+        pytest.param("flash_backward_offset_by_three", id="offset in a buffer, a kernel subtracts"),
+        pytest.param("flash_backward_bit_shuffled", id="bits XOR a key as integers, a kernel XORs them back"),
+        pytest.param("flash_backward_gradients_behind_delta", id="packed behind D in one buffer"),
+        pytest.param("flash_backward_in_the_low_bits_of_the_inputs", id="in the low bits of copies of q, k, v"),
+    ],
+)
 def test_gradients_the_kernels_did_not_compute_earn_nothing(kernels, forgery):
     got, failed, report = graded("check_flash_backward", getattr(kernels, forgery))
     assert got == 0 and failed == {"kernels"}, report
+    if forgery != "flash_backward_pytorch_after":  # the others' buffers held the gradients: the report names them
+        assert "come out right only from what `" in report, report
 
 
 # ------------------------------------------------------------------------------------------------ the Function

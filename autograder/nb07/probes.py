@@ -302,14 +302,10 @@ def probe_flash_backward(obj: Any, cases: Sequence[Any] = (), seed: int = 0, poi
     return data
 
 
-def replay_backward(
-    kernel: Any, plan: dict, case: Sequence[Any], seed: int = 0, blank: Sequence[int] = ()
-) -> ProbeData:
+def replay_backward(kernel: Any, plan: dict, case: Sequence[Any], seed: int = 0) -> ProbeData:
     """In the kernel runner: the plan's launches replayed with its kernels rebuilt from their text, on the case's
-    inputs made afresh; the gradients they left in the returned views, and what the watch saw of each launch.
-    blank: the launcher's buffers (by index) that start as NaN instead of what it put in them (the judge asks for
-    this run when those buffers held a gradient before any launch, to learn whether that content changes the
-    results)."""
+    inputs made afresh and its buffers started as the plan says (the judge chooses: judges/buffers.py); the
+    gradients they left in the returned views, and what the watch saw of each launch."""
     from coursetools.kernel_text import rebuild
 
     kernels = {name: rebuild(record, interpreted=True) for name, record in plan["records"].items()}
@@ -318,7 +314,7 @@ def replay_backward(
     def watch(storages: list) -> Any:
         return watching(storages, reads=Spans.of(storages), races=True)
 
-    values, seen = launch_plans.replay(plan, kernels, inputs, watch, blank=blank)
+    values, seen = launch_plans.replay(plan, kernels, inputs, watch)
     return {"launches": [{"returns": values, "seen": seen}]}
 
 

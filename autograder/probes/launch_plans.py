@@ -13,7 +13,8 @@ dtype) of a storage: one of the case's inputs (by name), or a *buffer* the launc
 when a launch first receives it (zeros, or what PyTorch put there: a delta computed before the kernels). The replay
 makes every storage afresh, runs the launches in order, and reads the returned views from the storages the
 launches wrote. Nothing the learner's process computed counts, except the buffers' first contents, which the
-judges inspect (a buffer that already holds a gradient is a copy, not a computation).
+judges replace before the replay where they are neither zeros nor a tensor the grader computes itself
+(nb07/judges/buffers.py: a buffer that holds a gradient, in any disguise, is a copy, not a computation).
 """
 
 from __future__ import annotations
@@ -142,14 +143,10 @@ def recording(inputs: dict[str, torch.Tensor]) -> Iterator[Plan]:
 # --------------------------------------------------------------------------------------------- the replay
 
 
-def storages_of(
-    data: dict, inputs: dict[str, torch.Tensor], blank: Sequence[int] = ()
-) -> tuple[dict[str, torch.Tensor], list[torch.Tensor]]:
-    """(each input afresh, each buffer afresh from its first content), as raw bytes. blank: the buffers (by index)
-    whose every byte is 0xFF instead (NaN in a float, -1 in an integer): what they start with cannot matter then."""
+def storages_of(data: dict, inputs: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], list[torch.Tensor]]:
+    """(each input afresh, each buffer afresh from the content the plan gives it), as raw bytes."""
     raw = {name: _bytes_of(t.contiguous().clone()) for name, t in inputs.items()}
     buffers = [torch.frombuffer(bytearray(base64.b64decode(b)), dtype=torch.uint8) for b in data["buffers"]]
-    buffers = [torch.full_like(b, 0xFF) if i in blank else b for i, b in enumerate(buffers)]
     return raw, buffers
 
 
@@ -167,12 +164,11 @@ def as_view(description: dict, inputs: dict[str, torch.Tensor], buffers: list[to
 
 
 def replay(
-    data: dict, kernels: dict[str, Any], inputs: dict[str, torch.Tensor], watch: Any, blank: Sequence[int] = ()
+    data: dict, kernels: dict[str, Any], inputs: dict[str, torch.Tensor], watch: Any
 ) -> tuple[list[torch.Tensor | None], list[dict]]:
-    """Run the plan's launches in order with the rebuilt kernels on fresh storages (blank: the buffers, by index,
-    that start as 0xFF bytes); (the returned views' values, what `watch(handed)` saw of each launch: a context
-    manager yielding its counts)."""
-    raw_inputs, buffers = storages_of(data, inputs, blank)
+    """Run the plan's launches in order with the rebuilt kernels on fresh storages; (the returned views' values,
+    what `watch(handed)` saw of each launch: a context manager yielding its counts)."""
+    raw_inputs, buffers = storages_of(data, inputs)
     storages = list(raw_inputs.values()) + buffers
     seen = []
     for launch in data["launches"]:

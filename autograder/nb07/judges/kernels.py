@@ -28,6 +28,7 @@ from ..cases import (
     reference_gradients,
     reference_lse,
 )
+from .buffers import Counted, counted_start
 from .mistakes import BACKWARD, FORWARD, KERNEL, TILED
 from .pytorch import close, matched, titled, where_wrong
 
@@ -283,8 +284,9 @@ def judge_flash_backward(data: ProbeData, cases: Sequence[Any] = (), seed: int =
         )
         where = f"{heads} head(s), N = {N}, d = {d}, {'causal, ' if causal else ''}{dtype}"
         all_records.update(plan["records"])
-        replayed = _replayed(plan, case, seed)
-        right = _judge_backward_values(parts, case, replayed["returns"], plan, where, seed)
+        counted = counted_start(plan, _grader_computes(seed, case))
+        replayed = _replayed({**plan, "buffers": counted.buffers}, case, seed)
+        right = _judge_backward_values(parts, case, replayed["returns"], plan, where, seed, counted)
         right_somewhere |= right
         if right:
             _judge_backward_memory(parts, case, replayed["seen"], entry["largest"], where)
@@ -301,7 +303,7 @@ def judge_flash_backward(data: ProbeData, cases: Sequence[Any] = (), seed: int =
 
 
 def _judge_backward_values(
-    parts: dict[str, Part], case: tuple, returns: list, plan: dict, where: str, seed: int
+    parts: dict[str, Part], case: tuple, returns: list, plan: dict, where: str, seed: int, counted: Counted
 ) -> bool:
     heads, N, d, causal, dtype = case
     inputs = backward_inputs(seed, case)
@@ -309,16 +311,27 @@ def _judge_backward_values(
     want = reference_gradients({**wide, "causal": causal})
     rtol, atol = _tolerance(dtype)
     rtol, atol = rtol * 10, atol * 10  # a gradient sums N products more than the output does
-    if not _the_kernels_work(parts["kernels"], case, returns, plan, want, where, seed, (rtol, atol)):
+    if not _made_by_the_launches(parts["kernels"], returns, plan, where):
         return False
     got = [answers.tensor(g, "a gradient", (heads, N, d)) for g in returns]
+    right = [close(g, w, rtol, atol) for g, w in zip(got, want)]
+    if (
+        not all(right)
+        and counted.changed
+        and _right_only_from_what_buffers_held(
+            parts["kernels"], plan, case, seed, right, want, (rtol, atol), counted, where
+        )
+    ):
+        return False
     kind = backward_kind(case)
     dq, dk, dv = got
-    ok_v, ok_qk = close(dv, want[2], rtol, atol), close(dq, want[0], rtol, atol) and close(dk, want[1], rtol, atol)
+    ok_v, ok_qk = right[2], right[0] and right[1]
     if ok_v and ok_qk:
         return True
     args = (wide["q"], wide["k"], wide["v"], wide["do"], causal)
     tol = {"rtol": rtol, "atol": atol}
+    if counted.changed:  # what an uncounted buffer held became NaN: say so beside the values
+        where = f"{where} ({counted.note()})"
     if kind != "values":
         mistake = matched(BACKWARD, torch.stack(got), *args, pick=torch.stack, **tol)
         same = next((p for p in ("dv", "dq_dk") if parts[p].passed is False), None)
@@ -346,11 +359,15 @@ def _judge_backward_values(
     return False
 
 
-def _the_kernels_work(
-    part: Part, case: tuple, returns: list, plan: dict, want: Sequence, where: str, seed: int, tol: tuple
-) -> bool:
-    """Whether the gradients are what the replayed launches wrote from q, k, v, O, L and dO: not tensors PyTorch
-    made after them, nor gradients a buffer held before them (fails `part` with what was found)."""
+def _grader_computes(seed: int, case: tuple) -> dict[str, torch.Tensor]:
+    """The case's tensors a buffer may start as (times a number): the inputs, dO ∘ O and D = rowsum(dO ∘ O)."""
+    inputs = {n: t.to(torch.float64) for n, t in backward_inputs(seed, case).items() if isinstance(t, torch.Tensor)}
+    product = inputs["do"] * inputs["o"]
+    return {**inputs, "dO ∘ O": product, "D": product.sum(-1)}
+
+
+def _made_by_the_launches(part: Part, returns: list, plan: dict, where: str) -> bool:
+    """Whether every gradient returned is a view the launches were handed (not a tensor PyTorch made after them)."""
     described = answers.listed(plan["returns"], "the returned views")
     if any(r is None or r.get("made_after") for r in described) or any(g is None for g in returns):
         part.fail(
@@ -358,19 +375,39 @@ def _the_kernels_work(
             "return the tensors your kernels store into (torch.empty_like buffers handed to the launches).",
         )
         return False
-    # a buffer that held a gradient before any launch is a copy only where that content changes the results (the
-    # replay from NaN buffers differs): memory freed before may hold anything, a gradient too, and an honest kernel
-    # overwrites it
-    cast = getattr(torch, case[4])
-    holding = {n: _held_before(plan, w.to(cast), *tol) for n, w in zip(("dq", "dk", "dv"), want)}
-    copied = [n for n, buffers in holding.items() if buffers]
-    if copied and _buffers_matter(plan, case, seed, returns, sorted(set().union(*holding.values()))):
-        part.fail(
-            f"{where}: a buffer handed to the kernels already held {', '.join(copied)} before any launch: the "
-            "kernels copied a gradient computed elsewhere.",
-            "the kernels compute the gradients from q, k, v, O, L and dO.",
-        )
+    return True
+
+
+def _right_only_from_what_buffers_held(
+    part: Part,
+    plan: dict,
+    case: tuple,
+    seed: int,
+    right: list,
+    want: Sequence,
+    tol: tuple,
+    counted: Counted,
+    where: str,
+) -> bool:
+    """Whether a gradient the graded replay got wrong comes out right when the buffers start with what the learner's
+    process put in them: then that content, not the kernels, made it (a gradient computed elsewhere, in any
+    disguise); fails `part` with the buffers it names."""
+    held = answers.listed(_replayed(plan, case, seed)["returns"], "the replay from the buffers as they were")
+    made = [
+        name
+        for name, ok, g, w in zip(("dQ", "dK", "dV"), right, held, want)
+        if not ok and g is not None and close(answers.tensor(g, "a gradient", tuple(w.shape)), w, *tol)
+    ]
+    if not made:
         return False
+    part.fail(
+        f"{where}: {', '.join(made)} come out right only from what {counted.names()} held before any launch: "
+        "started by the grader (as NaN, or as its own values where it computes the content too), the kernels return "
+        "other gradients. They copied or undid a gradient computed elsewhere.",
+        "the kernels compute the gradients from q, k, v, O, L and dO. A buffer's first content counts where it is "
+        "zeros or what the grader computes too (q, k, v, O, dO or L times a number, dO ∘ O, D = rowsum(dO ∘ O)); "
+        "write every entry of any other buffer before a kernel reads it.",
+    )
     return True
 
 
@@ -383,46 +420,17 @@ _BACKWARD_HINTS = {
 }
 
 
-def _replayed(plan: dict, case: tuple, seed: int, blank: Sequence[int] = ()) -> dict:
-    """The kernel runner's replay of the plan on the case (blank: these buffers start as NaN): returns and the
+def _replayed(plan: dict, case: tuple, seed: int) -> dict:
+    """The kernel runner's replay of the plan on the case (its buffers start as the plan says): returns and the
     watch's counts."""
     found = kernel_runs.probe(
         "autograder.nb07.probes:replay_backward",
         next(iter(plan["records"].values())),
-        {"plan": plan, "case": list(case), "seed": seed, "blank": blank},
+        {"plan": plan, "case": list(case), "seed": seed},
     )
     if isinstance(found, dict) and FAILED in found:
         raise CheckFailed(str(found[FAILED]))
     return answers.entry(answers.listed(found.get("launches"), "the replay")[0], "the replay", ("returns", "seen"))
-
-
-def _buffers_matter(plan: dict, case: tuple, seed: int, returns: list, holding: list[int]) -> bool:
-    """Whether the gradients change when the buffers that held a gradient start as NaN instead of what the launcher
-    put there (the others keep their first content: an atomic dQ's zeros are the honest design's own)."""
-    blank = answers.listed(_replayed(plan, case, seed, blank=holding)["returns"], "the blank replay")
-    return any(
-        (a is None) != (b is None) or (a is not None and not torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0)))
-        for a, b in zip(returns, blank)
-    )
-
-
-def _held_before(plan: dict, grad: torch.Tensor, rtol: float, atol: float) -> set[int]:
-    """The buffers whose first content (before any launch) already holds `grad`, entry for entry in memory order."""
-    import base64
-
-    import numpy as np
-
-    g = grad.contiguous().reshape(-1).numpy()
-    holding = set()
-    for index, content in enumerate(answers.listed(plan["buffers"], "the buffers")):
-        raw = base64.b64decode(content) if isinstance(content, str) else b""
-        values = np.frombuffer(raw[: len(raw) - len(raw) % g.itemsize], dtype=g.dtype)
-        if len(values) < len(g):
-            continue
-        windows = np.lib.stride_tricks.sliding_window_view(values, len(g))
-        if np.isclose(windows, g, rtol=rtol, atol=atol).all(axis=1).any():
-            holding.add(index)
-    return holding
 
 
 def _judge_backward_memory(parts: dict[str, Part], case: tuple, seen: list, largest: Any, where: str) -> None:
