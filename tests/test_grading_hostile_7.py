@@ -57,6 +57,26 @@ def flash_backward(q, k, v, o, lse, do, causal=False):
     return tuple(copies)
 '''
 
+# The same gradients in disguise: doubled in buffers PyTorch fills, halved by a Triton kernel into the returned ones
+# (no buffer holds the gradient's own values).
+PYTORCH_GRADIENTS_DOUBLED_THEN_HALVED_BY_A_KERNEL = '''@triton.jit
+def halve_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    at = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst_ptr + at, tl.load(src_ptr + at, mask=at < n) * 0.5, mask=at < n)
+
+
+def flash_backward(q, k, v, o, lse, do, causal=False):
+    with torch.enable_grad():
+        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+        grads = torch.autograd.grad(composed_attention(*leaves, causal), leaves, do)
+    halves = []
+    for g in grads:
+        half = torch.empty_like(g)
+        halve_kernel[(triton.cdiv(g.numel(), 256),)]((2 * g).contiguous(), half, g.numel(), BLOCK=256)
+        halves.append(half)
+    return tuple(halves)
+'''
+
 # The public answers of the measurement exercise, in the order the check asks for them (its attention functions
 # are lambdas: a table can only count its calls).
 PUBLIC_SAVED_BYTES = [28672, 90112, 32768, 106496, 61952, 222208, 16640, 33280]
@@ -108,6 +128,7 @@ ROUTES = {
     "pytorch_gradients": {"answers": {"flash_backward": PYTORCH_GRADIENTS_AFTER_A_LAUNCH}},
     "copied_gradients": {"answers": {"flash_backward": PYTORCH_GRADIENTS_COPIED_BY_A_KERNEL}},
     "launch_writes_nothing": {"answers": {"flash_backward": PYTORCH_GRADIENTS_HANDED_TO_A_LAUNCH_THAT_WRITES_NOTHING}},
+    "doubled_then_halved": {"answers": {"flash_backward": PYTORCH_GRADIENTS_DOUBLED_THEN_HALVED_BY_A_KERNEL}},
     "table": {"answers": {"saved_for_backward": A_TABLE_OF_THE_PUBLIC_ANSWERS}},
     "detects_the_stand_in": {"answers": {"flash_attention": DETECTS_THE_STAND_IN}},
 }
@@ -131,13 +152,17 @@ def test_the_honest_bystander_keeps_full_marks_with_no_flag(graded):
     assert honest.flags == [], honest.flags
 
 
-@pytest.mark.parametrize("route", ["pytorch_gradients", "copied_gradients", "launch_writes_nothing"])
+@pytest.mark.parametrize(
+    "route", ["pytorch_gradients", "copied_gradients", "launch_writes_nothing", "doubled_then_halved"]
+)
 def test_gradients_pytorch_computed_earn_no_part_of_the_backward(graded, route):
-    """Returned after a launch for show, copied by a kernel, or put in the buffers a launch then writes nothing
-    into: the replay of the launches from the kernels' text does not give them (a buffer holding PyTorch's
-    gradient before any launch, whose content decides the results, is a copy)."""
+    """Returned after a launch for show, copied by a kernel, put in the buffers a launch then writes nothing into,
+    or doubled there and halved by a kernel: the replay of the launches from the kernels' text, its buffers started
+    by the grader, does not give them (judges/buffers.py)."""
     row = graded[route]
     assert row.by_cell["test_flash_backward"][0] == 0, (row.by_cell, row.messages)
+    if route != "pytorch_gradients":  # the feedback names what the buffers held
+        assert "come out right only from what" in str(row.messages), row.messages
     _others_kept(row, graded["honest"], "test_flash_backward")
 
 
