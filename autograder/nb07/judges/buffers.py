@@ -46,7 +46,7 @@ class Counted:
 
 def counted_start(plan: dict, known: dict[str, torch.Tensor]) -> Counted:
     """The plan's buffers as the graded replay starts them; `known`: the tensors the grader computes for the case
-    (float64), each matched to a view by its entries in order."""
+    (float64), each matched to a view by its entries in order, or as the front of a view padded past it."""
     originals = [_raw(content) for content in answers.listed(plan["buffers"], "the buffers")]
     starts = [torch.full_like(raw, 0xFF) for raw in originals]
     counted = Counted(buffers=[])
@@ -54,7 +54,9 @@ def counted_start(plan: dict, known: dict[str, torch.Tensor]) -> Counted:
     seen = set()
     for number, launch in enumerate(answers.listed(plan["launches"], "the launches"), 1):
         launch = answers.entry(launch, "a launch", ("kernel", "grid", "args"))
-        for name, arg in dict(launch["args"]).items():
+        if not isinstance(launch["args"], dict):
+            raise CheckFailed("a launch's arguments are not described by name")
+        for name, arg in launch["args"].items():
             layout = arg.get("tensor") if isinstance(arg, dict) else None
             if not isinstance(layout, dict) or "buffer" not in layout:
                 continue
@@ -62,10 +64,10 @@ def counted_start(plan: dict, known: dict[str, torch.Tensor]) -> Counted:
             if key in seen:
                 continue
             seen.add(key)
-            how = _start_view(originals, starts, layout, known)
+            index, how = _start_view(originals, starts, layout, known)
             if how:
                 counted.differing.append(
-                    (layout["buffer"] in returned, f"`{name}` of launch {number} (`{launch['kernel']}`, {how})")
+                    (index in returned, f"`{name}` of launch {number} (`{launch['kernel']}`, {how})")
                 )
     counted.buffers = [base64.b64encode(s.numpy().tobytes()).decode("ascii") for s in starts]
     counted.changed = any(not torch.equal(a, b) for a, b in zip(originals, starts))
@@ -82,41 +84,56 @@ def _raw(content: object) -> torch.Tensor:
     return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
 
 
-def _start_view(originals: list, starts: list, layout: dict, known: dict[str, torch.Tensor]) -> str | None:
+def _start_view(originals: list, starts: list, layout: dict, known: dict[str, torch.Tensor]) -> tuple[int, str | None]:
     """Writes the view's start into `starts`: the learner's zeros, or the grader's own tensor times the number the
-    learner's content has, else NaN; how that start differs from what the learner's process left (None: it does not)."""
+    learner's content has, else NaN; (the buffer, how that start differs from what the learner's process left there:
+    None where it does not)."""
     try:
         index = int(layout["buffer"])
         held, start = strided_view(originals[index], layout), strided_view(starts[index], layout)
     except (KeyError, IndexError, TypeError, ValueError):
         raise CheckFailed("a launch's tensor reaches outside the memory it was made in") from None
     if held.numel() == 0:
-        return None
+        return index, None
     try:
         if bool((held == 0).all()):
             start.copy_(held)
-            return None
+            return index, None
         found = _multiple_of(held.to(torch.float64), known) if held.is_floating_point() else None
         if found is None:
-            return "not counted"
+            return index, "not counted"
         name, c, own = found
-        start.copy_(own.reshape(held.shape).to(held.dtype))
+        start.copy_(own.to(held.dtype))
     except RuntimeError:  # a view whose entries overlap (a stride of 0) cannot be written entry by entry
-        return "not counted"
-    return None if torch.equal(start, held) else f"counted as the grader's {c:.6g}·{name}"
+        return index, "not counted"
+    return index, None if torch.equal(start, held) else f"counted as the grader's {c:.6g}·{name}"
 
 
 def _multiple_of(values: torch.Tensor, known: dict[str, torch.Tensor]) -> tuple[str, float, torch.Tensor] | None:
-    """(name, c, c·T) for the known tensor T (entries in order) and number c that `values` are, within SAME_WITHIN."""
-    x = values.reshape(-1)
-    if not bool(torch.isfinite(x).all()):
-        return None
+    """(name, c, the start) where `values` are c·T for a known tensor T and a number c, within SAME_WITHIN: T's
+    entries in order, or T at the front of one axis the view pads past it (the padding starts as NaN, or as zeros
+    where it held zeros)."""
     for name, tensor in known.items():
-        t = tensor.reshape(-1)
-        if t.numel() != x.numel() or not bool(t.any()):
-            continue
-        c = float(x @ t) / float(t @ t)
-        own = c * t
-        if c != 0 and float((x - own).abs().max()) <= SAME_WITHIN * float(own.abs().max()):
-            return name, c, own
+        if tensor.numel() == values.numel():
+            c = _factor(values.reshape(-1), tensor.reshape(-1))
+            if c is not None:
+                return name, c, (c * tensor).reshape(values.shape)
+        longer = [a for a, (m, n) in enumerate(zip(values.shape, tensor.shape)) if m != n]
+        if values.dim() == tensor.dim() and len(longer) == 1 and values.shape[longer[0]] > tensor.shape[longer[0]]:
+            axis, length = longer[0], tensor.shape[longer[0]]
+            c = _factor(values.narrow(axis, 0, length).reshape(-1), tensor.reshape(-1))
+            if c is not None:
+                tail = values.narrow(axis, length, values.shape[axis] - length)
+                own = torch.full_like(values, 0.0 if bool((tail == 0).all()) else float("nan"))
+                own.narrow(axis, 0, length).copy_(c * tensor)
+                return name, c, own
     return None
+
+
+def _factor(x: torch.Tensor, t: torch.Tensor) -> float | None:
+    """c where x = c·t within SAME_WITHIN of the largest entry (None: no such number, or c = 0)."""
+    if not bool(torch.isfinite(x).all()) or not bool(t.any()):
+        return None
+    c = float(x @ t) / float(t @ t)
+    own = c * t
+    return c if c != 0 and float((x - own).abs().max()) <= SAME_WITHIN * float(own.abs().max()) else None

@@ -360,10 +360,12 @@ def _judge_backward_values(
 
 
 def _grader_computes(seed: int, case: tuple) -> dict[str, torch.Tensor]:
-    """The case's tensors a buffer may start as (times a number): the inputs, dO ∘ O and D = rowsum(dO ∘ O)."""
+    """The case's tensors a buffer may start as (times a number): the inputs (and q, k, v, O, dO transposed),
+    dO ∘ O and D = rowsum(dO ∘ O)."""
     inputs = {n: t.to(torch.float64) for n, t in backward_inputs(seed, case).items() if isinstance(t, torch.Tensor)}
     product = inputs["do"] * inputs["o"]
-    return {**inputs, "dO ∘ O": product, "D": product.sum(-1)}
+    transposed = {f"{n}ᵀ": inputs[n].transpose(1, 2) for n in ("q", "k", "v", "o", "do")}  # for tl.dot(q, kᵀ)
+    return {**inputs, **transposed, "dO ∘ O": product, "D": product.sum(-1)}
 
 
 def _made_by_the_launches(part: Part, returns: list, plan: dict, where: str) -> bool:
