@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-NOISE_T = 25  # copydetect's default k: a fingerprint covers 25 characters of normalised code
-THRESHOLD = 0.6  # both answers of a listed pair share at least this much of their fingerprinted code
+NOISE_T = 15  # characters of normalised code a fingerprint covers (copydetect: 25; chosen on the planted class)
+THRESHOLD = 0.75  # both answers of a listed pair share at least this much of their fingerprinted code
 TOO_SHORT = 120  # fingerprinted characters of the reference answer, template removed, below which nothing is listed
 UNIFORM = 0.5  # where one pair in ten of the class shares this much, the exercise's answers are alike: nothing listed
 
