@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from autograder.feedback import CheckFailed
-from autograder.nb07.judges.buffers import counted_start
+from autograder.nb07.judges.buffers import MAX_KEPT_VIEWS, counted_start
 from autograder.probes.launches import view_layout
 
 pytestmark = pytest.mark.nb07
@@ -128,3 +128,16 @@ def test_a_forged_description_of_the_buffers_is_refused_with_a_message(change, s
     change(plan)
     with pytest.raises(CheckFailed, match=says):
         counted_start(plan, KNOWN)
+
+
+def test_past_a_few_dozen_kept_views_the_rest_start_as_nan():
+    """Which views are zeros, and the number each counted view is the grader's tensor times, carry a few bits each:
+    a launcher handing the kernels hundreds of them could spell out a gradient; it gets NaN past MAX_KEPT_VIEWS."""
+    views = [torch.zeros(HEADS, N, D, dtype=torch.float64) for _ in range(MAX_KEPT_VIEWS)] + [Q * 1.5, -Q]
+    plan = plan_of(*views)
+    counted = counted_start(plan, KNOWN)
+    assert torch.equal(start_of(plan, 0, views[0]), views[0])
+    assert bool(start_of(plan, MAX_KEPT_VIEWS, Q).isnan().all()) and bool(
+        start_of(plan, MAX_KEPT_VIEWS + 1, Q).isnan().all()
+    )
+    assert f"more than {MAX_KEPT_VIEWS} views kept" in counted.names()
