@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from autograder.feedback import CheckFailed
-from autograder.nb07.judges.buffers import MAX_KEPT_VIEWS, counted_start
+from autograder.nb07.judges.buffers import MAX_KEPT_VIEWS, MAX_NUMBERS, counted_start
 from autograder.probes.launches import view_layout
 
 pytestmark = pytest.mark.nb07
@@ -141,3 +141,13 @@ def test_past_a_few_dozen_kept_views_the_rest_start_as_nan():
         start_of(plan, MAX_KEPT_VIEWS + 1, Q).isnan().all()
     )
     assert f"more than {MAX_KEPT_VIEWS} views kept" in counted.names()
+
+
+def test_a_gradient_handed_to_the_kernels_as_numbers_is_refused():
+    plan = plan_of(torch.zeros(HEADS, N, D, dtype=torch.float64))
+    plan["launches"][0]["args"] |= {f"g{i}": {"value": g} for i, g in enumerate(torch.randn(3 * 32 * 16).tolist())}
+    with pytest.raises(CheckFailed, match=f"more than {MAX_NUMBERS} different numbers"):
+        counted_start(plan, KNOWN)
+    honest = plan_of(torch.zeros(HEADS, N, D, dtype=torch.float64))
+    honest["launches"][0]["args"] |= {"seq_len": {"value": N}, "scale": {"value": 0.5}, "CAUSAL": {"value": True}}
+    counted_start(honest, KNOWN)  # a backward's few numbers pass

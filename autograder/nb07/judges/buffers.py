@@ -26,6 +26,9 @@ SAME_WITHIN = 1e-3  # of the largest entry: D computed in float32 for float64 in
 # the numbers): an honest launcher keeps a handful; beyond this many, a view starts as NaN, so no gradient of
 # thousands of numbers can be spelled out in them.
 MAX_KEPT_VIEWS = 32
+# The numbers handed to the launches (N, the scale, strides, block sizes) come from the learner's process too: a
+# backward needs a dozen; thousands could be a gradient passed as arguments.
+MAX_NUMBERS = 64
 
 
 @dataclass
@@ -55,11 +58,21 @@ def counted_start(plan: dict, known: dict[str, torch.Tensor]) -> Counted:
     starts = [torch.full_like(raw, 0xFF) for raw in originals]
     counted = Counted(buffers=[])
     returned = {r.get("buffer") for r in answers.listed(plan["returns"], "the returned views") if isinstance(r, dict)}
-    seen, kept = set(), 0
+    seen, kept, numbers = set(), 0, set()
     for number, launch in enumerate(answers.listed(plan["launches"], "the launches"), 1):
         launch = answers.entry(launch, "a launch", ("kernel", "grid", "args"))
         if not isinstance(launch["args"], dict):
             raise CheckFailed("a launch's arguments are not described by name")
+        numbers |= {
+            (type(a["value"]).__name__, a["value"])
+            for a in launch["args"].values()
+            if isinstance(a, dict) and type(a.get("value")) in (int, float)
+        }
+        if len(numbers) > MAX_NUMBERS:
+            raise CheckFailed(
+                f"the launches hand the kernels more than {MAX_NUMBERS} different numbers: a backward's launches "
+                "need a few (N, the scale, strides, block sizes); the gradients are the kernels' to compute."
+            )
         for name, arg in launch["args"].items():
             layout = arg.get("tensor") if isinstance(arg, dict) else None
             if not isinstance(layout, dict) or "buffer" not in layout:
