@@ -151,3 +151,7 @@ def test_a_gradient_handed_to_the_kernels_as_numbers_is_refused():
     honest = plan_of(torch.zeros(HEADS, N, D, dtype=torch.float64))
     honest["launches"][0]["args"] |= {"seq_len": {"value": N}, "scale": {"value": 0.5}, "CAUSAL": {"value": True}}
     counted_start(honest, KNOWN)  # a backward's few numbers pass
+    spelled = plan_of(torch.zeros(HEADS, N, D, dtype=torch.float64))
+    spelled["launches"][0]["args"]["GRADIENT"] = {"value": ",".join(map(str, GRADIENT.flatten().tolist()))}
+    with pytest.raises(CheckFailed, match="a text of more than 32 characters"):
+        counted_start(spelled, KNOWN)

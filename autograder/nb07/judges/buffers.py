@@ -26,8 +26,8 @@ SAME_WITHIN = 1e-3  # of the largest entry: D computed in float32 for float64 in
 # the numbers): an honest launcher keeps a handful; beyond this many, a view starts as NaN, so no gradient of
 # thousands of numbers can be spelled out in them.
 MAX_KEPT_VIEWS = 32
-# The numbers handed to the launches (N, the scale, strides, block sizes) come from the learner's process too: a
-# backward needs a dozen; thousands could be a gradient passed as arguments.
+# The numbers handed to the launches (N, the scale, strides, block sizes; a constexpr's text) come from the learner's
+# process too: a backward needs a dozen; thousands, or a long text, could be a gradient passed as arguments.
 MAX_NUMBERS = 64
 
 
@@ -63,15 +63,13 @@ def counted_start(plan: dict, known: dict[str, torch.Tensor]) -> Counted:
         launch = answers.entry(launch, "a launch", ("kernel", "grid", "args"))
         if not isinstance(launch["args"], dict):
             raise CheckFailed("a launch's arguments are not described by name")
-        numbers |= {
-            (type(a["value"]).__name__, a["value"])
-            for a in launch["args"].values()
-            if isinstance(a, dict) and type(a.get("value")) in (int, float)
-        }
-        if len(numbers) > MAX_NUMBERS:
+        values = [a["value"] for a in launch["args"].values() if isinstance(a, dict) and "value" in a]
+        numbers |= {(type(v).__name__, v) for v in values if type(v) in (int, float, str)}
+        if len(numbers) > MAX_NUMBERS or any(isinstance(v, str) and len(v) > 32 for v in values):
             raise CheckFailed(
-                f"the launches hand the kernels more than {MAX_NUMBERS} different numbers: a backward's launches "
-                "need a few (N, the scale, strides, block sizes); the gradients are the kernels' to compute."
+                f"the launches hand the kernels more than {MAX_NUMBERS} different numbers, or a text of more than 32 "
+                "characters: a backward's launches need a few numbers (N, the scale, strides, block sizes); the "
+                "gradients are the kernels' to compute."
             )
         for name, arg in launch["args"].items():
             layout = arg.get("tensor") if isinstance(arg, dict) else None
