@@ -271,6 +271,13 @@ def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
     tl.store(dst_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n), mask=offsets < n)
 
 
+def flash_backward_atomic_dq_not_zeroed(q, k, v, o, lse, do, causal=False):
+    """dQ added to by atomics in a torch.empty_like buffer, never zeroed: whatever the memory held (here numbers
+    drawn once) is in dQ."""
+    garbage = torch.rand(q.shape, generator=torch.Generator().manual_seed(5), dtype=q.dtype)
+    return flash_backward_atomic_dq(q, k, v, o, lse, do, causal, dq=torch.empty_like(q).copy_(garbage))
+
+
 def flash_backward_copying_pytorch(q, k, v, o, lse, do, causal=False):
     """PyTorch's gradients, handed to a kernel that copies them into the returned buffers."""
     qs, ks, vs = (t.detach().clone().requires_grad_() for t in (q, k, v))
@@ -465,12 +472,12 @@ def backward_atomic_dq_kernel(
     tl.store(dv_ptr + at, dv, mask=cols[:, None] < seq_len)
 
 
-def flash_backward_atomic_dq(q, k, v, o, lse, do, causal=False, BLOCK_Q=16, BLOCK_K=32, into=None):
-    """into: the (dk, dv) buffers to write, instead of fresh ones (dQ's zeros are always the design's own)."""
+def flash_backward_atomic_dq(q, k, v, o, lse, do, causal=False, BLOCK_Q=16, BLOCK_K=32, into=None, dq=None):
+    """into: the (dk, dv) buffers to write, instead of fresh ones; dq: the buffer dQ is added to (zeros)."""
     BH, N, D = q.shape
     delta = torch.empty_like(lse)
     attention_delta_kernel[(triton.cdiv(N, BLOCK_Q), BH)](o, do, delta, N, BLOCK_Q=BLOCK_Q, HEAD_DIM=D)
-    dq, (dk, dv) = torch.zeros_like(q), into or (torch.empty_like(k), torch.empty_like(v))
+    dq, (dk, dv) = torch.zeros_like(q) if dq is None else dq, into or (torch.empty_like(k), torch.empty_like(v))
     backward_atomic_dq_kernel[(triton.cdiv(N, BLOCK_K), BH)](
         q,
         k,

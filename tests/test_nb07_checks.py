@@ -220,6 +220,14 @@ def test_a_dq_stored_by_every_key_block_costs_the_race_part_alone(kernels):
     assert failed == {"race"} and "tl.atomic_add" in report, report
 
 
+def test_a_dq_added_to_in_memory_never_zeroed_costs_its_values_and_the_hint_says_zeros(kernels):
+    """The grader's replay starts such a buffer as NaN (judges/buffers.py): dQ comes out NaN, not the learner's
+    memory's luck; dV, stored whole, keeps its part."""
+    got, failed, report = graded("check_flash_backward", kernels.flash_backward_atomic_dq_not_zeroed)
+    assert failed == {"dq_dk", "ragged", "causal"} and "dQ came out NaN" in report, report
+    assert "torch.zeros_like(q)" in report and "`dq_ptr` of launch 2" in report, report
+
+
 @pytest.mark.parametrize(
     "forgery",
     [

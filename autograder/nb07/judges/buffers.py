@@ -47,9 +47,6 @@ class Counted:
         shown = [name for _, name in sorted(self.differing, key=lambda d: (d[0], "not counted" not in d[1]))]
         return ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
 
-    def note(self) -> str:
-        return f"what {self.names()} held before any launch is not counted"
-
 
 def counted_start(plan: dict, known: dict[str, torch.Tensor]) -> Counted:
     """The plan's buffers as the graded replay starts them; `known`: the tensors the grader computes for the case

@@ -330,8 +330,7 @@ def _judge_backward_values(
         return True
     args = (wide["q"], wide["k"], wide["v"], wide["do"], causal)
     tol = {"rtol": rtol, "atol": atol}
-    if counted.changed:  # what an uncounted buffer held became NaN: say so beside the values
-        where = f"{where} ({counted.note()})"
+    nan = _nan_note(got, counted)
     if kind != "values":
         mistake = matched(BACKWARD, torch.stack(got), *args, pick=torch.stack, **tol)
         same = next((p for p in ("dv", "dq_dk") if parts[p].passed is False), None)
@@ -341,12 +340,13 @@ def _judge_backward_values(
         if same and mistake:
             parts[kind].fail(message, same_mistake_as=same)
         else:
-            parts[kind].fail(message, mistake.hint if mistake else _BACKWARD_HINTS[kind])
+            parts[kind].fail(message, nan or (mistake.hint if mistake else _BACKWARD_HINTS[kind]))
         return False
     if not ok_v:
         mistake = matched(BACKWARD, dv, *args, pick=lambda g: g[2], **tol)
         parts["dv"].fail(
-            f"{where}: dV {where_wrong(dv, want[2], rtol, atol)}", mistake.hint if mistake else _BACKWARD_HINTS["dv"]
+            f"{where}: dV {where_wrong(dv, want[2], rtol, atol)}",
+            nan or (mistake.hint if mistake else _BACKWARD_HINTS["dv"]),
         )
     if not ok_qk:
         mistake = matched(BACKWARD, torch.stack([dq, dk]), *args, pick=lambda g: torch.stack(g[:2]), **tol)
@@ -355,7 +355,7 @@ def _judge_backward_values(
             for n, g, w in (("Q", dq, want[0]), ("K", dk, want[1]))
             if not close(g, w, rtol, atol)
         )
-        parts["dq_dk"].fail(f"{where}: {wrong}", mistake.hint if mistake else _BACKWARD_HINTS["dq_dk"])
+        parts["dq_dk"].fail(f"{where}: {wrong}", nan or (mistake.hint if mistake else _BACKWARD_HINTS["dq_dk"]))
     return False
 
 
@@ -366,6 +366,19 @@ def _grader_computes(seed: int, case: tuple) -> dict[str, torch.Tensor]:
     product = inputs["do"] * inputs["o"]
     transposed = {f"{n}ᵀ": inputs[n].transpose(1, 2) for n in ("q", "k", "v", "o", "do")}  # for tl.dot(q, kᵀ)
     return {**inputs, **transposed, "dO ∘ O": product, "D": product.sum(-1)}
+
+
+def _nan_note(got: Sequence[torch.Tensor], counted: Counted) -> str:
+    """The hint where a gradient came out NaN and the grader's run started a buffer as NaN (one that held neither
+    zeros nor anything the grader computes: a torch.empty_like read before it is written); "" otherwise."""
+    nan = [name for name, g in zip(("dQ", "dK", "dV"), got) if bool(g.isnan().any())]
+    if not nan or not counted.changed:
+        return ""
+    return (
+        f"{', '.join(nan)} came out NaN: the grader's run starts a buffer that held neither zeros nor anything it "
+        f"computes as NaN ({counted.names()}), so a kernel must store every entry before reading it; a dQ added to "
+        "by tl.atomic_add starts as torch.zeros_like(q)."
+    )
 
 
 def _made_by_the_launches(part: Part, returns: list, plan: dict, where: str) -> bool:
