@@ -25,6 +25,7 @@ from tests import nb07_answers as answers  # noqa: E402
 from tests import nb07_kernels  # noqa: E402
 
 pytestmark = pytest.mark.nb07
+SLOW = pytest.mark.slow  # `make test` only: one honest backward design and two forgeries stay in `make test-fast`
 
 CALLS = {
     "check_composed_attention": ({"seed": 0, "cases": 3}, 3),
@@ -201,11 +202,15 @@ def kernels():
     "design",
     [
         pytest.param("flash_backward", id="three kernels", marks=pytest.mark.slow),
-        pytest.param("flash_backward_delta_in_pytorch", id="D computed by PyTorch"),
+        pytest.param("flash_backward_delta_in_pytorch", id="D computed by PyTorch", marks=SLOW),
         pytest.param("flash_backward_atomic_dq", id="one kernel, dQ by atomics"),
         pytest.param("flash_backward_in_reused_memory", id="buffers of reused memory", marks=pytest.mark.slow),
-        pytest.param("flash_backward_atomic_dq_in_reused_memory", id="atomic dQ, the other buffers of reused memory"),
-        pytest.param("flash_backward_as_the_triton_tutorial", id="the Triton tutorial's: K scaled, L in base 2"),
+        pytest.param(
+            "flash_backward_atomic_dq_in_reused_memory", id="atomic dQ, the other buffers of reused memory", marks=SLOW
+        ),
+        pytest.param(
+            "flash_backward_as_the_triton_tutorial", id="the Triton tutorial's: K scaled, L in base 2", marks=SLOW
+        ),
     ],
 )
 def test_honest_backward_designs_keep_full_marks(kernels, design):
@@ -220,6 +225,7 @@ def test_a_dq_stored_by_every_key_block_costs_the_race_part_alone(kernels):
     assert failed == {"race"} and "tl.atomic_add" in report, report
 
 
+@pytest.mark.slow
 def test_a_dq_added_to_in_memory_never_zeroed_costs_its_values_and_the_hint_says_zeros(kernels):
     """The grader's replay starts such a buffer as NaN (judges/buffers.py): dQ comes out NaN, not the learner's
     memory's luck; dV, stored whole, keeps its part."""
@@ -232,13 +238,19 @@ def test_a_dq_added_to_in_memory_never_zeroed_costs_its_values_and_the_hint_says
     "forgery",
     [
         pytest.param("flash_backward_copying_pytorch", id="PyTorch's gradients copied by a kernel"),
-        pytest.param("flash_backward_pytorch_after", id="a launch for show, PyTorch's gradients returned"),
+        pytest.param("flash_backward_pytorch_after", id="a launch for show, PyTorch's gradients returned", marks=SLOW),
         pytest.param("flash_backward_doubled_and_halved", id="doubled in a buffer, halved by a kernel"),
-        pytest.param("flash_backward_doubled_row_by_row", id="the same computed row by row (no N×N memory)"),
-        pytest.param("flash_backward_offset_by_three", id="offset in a buffer, a kernel subtracts"),
-        pytest.param("flash_backward_bit_shuffled", id="bits XOR a key as integers, a kernel XORs them back"),
-        pytest.param("flash_backward_gradients_behind_delta", id="packed behind D in one buffer"),
-        pytest.param("flash_backward_in_the_low_bits_of_the_inputs", id="in the low bits of copies of q, k, v"),
+        pytest.param(
+            "flash_backward_doubled_row_by_row", id="the same computed row by row (no N×N memory)", marks=SLOW
+        ),
+        pytest.param("flash_backward_offset_by_three", id="offset in a buffer, a kernel subtracts", marks=SLOW),
+        pytest.param(
+            "flash_backward_bit_shuffled", id="bits XOR a key as integers, a kernel XORs them back", marks=SLOW
+        ),
+        pytest.param("flash_backward_gradients_behind_delta", id="packed behind D in one buffer", marks=SLOW),
+        pytest.param(
+            "flash_backward_in_the_low_bits_of_the_inputs", id="in the low bits of copies of q, k, v", marks=SLOW
+        ),
     ],
 )
 def test_gradients_the_kernels_did_not_compute_earn_nothing(kernels, forgery):
