@@ -1,10 +1,10 @@
 """Nothing a learner writes is ever lost.
 
-A learner clones the course, opens it with `make lab` (their copy of the course is made in work/), answers in
-every notebook and adds a file of their own. Then every make target that touches the course's files runs —
-release, check (all notebooks and one), lab again, the instructor's collect, grade (fresh gradebook) and
-feedback, clean — and a course update is pulled (`git pull` of a commit that changes course/ and adds an
-assignment). The learner's files stay byte for byte what they wrote; the new assignment is added beside them.
+A learner clones the course, opens it with `make lab` (their copy of the course is made in work/), writes in
+every notebook (notebook 01 answered whole) and adds a file of their own. Then every make target that touches the
+course's files runs — release, check (all notebooks and one), lab again, the instructor's collect, grade (fresh
+gradebook) and feedback, clean — and a course update is pulled (`git pull` of a commit that changes course/ and
+adds an assignment). The learner's files stay byte for byte what they wrote; the new assignment is added beside them.
 """
 
 from __future__ import annotations
@@ -76,15 +76,27 @@ def clone(tmp_path_factory):
 
 
 def answer_everything(work: Path) -> None:
-    """Every notebook answered as a learner would: right answers, one wrong, one left blank; a file of their own."""
+    """A learner's writing in every notebook: notebook 01 answered (right answers, one wrong, one left blank), a
+    line of their own in one answer cell of each other notebook (its bytes now theirs; grading it stays quick), and
+    a file of their own."""
     for notebook in sorted(work.glob("*/*.ipynb")):
-        answers = solution_sources(REPO / "solutions" / notebook.parent.name / notebook.name)
-        first, *rest = sorted(answers)
-        answers[first] = answers[first] + "\n# my own note: I am not sure about this one\n"
-        if rest:
+        solved = solution_sources(REPO / "solutions" / notebook.parent.name / notebook.name)
+        if notebook.parent.name.startswith("01-"):
+            answers = dict(solved)
+            first, *rest = sorted(answers)
+            answers[first] = answers[first] + "\n# my own note: I am not sure about this one\n"
             answers.pop(rest[-1])  # left blank
-        if "central_difference" in answers:  # the wrong one: a forward difference, a classic slip
-            answers["central_difference"] = "def central_difference(f, x, h):\n    return (f(x + h) - f(x)) / h\n"
+            answers["central_difference"] = (
+                "def central_difference(f, x, h):\n    return (f(x + h) - f(x)) / h\n"  # a slip
+            )
+        else:
+            stubs = {
+                c.metadata["nbgrader"]["grade_id"]: c.source
+                for c in nbformat.read(notebook, as_version=4).cells
+                if c.metadata.get("nbgrader", {}).get("solution")
+            }
+            first = sorted(set(stubs) & set(solved))[0]
+            answers = {first: stubs[first] + "\n# my own note: I will come back to this one\n"}
         nbformat.write(fill_answers(notebook, answers), notebook)
     (work / "01-reverse-accumulation" / "my_notes.md").write_text("What I learned today.\n")
 
