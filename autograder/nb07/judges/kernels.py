@@ -418,7 +418,8 @@ def _right_only_from_what_buffers_held(
     part.fail(
         f"{where}: {', '.join(made)} come out right only from what {counted.names()} held before any launch: "
         "started by the grader (as NaN, or as its own values where it computes the content too), the kernels return "
-        "other gradients. They copied or undid a gradient computed elsewhere.",
+        "other gradients: the kernels copy or undo a gradient computed elsewhere, or read memory before it is "
+        "written, and either earns nothing.",
         "the kernels compute the gradients from q, k, v, O, L and dO. A buffer's first content counts where it is "
         "zeros or what the grader computes too (q, k, v, O, dO or L times a number, dO ∘ O, D = rowsum(dO ∘ O)); "
         "write every entry of any other buffer before a kernel reads it.",
