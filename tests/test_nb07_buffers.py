@@ -74,6 +74,14 @@ def test_d_padded_past_n_keeps_its_front_and_its_zeros(tail):
         assert bool(start[:, N:].isnan().all())
 
 
+def test_d_in_a_flat_buffer_padded_per_head_keeps_its_front():
+    flat = torch.zeros(HEADS, N + 3, dtype=torch.float64)
+    flat[:, :N] = KNOWN["D"]
+    flat = flat.reshape(-1)  # one pointer, each head's rows padded to a multiple of a block
+    start = start_of(plan_of(flat), 0, flat).reshape(HEADS, N + 3)
+    assert torch.equal(start[:, :N], KNOWN["D"]) and not bool(start[:, N:].any())
+
+
 @pytest.mark.parametrize(
     "held",
     [

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -128,22 +129,35 @@ def _start_view(
 
 def _multiple_of(values: torch.Tensor, known: dict[str, torch.Tensor]) -> tuple[str, float, torch.Tensor] | None:
     """(name, c, the start) where `values` are c·T for a known tensor T and a number c, within SAME_WITHIN: T's
-    entries in order, or T at the front of one axis the view pads past it (the padding starts as NaN, or as zeros
-    where it held zeros)."""
+    entries in order, or T at the front of one axis the view pads past it, the view laid out as T's axes or flat
+    (the padding starts as NaN, or as zeros where it held zeros)."""
     for name, tensor in known.items():
         if tensor.numel() == values.numel():
             c = _factor(values.reshape(-1), tensor.reshape(-1))
             if c is not None:
                 return name, c, (c * tensor).reshape(values.shape)
-        longer = [a for a, (m, n) in enumerate(zip(values.shape, tensor.shape)) if m != n]
-        if values.dim() == tensor.dim() and len(longer) == 1 and values.shape[longer[0]] > tensor.shape[longer[0]]:
+        shaped = _laid_out_as(values, tensor)
+        if shaped is None:
+            continue
+        longer = [a for a, (m, n) in enumerate(zip(shaped.shape, tensor.shape)) if m != n]
+        if len(longer) == 1 and shaped.shape[longer[0]] > tensor.shape[longer[0]]:
             axis, length = longer[0], tensor.shape[longer[0]]
-            c = _factor(values.narrow(axis, 0, length).reshape(-1), tensor.reshape(-1))
+            c = _factor(shaped.narrow(axis, 0, length).reshape(-1), tensor.reshape(-1))
             if c is not None:
-                tail = values.narrow(axis, length, values.shape[axis] - length)
-                own = torch.full_like(values, 0.0 if bool((tail == 0).all()) else float("nan"))
+                tail = shaped.narrow(axis, length, shaped.shape[axis] - length)
+                own = torch.full_like(shaped, 0.0 if bool((tail == 0).all()) else float("nan"))
                 own.narrow(axis, 0, length).copy_(c * tensor)
-                return name, c, own
+                return name, c, own.reshape(values.shape)
+    return None
+
+
+def _laid_out_as(values: torch.Tensor, tensor: torch.Tensor) -> torch.Tensor | None:
+    """`values` with `tensor`'s axes: as they are, or a flat view read as heads × a longer N × the rest."""
+    if values.dim() == tensor.dim():
+        return values
+    rest = tensor.shape[0] * math.prod(tensor.shape[2:])
+    if values.dim() == 1 and tensor.dim() >= 2 and rest and values.numel() % rest == 0:
+        return values.reshape(tensor.shape[0], -1, *tensor.shape[2:])
     return None
 
 
