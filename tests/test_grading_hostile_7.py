@@ -128,10 +128,19 @@ ROUTES = {
     "pytorch_gradients": {"answers": {"flash_backward": PYTORCH_GRADIENTS_AFTER_A_LAUNCH}},
     "copied_gradients": {"answers": {"flash_backward": PYTORCH_GRADIENTS_COPIED_BY_A_KERNEL}},
     "launch_writes_nothing": {"answers": {"flash_backward": PYTORCH_GRADIENTS_HANDED_TO_A_LAUNCH_THAT_WRITES_NOTHING}},
-    "doubled_then_halved": {"answers": {"flash_backward": PYTORCH_GRADIENTS_DOUBLED_THEN_HALVED_BY_A_KERNEL}},
-    "table": {"answers": {"saved_for_backward": A_TABLE_OF_THE_PUBLIC_ANSWERS}},
-    "detects_the_stand_in": {"answers": {"flash_attention": DETECTS_THE_STAND_IN}},
+    # attacks on three different exercises in one submission: each costs its own exercise only (and one grading run
+    # fewer per attack)
+    "doubled_then_halved": {
+        "answers": {
+            "flash_backward": PYTORCH_GRADIENTS_DOUBLED_THEN_HALVED_BY_A_KERNEL,
+            "saved_for_backward": A_TABLE_OF_THE_PUBLIC_ANSWERS,
+            "flash_attention": DETECTS_THE_STAND_IN,
+        }
+    },
 }
+ATTACKED = {
+    route: {f"test_{answer}" for answer in spec.get("answers", {})} for route, spec in ROUTES.items()
+}  # the exercises each route's attacks are on
 
 
 @pytest.fixture(scope="module")
@@ -139,10 +148,10 @@ def graded(tmp_path_factory, grading_pool):
     return grade_routes(tmp_path_factory.mktemp("nb07"), ASSIGNMENT, ROUTES, grading_pool)
 
 
-def _others_kept(row, honest, cell: str) -> None:
-    """Every exercise but the attacked one scores what the honest submission scores."""
+def _others_kept(row, honest, route: str) -> None:
+    """Every exercise but the route's attacked ones scores what the honest submission scores."""
     for other, score in honest.by_cell.items():
-        if other != cell:
+        if other not in ATTACKED[route]:
             assert row.by_cell[other] == score, (other, row.by_cell[other], row.messages)
 
 
@@ -163,16 +172,16 @@ def test_gradients_pytorch_computed_earn_no_part_of_the_backward(graded, route):
     assert row.by_cell["test_flash_backward"][0] == 0, (row.by_cell, row.messages)
     if route != "pytorch_gradients":  # the feedback names what the buffers held
         assert "come out right only from what" in str(row.messages), row.messages
-    _others_kept(row, graded["honest"], "test_flash_backward")
+    _others_kept(row, graded["honest"], route)
 
 
 def test_a_table_of_the_public_measurements_fails_the_drawn_sizes(graded):
-    row = graded["table"]
+    row = graded["doubled_then_halved"]
     assert row.by_cell["test_saved_for_backward"][0] == 0, (row.by_cell, row.messages)
-    _others_kept(row, graded["honest"], "test_saved_for_backward")
+    _others_kept(row, graded["honest"], "doubled_then_halved")
 
 
 def test_a_function_that_detects_the_course_kernel_and_returns_pytorchs_attention_earns_nothing(graded):
-    row = graded["detects_the_stand_in"]
+    row = graded["doubled_then_halved"]
     assert row.by_cell["test_flash_attention"][0] == 0, (row.by_cell, row.messages)
-    _others_kept(row, graded["honest"], "test_flash_attention")
+    _others_kept(row, graded["honest"], "doubled_then_halved")
