@@ -4,15 +4,21 @@ another float type, transposed, padded), NaN anywhere else; a gradient in any di
 
 from __future__ import annotations
 
-import base64
-import re
+import os
 
-import pytest
-import torch
+os.environ.setdefault(
+    "TRITON_INTERPRET", "1"
+)  # before triton is imported (autograder.nb07 imports it), as its siblings
 
-from autograder.feedback import CheckFailed
-from autograder.nb07.judges.buffers import MAX_KEPT_VIEWS, MAX_NUMBERS, counted_start
-from autograder.probes.launches import view_layout
+import base64  # noqa: E402
+import re  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from autograder.feedback import CheckFailed  # noqa: E402
+from autograder.nb07.judges.buffers import MAX_KEPT_VIEWS, MAX_NUMBERS, counted_start  # noqa: E402
+from autograder.probes.launches import view_layout  # noqa: E402
 
 pytestmark = pytest.mark.nb07
 
