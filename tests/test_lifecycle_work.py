@@ -20,6 +20,7 @@ import nbformat
 import pytest
 from browser import REPO, free_port, running_server
 
+from autograder.selfcheck import answer_cells
 from autograder.submissions import fill_answers, solution_sources
 from coursetools.workspace import ORIGINS
 
@@ -90,11 +91,7 @@ def answer_everything(work: Path) -> None:
                 "def central_difference(f, x, h):\n    return (f(x + h) - f(x)) / h\n"  # a slip
             )
         else:
-            stubs = {
-                c.metadata["nbgrader"]["grade_id"]: c.source
-                for c in nbformat.read(notebook, as_version=4).cells
-                if c.metadata.get("nbgrader", {}).get("solution")
-            }
+            stubs = answer_cells(notebook)
             first = sorted(set(stubs) & set(solved))[0]
             answers = {first: stubs[first] + "\n# my own note: I will come back to this one\n"}
         nbformat.write(fill_answers(notebook, answers), notebook)

@@ -20,6 +20,7 @@ judges replace before the replay where they are neither zeros nor a tensor the g
 from __future__ import annotations
 
 import base64
+import binascii
 import inspect
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -146,8 +147,18 @@ def recording(inputs: dict[str, torch.Tensor]) -> Iterator[Plan]:
 def storages_of(data: dict, inputs: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], list[torch.Tensor]]:
     """(each input afresh, each buffer afresh from the content the plan gives it), as raw bytes."""
     raw = {name: _bytes_of(t.contiguous().clone()) for name, t in inputs.items()}
-    buffers = [torch.frombuffer(bytearray(base64.b64decode(b)), dtype=torch.uint8) for b in data["buffers"]]
-    return raw, buffers
+    return raw, [buffer_bytes(b) for b in data["buffers"]]
+
+
+def buffer_bytes(content: object) -> torch.Tensor:
+    """A buffer's content as the plan carries it (base64), as raw bytes; CheckFailed for anything else."""
+    try:
+        data = base64.b64decode(content, validate=True) if isinstance(content, str) else None
+    except (binascii.Error, ValueError):
+        data = None
+    if data is None:
+        raise CheckFailed("a buffer of the launches is not described as bytes")
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
 
 
 def _bytes_of(t: torch.Tensor) -> torch.Tensor:

@@ -11,7 +11,6 @@ the grader computes itself times a number: there it starts as the grader's own v
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import math
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ import torch
 
 from ...feedback import CheckFailed
 from ...judges import answers
-from ...probes.launches import strided_view
+from ...probes.launch_plans import as_view, buffer_bytes
 
 SAME_WITHIN = 1e-3  # of the largest entry: D computed in float32 for float64 inputs is still D (the grader's is used)
 # Views kept (zeros, or the grader's tensor times the learner's number) carry a few bits each (which views are zero,
@@ -52,7 +51,7 @@ class Counted:
 def counted_start(plan: dict, known: dict[str, torch.Tensor]) -> Counted:
     """The plan's buffers as the graded replay starts them; `known`: the tensors the grader computes for the case
     (float64), each matched to a view by its entries in order, or as the front of a view padded past it."""
-    originals = [_raw(content) for content in answers.listed(plan["buffers"], "the buffers")]
+    originals = [buffer_bytes(content) for content in answers.listed(plan["buffers"], "the buffers")]
     starts = [torch.full_like(raw, 0xFF) for raw in originals]
     counted = Counted(buffers=[])
     returned = {r.get("buffer") for r in answers.listed(plan["returns"], "the returned views") if isinstance(r, dict)}
@@ -88,27 +87,14 @@ def counted_start(plan: dict, known: dict[str, torch.Tensor]) -> Counted:
     return counted
 
 
-def _raw(content: object) -> torch.Tensor:
-    try:
-        data = base64.b64decode(content, validate=True) if isinstance(content, str) else None
-    except (binascii.Error, ValueError):
-        data = None
-    if data is None:
-        raise CheckFailed("a buffer of the launches is not described as bytes")
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
-
-
 def _start_view(
     originals: list, starts: list, layout: dict, known: dict[str, torch.Tensor], keep: bool
 ) -> tuple[int, str | None]:
     """Writes the view's start into `starts`: the learner's zeros, or the grader's own tensor times the number the
     learner's content has, else NaN; (the buffer, how that start differs from what the learner's process left there:
     None where it does not)."""
-    try:
-        index = int(layout["buffer"])
-        held, start = strided_view(originals[index], layout), strided_view(starts[index], layout)
-    except (KeyError, IndexError, TypeError, ValueError):
-        raise CheckFailed("a launch's tensor reaches outside the memory it was made in") from None
+    held, start = as_view(layout, {}, originals), as_view(layout, {}, starts)
+    index = int(layout["buffer"])
     if held.numel() == 0:
         return index, "nothing"
     if not keep:

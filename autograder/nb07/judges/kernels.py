@@ -284,9 +284,10 @@ def judge_flash_backward(data: ProbeData, cases: Sequence[Any] = (), seed: int =
         )
         where = f"{heads} head(s), N = {N}, d = {d}, {'causal, ' if causal else ''}{dtype}"
         all_records.update(plan["records"])
-        counted = counted_start(plan, _grader_computes(seed, case))
+        inputs = backward_inputs(seed, case)
+        counted = counted_start(plan, _grader_computes(inputs))
         replayed = _replayed({**plan, "buffers": counted.buffers}, case, seed)
-        right = _judge_backward_values(parts, case, replayed["returns"], plan, where, seed, counted)
+        right = _judge_backward_values(parts, case, inputs, replayed["returns"], plan, where, seed, counted)
         right_somewhere |= right
         if right:
             _judge_backward_memory(parts, case, replayed["seen"], entry["largest"], where)
@@ -303,10 +304,16 @@ def judge_flash_backward(data: ProbeData, cases: Sequence[Any] = (), seed: int =
 
 
 def _judge_backward_values(
-    parts: dict[str, Part], case: tuple, returns: list, plan: dict, where: str, seed: int, counted: Counted
+    parts: dict[str, Part],
+    case: tuple,
+    inputs: dict,
+    returns: list,
+    plan: dict,
+    where: str,
+    seed: int,
+    counted: Counted,
 ) -> bool:
     heads, N, d, causal, dtype = case
-    inputs = backward_inputs(seed, case)
     wide = {n: inputs[n].to(torch.float64) for n in ("q", "k", "v", "do")}
     want = reference_gradients({**wide, "causal": causal})
     rtol, atol = _tolerance(dtype)
@@ -359,10 +366,10 @@ def _judge_backward_values(
     return False
 
 
-def _grader_computes(seed: int, case: tuple) -> dict[str, torch.Tensor]:
+def _grader_computes(inputs: dict) -> dict[str, torch.Tensor]:
     """The case's tensors a buffer may start as (times a number): the inputs (and q, k, v, O, dO transposed),
     dO ∘ O and D = rowsum(dO ∘ O)."""
-    inputs = {n: t.to(torch.float64) for n, t in backward_inputs(seed, case).items() if isinstance(t, torch.Tensor)}
+    inputs = {n: t.to(torch.float64) for n, t in inputs.items() if isinstance(t, torch.Tensor)}
     product = inputs["do"] * inputs["o"]
     transposed = {f"{n}ᵀ": inputs[n].transpose(1, 2) for n in ("q", "k", "v", "o", "do")}  # for tl.dot(q, kᵀ)
     return {**inputs, **transposed, "dO ∘ O": product, "D": product.sum(-1)}
