@@ -382,9 +382,9 @@ def _nan_note(got: Sequence[torch.Tensor], counted: Counted) -> str:
     if not nan or not counted.changed:
         return ""
     return (
-        f"{', '.join(nan)} came out NaN: the grader's run starts a buffer that held neither zeros nor anything it "
-        f"computes as NaN ({counted.names()}), so a kernel must store every entry before reading it; a dQ added to "
-        "by tl.atomic_add starts as torch.zeros_like(q)."
+        f"{', '.join(nan)} came out NaN: the grader's run starts as NaN every buffer that held neither zeros nor "
+        f"anything it computes ({counted.names()}), so every entry of such a buffer must be stored by a launch "
+        "before a kernel reads it; a dQ added to by tl.atomic_add starts as torch.zeros_like(q)."
     )
 
 
