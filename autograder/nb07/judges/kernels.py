@@ -322,13 +322,8 @@ def _judge_backward_values(
         return False
     got = [answers.tensor(g, "a gradient", (heads, N, d)) for g in returns]
     right = [close(g, w, rtol, atol) for g, w in zip(got, want)]
-    if (
-        not all(right)
-        and counted.changed
-        and _right_only_from_what_buffers_held(
-            parts["kernels"], plan, case, seed, right, want, (rtol, atol), counted, where
-        )
-    ):
+    held = (plan, case, seed, right, want, (rtol, atol), counted, where)
+    if not all(right) and counted.changed and _right_only_from_what_buffers_held(parts["kernels"], *held):
         return False
     kind = backward_kind(case)
     dq, dk, dv = got
