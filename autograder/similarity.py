@@ -8,17 +8,24 @@ any code cell of the released notebook (the answer cell's template, the code the
 pair's similarity is, for each of the two answers, the share of its fingerprinted code found in the other; a pair
 is listed when both shares reach the threshold (so a copy buried in a much longer answer is not).
 
-What it sees through: names changed, comments and blank lines changed; statements reordered, expressions split or
-a helper inlined change only the fingerprints around each edit (enough, in a short answer, to hide a copy). What it
-cannot see: an answer rewritten by hand, or by a language model, with the same idea in other code; and it cannot
-tell a copy from two learners who wrote the same code, which short or prescribed exercises make common. So an
-exercise is compared only where its answers differ: where the course's reference answer, less its template, is
-shorter than TOO_SHORT fingerprinted characters, it is said to be too short to compare; where one pair in ten of
-the class shares UNIFORM of its code or more, too uniform to compare; and no pair of it is listed.
+Each answer is compared twice: as written, and in its normal form (autograder/helpers_inlined.py: the answer's own
+helper functions written into their calls, laid out by ast.unparse); a pair's similarity is the higher of the two.
+copydetect alone cannot see through a helper inlined: the original's helper definitions are missing from the copy,
+so the two share too little (the planted class's figures are in docs/figures.md); in normal form neither has helpers.
+
+What it sees through: names changed, comments and blank lines changed, helpers inlined or made up (when a person
+could inline them by hand); statements reordered or an expression split over temporaries change only the
+fingerprints around each edit (enough, in a short answer, to hide a copy). What it cannot see: an answer rewritten by
+hand, or by a language model, with the same idea in other code (a loop for a comprehension); and it cannot tell a
+copy from two learners who wrote the same code, which short or prescribed exercises make common. So an exercise is
+compared only where its answers differ: where the course's reference answer, less its template, is shorter than
+TOO_SHORT fingerprinted characters, it is said to be too short to compare; where one pair in ten of the class shares
+UNIFORM of its code or more, too uniform to compare; and no pair of it is listed.
 """
 
 from __future__ import annotations
 
+import ast
 import html
 import io
 import json
@@ -29,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .helpers_inlined import helpers_inlined
 
 NOISE_T = 15  # characters of normalised code a fingerprint covers (copydetect: 25; chosen on the planted class)
 THRESHOLD = 0.75  # both answers of a listed pair share at least this much of their fingerprinted code
@@ -43,6 +52,7 @@ class SimilarPair:
     second: str
     shares: tuple[float, float]  # of the first's code found in the second's, and the other way
     marked: tuple[str, str] = ("", "")  # the two answers as HTML, the shared code in <mark>
+    helpers_inlined: bool = False  # compared (and marked) with each answer's own helpers written into their calls
 
     @property
     def similarity(self) -> float:
@@ -64,12 +74,49 @@ def _fingerprint(code: str, boilerplate: Any = None) -> Any:
     return CodeFingerprint("answer.py", NOISE_T, 1, boilerplate, fp=io.StringIO(code))
 
 
+def normal_form(code: str) -> tuple[str, bool]:
+    """The answer as compared besides its own text: its helpers written into their calls, laid out by ast.unparse
+    (the text itself where it does not parse); and whether it had a helper to write in."""
+    inlined = helpers_inlined(code)
+    if inlined is not None:
+        return inlined, True
+    try:
+        return ast.unparse(ast.parse(code)), False
+    except (SyntaxError, ValueError):
+        return code, False
+
+
 def boilerplate_of(cells: Iterable[str]) -> np.ndarray:
-    """The fingerprints of the course's own code (every code cell of the released notebook)."""
+    """The fingerprints of the course's own code (every code cell of the released notebook, as written and in its
+    normal form)."""
     hashes: set[int] = set()
     for code in cells:
-        hashes |= _fingerprint(code).hashes
+        hashes |= _fingerprint(code).hashes | _fingerprint(normal_form(code)[0]).hashes
     return np.array(sorted(hashes), dtype=np.int64)
+
+
+@dataclass
+class _Answer:
+    written: Any  # the fingerprints of the code as handed in
+    normal: Any  # of its normal form
+    has_helpers: bool  # its normal form has a helper written in (else it is the code as written, laid out again)
+
+
+def _answer(code: str, boilerplate: np.ndarray) -> _Answer:
+    normal, has_helpers = normal_form(code)
+    return _Answer(_fingerprint(code, boilerplate), _fingerprint(normal, boilerplate), has_helpers)
+
+
+def _closer(first: _Answer, second: _Answer) -> tuple[Any, bool]:
+    """copydetect's comparison of the two answers as written, or of their normal forms where those share more;
+    and whether it is the normal forms'."""
+    from copydetect.detector import compare_files
+
+    written = compare_files(first.written, second.written)
+    if not (first.has_helpers or second.has_helpers):
+        return written, False  # their normal forms are the same code laid out again
+    normal = compare_files(first.normal, second.normal)
+    return (normal, True) if min(normal[1]) > min(written[1]) else (written, False)
 
 
 def compare_exercise(
@@ -80,11 +127,10 @@ def compare_exercise(
     threshold: float = THRESHOLD,
 ) -> ExerciseComparison:
     """Every pair of `answers` (student -> the cell's code) above `threshold`, unless the exercise is too short."""
-    from copydetect.detector import compare_files
     from copydetect.utils import highlight_overlap
 
-    prints = {s: _fingerprint(code, boilerplate) for s, code in sorted(answers.items())}
-    prints = {s: fp for s, fp in prints.items() if fp.hashes}  # a template left as it was has none of its own
+    prints = {s: _answer(code, boilerplate) for s, code in sorted(answers.items())}
+    prints = {s: a for s, a in prints.items() if a.written.hashes}  # a template left as it was has none of its own
     comparison = ExerciseComparison(exercise, len(prints), compared=True)
     if reference is not None and _fingerprint(reference, boilerplate).token_coverage < TOO_SHORT:
         comparison.compared = False
@@ -94,14 +140,14 @@ def compare_exercise(
         )
         return comparison
     holders: dict[int, set[str]] = {}  # a fingerprint -> the learners whose answers have it
-    for student, fp in prints.items():
-        for h in fp.hashes:
+    for student, answer in prints.items():
+        for h in answer.written.hashes | answer.normal.hashes:
             holders.setdefault(h, set()).add(student)
     candidates = {tuple(sorted(p)) for group in holders.values() if len(group) > 1 for p in combinations(group, 2)}
-    compared = {pair: compare_files(prints[pair[0]], prints[pair[1]]) for pair in sorted(candidates)}
+    compared = {pair: _closer(prints[pair[0]], prints[pair[1]]) for pair in sorted(candidates)}
     # pairs with no fingerprint in common share nothing: the class's 90th percentile counts them as 0
     pairs = len(prints) * (len(prints) - 1) // 2
-    shared = sorted((float(min(c[1])) for c in compared.values()), reverse=True)
+    shared = sorted((float(min(c[0][1])) for c in compared.values()), reverse=True)
     typical = shared[pairs // 10] if pairs >= 10 and len(shared) > pairs // 10 else 0.0
     if typical >= UNIFORM:
         comparison.compared = False
@@ -110,14 +156,17 @@ def compare_exercise(
             "its code or more), so a copy cannot be told from the common answer"
         )
         return comparison
-    for (first, second), (_, shares, slices) in compared.items():
+    for (first, second), ((_, shares, slices), normal) in compared.items():
         if min(shares) < threshold:
             continue
         marked = tuple(
-            highlight_overlap(prints[s].raw_code, cut, "<mark>", "</mark>", escape_html=True)[0]
+            highlight_overlap(
+                (prints[s].normal if normal else prints[s].written).raw_code, cut, "<mark>", "</mark>", escape_html=True
+            )[0]
             for s, cut in zip((first, second), slices)
         )
-        comparison.pairs.append(SimilarPair(exercise, first, second, (float(shares[0]), float(shares[1])), marked))
+        shared_pair = SimilarPair(exercise, first, second, (float(shares[0]), float(shares[1])), marked, normal)
+        comparison.pairs.append(shared_pair)
     comparison.pairs.sort(key=lambda p: -p.similarity)
     return comparison
 
@@ -210,10 +259,11 @@ def summary(results: list[ExerciseComparison], named: bool = True) -> list[str]:
 HOW_IT_WORKS = (
     "Each exercise's answers are compared in pairs with copydetect (winnowing over tokens: names, strings, comments "
     "and white space normalised; the released notebook's own code never counts). A pair is listed when each answer "
-    "shares at least {threshold:.0%} of its code with the other. It sees through renamed variables and changed "
-    "comments; a reordering, a split expression or an inlined helper changes the code around it, and in a short "
-    "answer can hide a copy. It cannot see an answer rewritten by hand or by a language model, nor tell a copy from "
-    "two learners who wrote the same code. A listed pair is for a person to read: it changes no score."
+    "shares at least {threshold:.0%} of its code with the other, as written or with each answer's own helper functions "
+    "written into their calls. It sees through renamed variables, changed comments and inlined helpers; a reordering "
+    "or a split expression changes the code around it, and in a short answer can hide a copy. It cannot see an "
+    "answer rewritten by hand or by a language model, nor tell a copy from two learners who wrote the same code. "
+    "A listed pair is for a person to read: it changes no score."
 )
 
 
@@ -232,9 +282,10 @@ def html_section(results: list[ExerciseComparison], threshold: float = THRESHOLD
             continue
         rows.append(f"<h3><code>{html.escape(c.exercise)}</code></h3><p>{c.answers} answers compared.</p>")
         for p in c.pairs:
+            form = " (compared with each answer's helpers written into their calls)" if p.helpers_inlined else ""
             rows.append(
                 f"<p><b>{html.escape(p.first)}</b> and <b>{html.escape(p.second)}</b>: {p.shares[0]:.0%} and "
-                f"{p.shares[1]:.0%} shared</p><table class='pair'><tr><td><pre>{p.marked[0]}</pre></td>"
+                f"{p.shares[1]:.0%} shared{form}</p><table class='pair'><tr><td><pre>{p.marked[0]}</pre></td>"
                 f"<td><pre>{p.marked[1]}</pre></td></tr></table>"
             )
     return (

@@ -96,23 +96,55 @@ def renamed_everywhere(code: str, tag: str) -> str:
     return tokenize.untokenize(out)
 
 
-def main() -> None:
+def planted_figures(root: Path, planted: dict[str, dict[str, str]], threshold: float) -> tuple[set, set, set, list]:
+    """(copies wanted on the compared exercises, those found, independent pairs listed, the results) on the planted
+    class at `threshold`, with the fingerprint length autograder.similarity.NOISE_T has now."""
     from autograder.similarity import compare_class
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=200, help="learners in the timed class (default 200)")
-    parser.add_argument("--dir", type=Path, default=REPO / "build" / "bench-similarity")
-    args = parser.parse_args()
-
-    planted = planted_answers()
-    build_class(args.dir / "planted", planted)
-    results, _ = compare_class(args.dir / "planted", ASSIGNMENT)
+    results, _ = compare_class(root, ASSIGNMENT, threshold=threshold)
     listed = {(c.exercise, *sorted((p.first, p.second))) for c in results for p in c.pairs}
     compared = {c.exercise for c in results if c.compared}
     copies = planted_copies()
     wanted = {(e, *sorted((a, b))) for (e, a, b) in copies if e in compared and planted[b].get(e)}
-    found = wanted & listed
     false = listed - {(e, *sorted((a, b))) for (e, a, b) in copies}
+    return wanted, wanted & listed, false, results
+
+
+def sweep(root: Path, planted: dict[str, dict[str, str]]) -> None:
+    """The table the measure's two numbers were chosen from: planted copies found, independent pairs listed."""
+    from autograder import similarity
+
+    shares = (0.7, 0.75, 0.8, 0.85)
+    print("k \\ share | " + " | ".join(f"{t:g}" for t in shares))
+    chosen = similarity.NOISE_T
+    try:
+        for k in (12, 13, 15, 17, 20, 25):
+            similarity.NOISE_T = k
+            cells = []
+            for t in shares:
+                wanted, found, false, _ = planted_figures(root, planted, t)
+                cells.append(f"{len(found)} of {len(wanted)}, {len(false)}")
+            print(f"{k} | " + " | ".join(cells))
+    finally:
+        similarity.NOISE_T = chosen
+
+
+def main() -> None:
+    from autograder.similarity import THRESHOLD, compare_class
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=200, help="learners in the timed class (default 200)")
+    parser.add_argument("--dir", type=Path, default=REPO / "build" / "bench-similarity")
+    parser.add_argument("--sweep", action="store_true", help="also the planted figures for other k and shares")
+    args = parser.parse_args()
+
+    planted = planted_answers()
+    build_class(args.dir / "planted", planted)
+    if args.sweep:
+        sweep(args.dir / "planted", planted)
+    wanted, found, false, results = planted_figures(args.dir / "planted", planted, THRESHOLD)
+    compared = {c.exercise for c in results if c.compared}
+    copies = planted_copies()
     print(f"planted class: {len(planted)} learners, exercises compared {len(compared)} of {len(results)}")
     print(f"planted copies on compared exercises: {len(found)} of {len(wanted)} found")
     found_by = {}

@@ -43,8 +43,8 @@ def test_the_planted_class_is_what_the_issue_asks_for():
 
 
 def test_copies_renamed_or_recommented_are_listed_on_every_compared_exercise(planted):
-    """What the measure is built to see through whole: names and comments. (Reordered statements, temporaries and
-    inlined helpers change the fingerprints around each edit: docs/figures.md has how many of those it finds.)"""
+    """What the measure is built to see through whole: names and comments. (Reordered statements and temporaries
+    change the fingerprints around each edit: docs/figures.md has how many of those it finds.)"""
     _, answers, results, notes = planted
     assert not notes
     checked, missed = 0, []
@@ -58,6 +58,56 @@ def test_copies_renamed_or_recommented_are_listed_on_every_compared_exercise(pla
         if pair(copier, original) not in {pair(p.first, p.second) for p in comparison.pairs}:
             missed.append((exercise, copier, original, disguise))
     assert checked >= 2 and not missed, (checked, missed)
+
+
+# d10's copy of d08 inlined d08's helper and also wrote d08's list comprehension out as a loop: a rewrite, not only an
+# inlining (docs/figures.md, "Similar answers across a class")
+REWRITTEN_TOO = {("gradient_check", "d10", "d08")}
+
+
+def test_copies_that_inline_the_originals_helpers_or_make_new_ones_are_listed(planted):
+    """A copier who writes the original's helpers into their calls, or pulls its code out into helpers of their own
+    (a09's `push`): compared with each answer's helpers written in, they are listed."""
+    _, _, results, _ = planted
+    inlined = {k for k, disguise in planted_copies().items() if disguise == "inlined" and results[k[0]].compared}
+    missed = [
+        (exercise, copier, original)
+        for exercise, copier, original in sorted(inlined - REWRITTEN_TOO)
+        if pair(copier, original) not in {pair(p.first, p.second) for p in results[exercise].pairs}
+    ]
+    assert len(inlined - REWRITTEN_TOO) >= 6 and not missed, missed
+    listed = [
+        p for k in inlined - REWRITTEN_TOO for p in results[k[0]].pairs if pair(p.first, p.second) == pair(*k[1:])
+    ]
+    assert any(p.helpers_inlined for p in listed), "some were found only with the helpers written in"
+
+
+SPLIT = {  # (expression, its temporaries): a copier's edits to an answer that keep what it computes
+    "f(variables).backward()": "out = f(variables)\n    out.backward()",
+    "numeric = (f(up).value - f(down).value) / (2 * h)": (
+        "f_up = f(up).value\n        f_down = f(down).value\n        difference = f_up - f_down\n"
+        "        numeric = difference / (2 * h)"
+    ),
+    "errors.append(0.0 if scale == 0 else abs(analytic - numeric) / scale)": (
+        "gap = abs(analytic - numeric)\n        errors.append(0.0 if scale == 0 else gap / scale)"
+    ),
+    "numeric_grad = (value_plus - value_minus) / (2 * h)": (
+        "change = value_plus - value_minus\n        two_h = 2 * h\n        numeric_grad = change / two_h"
+    ),
+}
+
+
+def test_an_expression_split_over_temporaries_is_listed(planted):
+    root, answers, _, _ = planted
+    released = nbformat.read(root / "release" / ASSIGNMENT / "scalar_engine.ipynb", as_version=4)
+    boilerplate = similarity.boilerplate_of(str(c.source) for c in released.cells if c.cell_type == "code")
+    for original in (answers["reference"]["gradient_check"], answers["c01"]["gradient_check"]):
+        copy = original
+        for expression, temporaries in SPLIT.items():
+            copy = copy.replace(expression, temporaries)
+        assert copy.count("\n") >= original.count("\n") + 2, "at least two expressions split"
+        comparison = similarity.compare_exercise("gradient_check", {"ada": original, "ben": copy}, boilerplate, None)
+        assert [(p.first, p.second) for p in comparison.pairs] == [("ada", "ben")], comparison
 
 
 def test_answers_identical_but_for_names_are_listed(planted):
