@@ -164,3 +164,22 @@ def test_an_answer_without_helpers_or_that_does_not_parse_has_no_other_form():
     assert inlined("def f(x):\n    return x + 1\n") is None
     assert inlined("def f(x):\n    return x +\n") is None
     assert inlined("raise NotImplementedError()\n") is None
+
+
+def test_every_answer_and_course_cell_comes_out_as_python_or_as_none():
+    """Over every planted answer and every code cell of the solutions: no crash, and what comes out parses."""
+    import nbformat
+
+    from autograder.coursedir import SOLUTIONS
+    from benchmarks.similarity import planted_answers
+
+    codes = [code for answers in planted_answers().values() for code in answers.values()]
+    for path in sorted(SOLUTIONS.glob("*/*.ipynb")):
+        codes += [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    written_in = 0
+    for code in codes:
+        out = helpers_inlined(code)
+        if out is not None:
+            ast.parse(out)
+            written_in += 1
+    assert len(codes) > 400 and written_in >= 20, (len(codes), written_in)
