@@ -27,13 +27,14 @@ from autograder.grading.read import nbgrader_meta
 
 ASSIGNMENT = "02-scalar-engine"
 NOTEBOOK = "scalar_engine.ipynb"
-PLANTED = REPO / "tests" / "similarity_class"
+PLANTED = REPO / "tests" / "similarity_class"  # the class the measure's numbers were chosen on
+HELD_OUT = REPO / "tests" / "similarity_heldout"  # written later by other authors, never used to choose a number
 
 
-def planted_answers() -> dict[str, dict[str, str]]:
+def planted_answers(planted: Path = PLANTED) -> dict[str, dict[str, str]]:
     """learner -> grade_id -> the answer cell's code, for every planted learner (the reference one included)."""
     learners: dict[str, dict[str, str]] = {}
-    for folder in sorted(p for p in PLANTED.glob("*/*") if p.is_dir()):
+    for folder in sorted(p for p in planted.glob("*/*") if p.is_dir()):
         learners[folder.name] = {f.stem: f.read_text() for f in sorted(folder.glob("*.txt"))}
     reference = nbformat.read(SOLUTIONS / ASSIGNMENT / NOTEBOOK, as_version=4)
     learners["reference"] = {
@@ -42,10 +43,10 @@ def planted_answers() -> dict[str, dict[str, str]]:
     return learners
 
 
-def planted_copies() -> dict[tuple[str, str, str], str]:
+def planted_copies(planted: Path = PLANTED) -> dict[tuple[str, str, str], str]:
     """(exercise, copier, original) -> the disguise, from each author's copies.toml."""
     copies = {}
-    for manifest in sorted(PLANTED.glob("*/copies.toml")):
+    for manifest in sorted(planted.glob("*/copies.toml")):
         for copy in tomllib.loads(manifest.read_text())["copy"]:
             for exercise, disguise in copy["disguise"].items():
                 copies[(exercise, copy["learner"], copy["source"])] = disguise
@@ -96,15 +97,16 @@ def renamed_everywhere(code: str, tag: str) -> str:
     return tokenize.untokenize(out)
 
 
-def planted_figures(root: Path, planted: dict[str, dict[str, str]], threshold: float) -> tuple[set, set, set, list]:
-    """(copies wanted on the compared exercises, those found, independent pairs listed, the results) on the planted
+def planted_figures(
+    root: Path, planted: dict[str, dict[str, str]], threshold: float, copies: dict[tuple[str, str, str], str]
+) -> tuple[set, set, set, list]:
+    """(copies wanted on the compared exercises, those found, independent pairs listed, the results) on a planted
     class at `threshold`, with the fingerprint length autograder.similarity.NOISE_T has now."""
     from autograder.similarity import compare_class
 
     results, _ = compare_class(root, ASSIGNMENT, threshold=threshold)
     listed = {(c.exercise, *sorted((p.first, p.second))) for c in results for p in c.pairs}
     compared = {c.exercise for c in results if c.compared}
-    copies = planted_copies()
     wanted = {(e, *sorted((a, b))) for (e, a, b) in copies if e in compared and planted[b].get(e)}
     false = listed - {(e, *sorted((a, b))) for (e, a, b) in copies}
     return wanted, wanted & listed, false, results
@@ -122,11 +124,33 @@ def sweep(root: Path, planted: dict[str, dict[str, str]]) -> None:
             similarity.NOISE_T = k
             cells = []
             for t in shares:
-                wanted, found, false, _ = planted_figures(root, planted, t)
+                wanted, found, false, _ = planted_figures(root, planted, t, planted_copies())
                 cells.append(f"{len(found)} of {len(wanted)}, {len(false)}")
             print(f"{k} | " + " | ".join(cells))
     finally:
         similarity.NOISE_T = chosen
+
+
+def report(
+    what: str, root: Path, planted: dict[str, dict[str, str]], copies: dict[tuple[str, str, str], str], threshold: float
+) -> None:
+    wanted, found, false, results = planted_figures(root, planted, threshold, copies)
+    compared = {c.exercise for c in results if c.compared}
+    print(f"{what}: {len(planted)} learners, exercises compared {len(compared)} of {len(results)}")
+    print(f"  planted copies on compared exercises: {len(found)} of {len(wanted)} found")
+    found_by: dict[str, list[int]] = {}
+    for (e, a, b), disguise in copies.items():
+        if (e, *sorted((a, b))) in wanted:
+            seen = found_by.setdefault(disguise, [0, 0])
+            seen[0] += (e, *sorted((a, b))) in found
+            seen[1] += 1
+    print("  by disguise: " + ", ".join(f"{d} {n} of {m}" for d, (n, m) in sorted(found_by.items())))
+    for e, a, b in sorted(wanted - found):
+        print(f"    missed: {e}: {a} and {b} ({copies.get((e, a, b)) or copies.get((e, b, a))})")
+    shares = {(c.exercise, *sorted((p.first, p.second))): p.similarity for c in results for p in c.pairs}
+    print(f"  independent pairs flagged: {len(false)}")
+    for e, a, b in sorted(false):
+        print(f"    {e}: {a} and {b} ({shares[(e, a, b)]:.0%})")
 
 
 def main() -> None:
@@ -142,22 +166,11 @@ def main() -> None:
     build_class(args.dir / "planted", planted)
     if args.sweep:
         sweep(args.dir / "planted", planted)
-    wanted, found, false, results = planted_figures(args.dir / "planted", planted, THRESHOLD)
-    compared = {c.exercise for c in results if c.compared}
-    copies = planted_copies()
-    print(f"planted class: {len(planted)} learners, exercises compared {len(compared)} of {len(results)}")
-    print(f"planted copies on compared exercises: {len(found)} of {len(wanted)} found")
-    found_by = {}
-    for (e, a, b), disguise in copies.items():
-        if (e, *sorted((a, b))) in wanted:
-            seen = found_by.setdefault(disguise, [0, 0])
-            seen[0] += (e, *sorted((a, b))) in found
-            seen[1] += 1
-    print("  by disguise: " + ", ".join(f"{d} {n} of {m}" for d, (n, m) in sorted(found_by.items())))
-    shares = {(c.exercise, *sorted((p.first, p.second))): p.similarity for c in results for p in c.pairs}
-    print(f"independent pairs flagged: {len(false)}")
-    for e, a, b in sorted(false):
-        print(f"  {e}: {a} and {b} ({shares[(e, a, b)]:.0%})")
+    report("planted class", args.dir / "planted", planted, planted_copies(), THRESHOLD)
+    if HELD_OUT.is_dir():
+        held_out = planted_answers(HELD_OUT)
+        build_class(args.dir / "held-out", held_out)
+        report("held-out class", args.dir / "held-out", held_out, planted_copies(HELD_OUT), THRESHOLD)
 
     names = list(planted)
     big = {}
