@@ -107,13 +107,13 @@ def _answer(code: str, boilerplate: np.ndarray) -> _Answer:
     return _Answer(_fingerprint(code, boilerplate), _fingerprint(normal, boilerplate), has_helpers)
 
 
-def _closer(first: _Answer, second: _Answer) -> tuple[Any, bool]:
+def _closer(first: _Answer, second: _Answer, normal_forms: bool = True) -> tuple[Any, bool]:
     """copydetect's comparison of the two answers as written, or of their normal forms where those share more;
     and whether it is the normal forms'."""
     from copydetect.detector import compare_files
 
     written = compare_files(first.written, second.written)
-    if not (first.has_helpers or second.has_helpers):
+    if not normal_forms or not (first.has_helpers or second.has_helpers):
         return written, False  # their normal forms are the same code laid out again
     normal = compare_files(first.normal, second.normal)
     return (normal, True) if min(normal[1]) > min(written[1]) else (written, False)
@@ -125,8 +125,10 @@ def compare_exercise(
     boilerplate: np.ndarray,
     reference: str | None,
     threshold: float = THRESHOLD,
+    normal_forms: bool = True,
 ) -> ExerciseComparison:
-    """Every pair of `answers` (student -> the cell's code) above `threshold`, unless the exercise is too short."""
+    """Every pair of `answers` (student -> the cell's code) above `threshold`, unless the exercise is too short.
+    `normal_forms=False`: the answers as written only (copydetect's measure alone, for the figures)."""
     from copydetect.utils import highlight_overlap
 
     prints = {s: _answer(code, boilerplate) for s, code in sorted(answers.items())}
@@ -144,7 +146,7 @@ def compare_exercise(
         for h in answer.written.hashes | answer.normal.hashes:
             holders.setdefault(h, set()).add(student)
     candidates = {tuple(sorted(p)) for group in holders.values() if len(group) > 1 for p in combinations(group, 2)}
-    compared = {pair: _closer(prints[pair[0]], prints[pair[1]]) for pair in sorted(candidates)}
+    compared = {pair: _closer(prints[pair[0]], prints[pair[1]], normal_forms) for pair in sorted(candidates)}
     # pairs with no fingerprint in common share nothing: the class's 90th percentile counts them as 0
     pairs = len(prints) * (len(prints) - 1) // 2
     shared = sorted((float(min(c[0][1])) for c in compared.values()), reverse=True)
@@ -192,6 +194,7 @@ def compare_class(
     source: str = "source",
     release: str = "release",
     threshold: float = THRESHOLD,
+    normal_forms: bool = True,
 ) -> tuple[list[ExerciseComparison], list[str]]:
     """Each exercise of the assignment compared across every learner who submitted it; and notes for the instructor
     (a notebook that could not be read)."""
@@ -221,7 +224,7 @@ def compare_class(
                 if gid in by_exercise:
                     by_exercise[gid][student] = code
         for gid, answers in by_exercise.items():
-            results.append(compare_exercise(gid, answers, boilerplate, references.get(gid), threshold))
+            results.append(compare_exercise(gid, answers, boilerplate, references.get(gid), threshold, normal_forms))
     return results, notes
 
 

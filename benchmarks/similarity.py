@@ -98,13 +98,17 @@ def renamed_everywhere(code: str, tag: str) -> str:
 
 
 def planted_figures(
-    root: Path, planted: dict[str, dict[str, str]], threshold: float, copies: dict[tuple[str, str, str], str]
+    root: Path,
+    planted: dict[str, dict[str, str]],
+    threshold: float,
+    copies: dict[tuple[str, str, str], str],
+    normal_forms: bool = True,
 ) -> tuple[set, set, set, list]:
     """(copies wanted on the compared exercises, those found, independent pairs listed, the results) on a planted
     class at `threshold`, with the fingerprint length autograder.similarity.NOISE_T has now."""
     from autograder.similarity import compare_class
 
-    results, _ = compare_class(root, ASSIGNMENT, threshold=threshold)
+    results, _ = compare_class(root, ASSIGNMENT, threshold=threshold, normal_forms=normal_forms)
     listed = {(c.exercise, *sorted((p.first, p.second))) for c in results for p in c.pairs}
     compared = {c.exercise for c in results if c.compared}
     wanted = {(e, *sorted((a, b))) for (e, a, b) in copies if e in compared and planted[b].get(e)}
@@ -134,6 +138,11 @@ def sweep(root: Path, planted: dict[str, dict[str, str]]) -> None:
 def report(
     what: str, root: Path, planted: dict[str, dict[str, str]], copies: dict[tuple[str, str, str], str], threshold: float
 ) -> None:
+    for share in sorted({threshold, 0.8}):
+        for normal_forms in (False, True):
+            wanted, found, false, _ = planted_figures(root, planted, share, copies, normal_forms)
+            form = "as written and in normal form" if normal_forms else "as written only"
+            print(f"{what}, {form}, share {share:g}: {len(found)} of {len(wanted)} found, {len(false)} independent")
     wanted, found, false, results = planted_figures(root, planted, threshold, copies)
     compared = {c.exercise for c in results if c.compared}
     print(f"{what}: {len(planted)} learners, exercises compared {len(compared)} of {len(results)}")

@@ -14,7 +14,7 @@ import pytest
 
 from autograder import similarity
 from autograder.coursedir import REPO
-from benchmarks.similarity import ASSIGNMENT, build_class, planted_answers, planted_copies
+from benchmarks.similarity import ASSIGNMENT, HELD_OUT, build_class, planted_answers, planted_copies
 
 pytestmark = pytest.mark.slow  # builds classes of 41 notebooks and runs the command
 
@@ -108,6 +108,20 @@ def test_an_expression_split_over_temporaries_is_listed(planted):
         assert copy.count("\n") >= original.count("\n") + 2, "at least two expressions split"
         comparison = similarity.compare_exercise("gradient_check", {"ada": original, "ben": copy}, boilerplate, None)
         assert [(p.first, p.second) for p in comparison.pairs] == [("ada", "ben")], comparison
+
+
+def test_on_a_class_written_after_the_numbers_were_chosen_renamed_recommented_and_inlined_copies_are_listed(
+    tmp_path,
+):
+    """tests/similarity_heldout/: four more authors, written after NOISE_T and THRESHOLD were chosen on the planted
+    class (docs/figures.md has all its figures, the independent pairs listed among them)."""
+    root = tmp_path / "course"
+    build_class(root, planted_answers(HELD_OUT))
+    results = {c.exercise: c for c in similarity.compare_class(root, ASSIGNMENT)[0]}
+    copies = planted_copies(HELD_OUT)
+    whole = {k: d for k, d in copies.items() if d in ("renamed", "comments", "inlined") and results[k[0]].compared}
+    missed = [k for k in whole if pair(*k[1:]) not in {pair(p.first, p.second) for p in results[k[0]].pairs}]
+    assert len(whole) >= 8 and not missed, missed
 
 
 def test_answers_identical_but_for_names_are_listed(planted):
