@@ -8,19 +8,22 @@ any code cell of the released notebook (the answer cell's template, the code the
 pair's similarity is, for each of the two answers, the share of its fingerprinted code found in the other; a pair
 is listed when both shares reach the threshold (so a copy buried in a much longer answer is not).
 
-Each answer is compared twice: as written, and in its normal form (autograder/helpers_inlined.py: the answer's own
-helper functions written into their calls, laid out by ast.unparse); a pair's similarity is the higher of the two.
-copydetect alone cannot see through a helper inlined: the original's helper definitions are missing from the copy,
-so the two share too little (the planted class's figures are in docs/figures.md); in normal form neither has helpers.
+Each answer is compared twice: as written, and in its normal form (its own helper functions written into their
+calls: autograder/helpers_inlined.py; its independent statements in one order and each `if not` with an else turned
+around: autograder/statement_order.py; laid out by ast.unparse); a pair's similarity is the higher of the two.
+copydetect alone cannot see through a helper inlined (the original's helper definitions are missing from the copy)
+nor, in a short answer, through a few statements swapped; the planted and held-out classes' figures are in
+docs/figures.md.
 
 What it sees through: names changed, comments and blank lines changed, helpers inlined or made up (when a person
-could inline them by hand); statements reordered or an expression split over temporaries change only the
-fingerprints around each edit (enough, in a short answer, to hide a copy). What it cannot see: an answer rewritten by
-hand, or by a language model, with the same idea in other code (a loop for a comprehension); and it cannot tell a
-copy from two learners who wrote the same code, which short or prescribed exercises make common. So an exercise is
-compared only where its answers differ: where the course's reference answer, less its template, is shorter than
-TOO_SHORT fingerprinted characters, it is said to be too short to compare; where one pair in ten of the class shares
-UNIFORM of its code or more, too uniform to compare; and no pair of it is listed.
+could inline them by hand), independent statements reordered; an expression split over temporaries changes only the
+fingerprints around each edit (enough, where several are split in a short answer, to hide a copy). What it cannot
+see: an answer rewritten by hand, or by a language model, with the same idea in other code (a loop for a
+comprehension); and it cannot tell a copy from two learners who wrote the same code, which short or prescribed
+exercises make common. So an exercise is compared only where its answers differ: where the course's reference
+answer, less its template, is shorter than TOO_SHORT fingerprinted characters, it is said to be too short to
+compare; where one pair in ten of the class shares UNIFORM of its code or more, too uniform to compare; and no pair
+of it is listed.
 """
 
 from __future__ import annotations
@@ -38,9 +41,10 @@ from typing import Any
 import numpy as np
 
 from .helpers_inlined import helpers_inlined
+from .statement_order import in_canonical_order
 
 NOISE_T = 15  # characters of normalised code a fingerprint covers (copydetect: 25; chosen on the planted class)
-THRESHOLD = 0.75  # both answers of a listed pair share at least this much of their fingerprinted code
+THRESHOLD = 0.8  # both answers of a listed pair share at least this much of their code (chosen on the planted class)
 TOO_SHORT = 120  # fingerprinted characters of the reference answer, template removed, below which nothing is listed
 UNIFORM = 0.5  # where one pair in ten of the class shares this much, the exercise's answers are alike: nothing listed
 
@@ -52,7 +56,7 @@ class SimilarPair:
     second: str
     shares: tuple[float, float]  # of the first's code found in the second's, and the other way
     marked: tuple[str, str] = ("", "")  # the two answers as HTML, the shared code in <mark>
-    helpers_inlined: bool = False  # compared (and marked) with each answer's own helpers written into their calls
+    normal_form: bool = False  # compared (and marked) in normal form: helpers written in, statements in one order
 
     @property
     def similarity(self) -> float:
@@ -75,15 +79,15 @@ def _fingerprint(code: str, boilerplate: Any = None) -> Any:
 
 
 def normal_form(code: str) -> tuple[str, bool]:
-    """The answer as compared besides its own text: its helpers written into their calls, laid out by ast.unparse
-    (the text itself where it does not parse); and whether it had a helper to write in."""
-    inlined = helpers_inlined(code)
-    if inlined is not None:
-        return inlined, True
+    """The answer as compared besides its own text: its helpers written into their calls, its independent statements
+    in one order, laid out by ast.unparse (the text itself where it does not parse); and whether that changed more
+    than the layout."""
     try:
-        return ast.unparse(ast.parse(code)), False
+        laid_out = ast.unparse(ast.parse(code))
     except (SyntaxError, ValueError):
         return code, False
+    normal = ast.unparse(in_canonical_order(ast.parse(helpers_inlined(code) or code)))
+    return normal, normal != laid_out
 
 
 def boilerplate_of(cells: Iterable[str]) -> np.ndarray:
@@ -99,12 +103,12 @@ def boilerplate_of(cells: Iterable[str]) -> np.ndarray:
 class _Answer:
     written: Any  # the fingerprints of the code as handed in
     normal: Any  # of its normal form
-    has_helpers: bool  # its normal form has a helper written in (else it is the code as written, laid out again)
+    reshaped: bool  # its normal form is more than the code as written laid out again
 
 
 def _answer(code: str, boilerplate: np.ndarray) -> _Answer:
-    normal, has_helpers = normal_form(code)
-    return _Answer(_fingerprint(code, boilerplate), _fingerprint(normal, boilerplate), has_helpers)
+    normal, reshaped = normal_form(code)
+    return _Answer(_fingerprint(code, boilerplate), _fingerprint(normal, boilerplate), reshaped)
 
 
 def _closer(first: _Answer, second: _Answer, normal_forms: bool = True) -> tuple[Any, bool]:
@@ -113,7 +117,7 @@ def _closer(first: _Answer, second: _Answer, normal_forms: bool = True) -> tuple
     from copydetect.detector import compare_files
 
     written = compare_files(first.written, second.written)
-    if not normal_forms or not (first.has_helpers or second.has_helpers):
+    if not normal_forms or not (first.reshaped or second.reshaped):
         return written, False  # their normal forms are the same code laid out again
     normal = compare_files(first.normal, second.normal)
     return (normal, True) if min(normal[1]) > min(written[1]) else (written, False)
@@ -262,9 +266,10 @@ def summary(results: list[ExerciseComparison], named: bool = True) -> list[str]:
 HOW_IT_WORKS = (
     "Each exercise's answers are compared in pairs with copydetect (winnowing over tokens: names, strings, comments "
     "and white space normalised; the released notebook's own code never counts). A pair is listed when each answer "
-    "shares at least {threshold:.0%} of its code with the other, as written or with each answer's own helper functions "
-    "written into their calls. It sees through renamed variables, changed comments and inlined helpers; a reordering "
-    "or a split expression changes the code around it, and in a short answer can hide a copy. It cannot see an "
+    "shares at least {threshold:.0%} of its code with the other, as written or in normal form (each answer's own "
+    "helper functions written into their calls, its independent statements in one order). It sees through renamed "
+    "variables, changed comments, inlined helpers and reordered statements; a split expression changes the code "
+    "around it, and several in a short answer can hide a copy. It cannot see an "
     "answer rewritten by hand or by a language model, nor tell a copy from two learners who wrote the same code. "
     "A listed pair is for a person to read: it changes no score."
 )
@@ -285,7 +290,12 @@ def html_section(results: list[ExerciseComparison], threshold: float = THRESHOLD
             continue
         rows.append(f"<h3><code>{html.escape(c.exercise)}</code></h3><p>{c.answers} answers compared.</p>")
         for p in c.pairs:
-            form = " (compared with each answer's helpers written into their calls)" if p.helpers_inlined else ""
+            form = (
+                " (compared in normal form: each answer's own helpers written into their calls, its independent "
+                "statements in one order)"
+                if p.normal_form
+                else ""
+            )
             rows.append(
                 f"<p><b>{html.escape(p.first)}</b> and <b>{html.escape(p.second)}</b>: {p.shares[0]:.0%} and "
                 f"{p.shares[1]:.0%} shared{form}</p><table class='pair'><tr><td><pre>{p.marked[0]}</pre></td>"

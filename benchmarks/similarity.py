@@ -138,7 +138,7 @@ def sweep(root: Path, planted: dict[str, dict[str, str]]) -> None:
 def report(
     what: str, root: Path, planted: dict[str, dict[str, str]], copies: dict[tuple[str, str, str], str], threshold: float
 ) -> None:
-    for share in sorted({threshold, 0.8}):
+    for share in sorted({threshold, 0.75, 0.8}):
         for normal_forms in (False, True):
             wanted, found, false, _ = planted_figures(root, planted, share, copies, normal_forms)
             form = "as written and in normal form" if normal_forms else "as written only"

@@ -167,7 +167,8 @@ def test_an_answer_without_helpers_or_that_does_not_parse_has_no_other_form():
 
 
 def test_every_answer_and_course_cell_comes_out_as_python_or_as_none():
-    """Over every planted answer and every code cell of the solutions: no crash, and what comes out parses."""
+    """Over every planted answer and every code cell of the solutions: no crash, and what comes out parses (the
+    inliner alone, and the whole normal form)."""
     import nbformat
 
     from autograder.coursedir import SOLUTIONS
@@ -176,10 +177,15 @@ def test_every_answer_and_course_cell_comes_out_as_python_or_as_none():
     codes = [code for answers in planted_answers().values() for code in answers.values()]
     for path in sorted(SOLUTIONS.glob("*/*.ipynb")):
         codes += [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    from autograder.similarity import normal_form
+
     written_in = 0
     for code in codes:
         out = helpers_inlined(code)
         if out is not None:
             ast.parse(out)
             written_in += 1
+        normal, reshaped = normal_form(code)  # with the statements in order too
+        if reshaped:
+            ast.parse(normal)
     assert len(codes) > 400 and written_in >= 20, (len(codes), written_in)
