@@ -55,8 +55,9 @@ class SimilarPair:
     first: str
     second: str
     shares: tuple[float, float]  # of the first's code found in the second's, and the other way
-    marked: tuple[str, str] = ("", "")  # the two answers as HTML, the shared code in <mark>
-    normal_form: bool = False  # compared (and marked) in normal form: helpers written in, statements in one order
+    marked: tuple[str, str] = ("", "")  # the two answers as handed in, as HTML, the code shared as written in <mark>
+    normal_form: bool = False  # compared in normal form (helpers written in, statements in one order)
+    marked_normal: tuple[str, str] = ("", "")  # then: the two normal forms, the shared code in <mark>
 
     @property
     def similarity(self) -> float:
@@ -111,16 +112,27 @@ def _answer(code: str, boilerplate: np.ndarray) -> _Answer:
     return _Answer(_fingerprint(code, boilerplate), _fingerprint(normal, boilerplate), reshaped)
 
 
-def _closer(first: _Answer, second: _Answer, normal_forms: bool = True) -> tuple[Any, bool]:
-    """copydetect's comparison of the two answers as written, or of their normal forms where those share more;
-    and whether it is the normal forms'."""
+def _closer(first: _Answer, second: _Answer, normal_forms: bool = True) -> tuple[Any, Any]:
+    """copydetect's comparison of the two answers as written; and of their normal forms where those share more
+    (else None)."""
     from copydetect.detector import compare_files
 
     written = compare_files(first.written, second.written)
     if not normal_forms or not (first.reshaped or second.reshaped):
-        return written, False  # their normal forms are the same code laid out again
+        return written, None  # their normal forms are the same code laid out again
     normal = compare_files(first.normal, second.normal)
-    return (normal, True) if min(normal[1]) > min(written[1]) else (written, False)
+    return written, (normal if min(normal[1]) > min(written[1]) else None)
+
+
+def _marked(pair: tuple[_Answer, _Answer], result: Any, form: str) -> tuple[str, str]:
+    """The two answers' code (`form`: as written or normal) as HTML, the code copydetect found shared in <mark>."""
+    from copydetect.utils import highlight_overlap
+
+    first, second = (
+        highlight_overlap(getattr(answer, form).raw_code, cut, "<mark>", "</mark>", escape_html=True)[0]
+        for answer, cut in zip(pair, result[2])
+    )
+    return first, second
 
 
 def compare_exercise(
@@ -133,8 +145,6 @@ def compare_exercise(
 ) -> ExerciseComparison:
     """Every pair of `answers` (student -> the cell's code) above `threshold`, unless the exercise is too short.
     `normal_forms=False`: the answers as written only (copydetect's measure alone, for the figures)."""
-    from copydetect.utils import highlight_overlap
-
     prints = {s: _answer(code, boilerplate) for s, code in sorted(answers.items())}
     prints = {s: a for s, a in prints.items() if a.written.hashes}  # a template left as it was has none of its own
     comparison = ExerciseComparison(exercise, len(prints), compared=True)
@@ -153,7 +163,7 @@ def compare_exercise(
     compared = {pair: _closer(prints[pair[0]], prints[pair[1]], normal_forms) for pair in sorted(candidates)}
     # pairs with no fingerprint in common share nothing: the class's 90th percentile counts them as 0
     pairs = len(prints) * (len(prints) - 1) // 2
-    shared = sorted((float(min(c[0][1])) for c in compared.values()), reverse=True)
+    shared = sorted((float(min((normal or written)[1])) for written, normal in compared.values()), reverse=True)
     typical = shared[pairs // 10] if pairs >= 10 and len(shared) > pairs // 10 else 0.0
     if typical >= UNIFORM:
         comparison.compared = False
@@ -162,16 +172,20 @@ def compare_exercise(
             "its code or more), so a copy cannot be told from the common answer"
         )
         return comparison
-    for (first, second), ((_, shares, slices), normal) in compared.items():
+    for (first, second), (written, normal) in compared.items():
+        shares = (normal or written)[1]
         if min(shares) < threshold:
             continue
-        marked = tuple(
-            highlight_overlap(
-                (prints[s].normal if normal else prints[s].written).raw_code, cut, "<mark>", "</mark>", escape_html=True
-            )[0]
-            for s, cut in zip((first, second), slices)
+        pair = (prints[first], prints[second])
+        shared_pair = SimilarPair(
+            exercise,
+            first,
+            second,
+            (float(shares[0]), float(shares[1])),
+            _marked(pair, written, "written"),
+            normal is not None,
+            _marked(pair, normal, "normal") if normal is not None else ("", ""),
         )
-        shared_pair = SimilarPair(exercise, first, second, (float(shares[0]), float(shares[1])), marked, normal)
         comparison.pairs.append(shared_pair)
     comparison.pairs.sort(key=lambda p: -p.similarity)
     return comparison
@@ -275,6 +289,10 @@ HOW_IT_WORKS = (
 )
 
 
+def _side_by_side(marked: tuple[str, str]) -> str:
+    return f"<table class='pair'><tr><td><pre>{marked[0]}</pre></td><td><pre>{marked[1]}</pre></td></tr></table>"
+
+
 def html_section(results: list[ExerciseComparison], threshold: float = THRESHOLD) -> str:
     """The class report's section: how it works, each exercise's outcome, each listed pair side by side."""
     rows = []
@@ -290,17 +308,16 @@ def html_section(results: list[ExerciseComparison], threshold: float = THRESHOLD
             continue
         rows.append(f"<h3><code>{html.escape(c.exercise)}</code></h3><p>{c.answers} answers compared.</p>")
         for p in c.pairs:
-            form = (
-                " (compared in normal form: each answer's own helpers written into their calls, its independent "
-                "statements in one order)"
-                if p.normal_form
-                else ""
-            )
+            form = " in normal form" if p.normal_form else ""
             rows.append(
                 f"<p><b>{html.escape(p.first)}</b> and <b>{html.escape(p.second)}</b>: {p.shares[0]:.0%} and "
-                f"{p.shares[1]:.0%} shared{form}</p><table class='pair'><tr><td><pre>{p.marked[0]}</pre></td>"
-                f"<td><pre>{p.marked[1]}</pre></td></tr></table>"
+                f"{p.shares[1]:.0%} shared{form}</p>" + _side_by_side(p.marked)
             )
+            if p.normal_form:
+                rows.append(
+                    "<p>In normal form, as compared (each answer's own helpers written into their calls, its "
+                    "independent statements in one order):</p>" + _side_by_side(p.marked_normal)
+                )
     return (
         "<h2>Similar answers</h2><p>" + html.escape(HOW_IT_WORKS.format(threshold=threshold)) + "</p>" + "".join(rows)
     )

@@ -191,6 +191,9 @@ def test_the_command_the_report_and_the_csv(planted, tmp_path):
     some = next(p for c in results.values() for p in c.pairs)
     assert f"<b>{some.first}</b> and <b>{some.second}</b>" in page and "<mark>" in page
     assert "never" in page and "language model" in page  # what it is, and what it cannot see
+    normal = next(p for c in results.values() for p in c.pairs if p.normal_form)
+    assert normal.marked[0] in page and normal.marked_normal[0] in page, "as handed in, then as compared"
+    assert "In normal form, as compared" in page and normal.marked != normal.marked_normal
     from autograder.gradebook import Gradebook
     from autograder.grading.report import export_csv
 
