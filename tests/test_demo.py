@@ -196,3 +196,6 @@ def test_the_report_command_writes_the_page(demo, tmp_path):
     ]
     out = subprocess.run([sys.executable, "-m", "autograder", *command], cwd=REPO, capture_output=True, text=True)
     assert out.returncode == 0 and (tmp_path / "report.html").is_file(), out.stdout + out.stderr
+    page = (tmp_path / "report.html").read_text()
+    assert "<h2>Similar answers</h2>" in page and (tmp_path / "similarity.html").is_file(), "issue 50's two tools"
+    assert "No due date is set for this assignment" in page  # the demo sets none: nothing counts as late

@@ -217,5 +217,6 @@ def test_a_class_on_the_hub_from_login_to_feedback_and_formgrader(tmp_path):
         assert page.get_by_text("one-sided difference").count() >= 1
         report = page.context.request.get(f"{base}/services/revad/files/reports/{ASSIGNMENT}/report.html")
         assert report.status == 200 and "one-sided" in report.text(), "the class report, for instructors"
+        assert "<h2>Similar answers</h2>" in report.text() and "due date" in report.text(), "issue 50's two tools"
         assert ada.get(f"{base}/services/revad/files/reports/{ASSIGNMENT}/report.html").status == 403
         browser.close()
