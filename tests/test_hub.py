@@ -11,11 +11,13 @@ in a scratch folder. Screenshots under build/browser/hub-*/.
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -136,6 +138,11 @@ def test_a_class_on_the_hub_from_login_to_feedback_and_formgrader(tmp_path):
             panel.locator("#submitted_assignments_list .list_item").filter(has_text=ASSIGNMENT).first.wait_for()
             shot("submitted")
             pages[learner] = (context, page, shot)
+            if learner == "ada":  # the instructor sets the due date as nbgrader's docs say: ben hands in after it
+                time.sleep(1.5)  # the due date is to the second: after ada's timestamp, whatever its fraction
+                due = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+                instructor(course, str(BIN / "nbgrader"), "db", "assignment", "add", ASSIGNMENT, f"--duedate={due}")
+                time.sleep(1.5)
 
         instructor(course, str(BIN / "nbgrader"), "collect", ASSIGNMENT)
         graded = instructor(
@@ -176,6 +183,8 @@ def test_a_class_on_the_hub_from_login_to_feedback_and_formgrader(tmp_path):
             assert path.read_bytes() == before, f"{learner}'s notebook changed"
         ben_page = pages["ben"][1].content()
         assert "one-sided difference" in ben_page and "BEGIN HIDDEN TESTS" not in ben_page
+        assert "after the due date" in ben_page and "the course sets no penalty for it" in ben_page, "late, free"
+        assert "after the due date" not in pages["ada"][1].content()
 
         # what a learner cannot reach (ada's own session): another learner's server, formgrader, the course
         ada = pages["ada"][0].request
@@ -217,6 +226,6 @@ def test_a_class_on_the_hub_from_login_to_feedback_and_formgrader(tmp_path):
         assert page.get_by_text("one-sided difference").count() >= 1
         report = page.context.request.get(f"{base}/services/revad/files/reports/{ASSIGNMENT}/report.html")
         assert report.status == 200 and "one-sided" in report.text(), "the class report, for instructors"
-        assert "<h2>Similar answers</h2>" in report.text() and "due date" in report.text(), "issue 50's two tools"
+        assert "<h2>Similar answers</h2>" in report.text() and "1 late submission(s)" in report.text(), "issue 50"
         assert ada.get(f"{base}/services/revad/files/reports/{ASSIGNMENT}/report.html").status == 403
         browser.close()
