@@ -23,9 +23,13 @@ def helpers_inlined(code: str) -> str | None:
     """The answer with its helpers written into their calls (ast.unparse's layout), or None when it has none (or
     does not parse)."""
     try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+        return _inlined(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python, or nested past what the parser takes
         return None
+
+
+def _inlined(code: str) -> str | None:
+    tree = ast.parse(code)
     changed = False
     for _ in range(ROUNDS):
         helpers = _helpers(tree)

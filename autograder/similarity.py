@@ -81,13 +81,13 @@ def _fingerprint(code: str, boilerplate: Any = None) -> Any:
 
 def normal_form(code: str) -> tuple[str, bool]:
     """The answer as compared besides its own text: its helpers written into their calls, its independent statements
-    in one order, laid out by ast.unparse (the text itself where it does not parse); and whether that changed more
-    than the layout."""
+    in one order, laid out by ast.unparse; and whether that changed more than the layout. The text itself where it is
+    not Python, or is nested deeper than the parser and the tree's walkers take (a learner's cell can be anything)."""
     try:
         laid_out = ast.unparse(ast.parse(code))
-    except (SyntaxError, ValueError):
+        normal = ast.unparse(in_canonical_order(ast.parse(helpers_inlined(code) or code)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return code, False
-    normal = ast.unparse(in_canonical_order(ast.parse(helpers_inlined(code) or code)))
     return normal, normal != laid_out
 
 

@@ -189,3 +189,26 @@ def test_every_answer_and_course_cell_comes_out_as_python_or_as_none():
         if reshaped:
             ast.parse(normal)
     assert len(codes) > 400 and written_in >= 20, (len(codes), written_in)
+
+
+DEEP = {  # a learner's cell can be anything: nested past what Python's parser, or a walker of its tree, takes
+    "unary minus 10^4 deep (the parser runs out of memory)": "x = " + "-" * 10_000 + "1",
+    "unary minus 10^3 deep (the parser runs out of stack)": "x = " + "-" * 1_000 + "1",
+    "a sum of 5000 terms (ast.unparse runs out of stack)": "x = " + " + ".join(["1"] * 5_000),
+    "a helper called 10^3 deep": "def f(a):\n    return a\n\n\ny = " + "f(" * 1_000 + "1" + ")" * 1_000,
+}
+
+
+def test_an_answer_nested_too_deep_has_no_other_form_and_is_compared_as_written():
+    import numpy as np
+
+    from autograder.similarity import compare_exercise, normal_form
+
+    for name, code in DEEP.items():
+        assert helpers_inlined(code) is None and normal_form(code) == (code, False), name
+    summed = "a sum of 5000 terms (ast.unparse runs out of stack)"
+    deepest = "unary minus 10^4 deep (the parser runs out of memory)"
+    answers = {summed: DEEP[summed], "its twin": DEEP[summed], deepest: DEEP[deepest], "plain": "x = sum(range(9))\n"}
+    comparison = compare_exercise("deep", answers, np.array([], dtype=np.int64), None)
+    assert comparison.compared and comparison.answers == 4
+    assert (summed, "its twin") in {(p.first, p.second) for p in comparison.pairs}
