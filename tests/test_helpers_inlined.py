@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
+import pytest
+
 from autograder.helpers_inlined import helpers_inlined
 
 
@@ -166,6 +168,7 @@ def test_an_answer_without_helpers_or_that_does_not_parse_has_no_other_form():
     assert inlined("raise NotImplementedError()\n") is None
 
 
+@pytest.mark.slow  # reads every solution notebook
 def test_every_answer_and_course_cell_comes_out_as_python_or_as_none():
     """Over every planted answer and every code cell of the solutions: no crash, and what comes out parses (the
     inliner alone, and the whole normal form)."""
@@ -199,6 +202,7 @@ DEEP = {  # a learner's cell can be anything: nested past what Python's parser, 
 }
 
 
+@pytest.mark.slow  # fingerprints a 5 000-term sum
 def test_an_answer_nested_too_deep_has_no_other_form_and_is_compared_as_written():
     import numpy as np
 
