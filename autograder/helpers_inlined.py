@@ -227,7 +227,6 @@ def _drop_unused(tree: ast.Module, names: set[str]) -> None:
             return None if node.name in gone else node
 
     Drop().visit(tree)
-    for node in ast.walk(tree):
-        for field in ("body", "orelse", "finalbody"):
-            if isinstance(getattr(node, field, None), list) and not getattr(node, field) and field == "body":
-                setattr(node, field, [ast.Pass()])
+    for node in ast.walk(tree):  # a block left empty by a dropped definition holds `pass`, so that it unparses
+        if isinstance(getattr(node, "body", None), list) and not node.body:  # type: ignore[attr-defined]
+            node.body = [ast.Pass()]  # type: ignore[attr-defined]

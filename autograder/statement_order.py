@@ -15,6 +15,7 @@ what the statements do, not on their names. For comparison only, never run.
 from __future__ import annotations
 
 import ast
+import copy
 
 EVERYTHING = "*"  # the write of something that is not a plain name (a call's result changed in place)
 
@@ -113,6 +114,4 @@ class _Nameless(ast.NodeTransformer):
 
 
 def _text(stmt: ast.stmt) -> str:
-    import copy
-
     return ast.unparse(_Nameless().visit(copy.deepcopy(stmt)))
