@@ -21,6 +21,9 @@ in. (The grader compiles learners' kernels in its sandbox instead: autograder/pr
 from __future__ import annotations
 
 import ast
+import contextlib
+import functools
+import io
 import json
 import os
 import re
@@ -68,7 +71,6 @@ def compile_record(record: dict, signature: dict[str, str], constexprs: dict[str
     """Compile the recorded kernel for sm_<arch> with this signature ({"x_ptr": "*fp32", "n": "i32", "BLOCK":
     "constexpr"}) and these constexpr values. {"ok": True, registers, spill_bytes, shared_bytes, ptx_chars} or
     {"ok": False, "why": the compiler's reason, "line": the kernel's line it points at, "error": its type}."""
-    import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
@@ -77,11 +79,11 @@ def compile_record(record: dict, signature: dict[str, str], constexprs: dict[str
         target = GPUTarget("cuda", arch, 32)
         signature, constexprs, attrs = specialize(kernel, signature, constexprs, target)
         source = ASTSource(fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs)
-        compiled = triton.compile(source, target=target)
+        compiled, log = _compile_keeping_ptxas_log(source, target)
     except Exception as error:  # noqa: BLE001 - every compile error is the answer, as the compiler gives it
         why, line = compile_error_summary(error)
         return {"ok": False, "why": why, "line": line, "error": type(error).__name__}
-    report = ptxas_report(compiled.asm["ptx"], arch)
+    report = ptxas_report(compiled.asm["ptx"], arch, log)
     report.update(ok=True, ptx_chars=len(compiled.asm["ptx"]), shared_bytes=int(compiled.metadata.shared))
     return report
 
@@ -155,8 +157,56 @@ def compile_error_summary(error: BaseException) -> tuple[str, int | None]:
     return reason.strip()[:400], line
 
 
-def ptxas_report(ptx: str, arch: int) -> dict:
-    """What ptxas -v says about the kernel: registers per thread, spill bytes (stores + loads), stack bytes."""
+def _compile_keeping_ptxas_log(source: Any, target: Any) -> tuple[Any, str | None]:
+    """triton.compile, and what the ptxas run that made its cubin said (-v), or None where no such run happened (its
+    cache answered, or another Triton). Only that run's printing is kept: no text of the kernel's runs while it goes
+    (what tl.static_print prints happens before, in the stage that reads the kernel's source)."""
+    import triton
+
+    try:
+        from triton import knobs
+        from triton.backends.nvidia.compiler import CUDABackend
+    except ImportError:  # pragma: no cover - Triton 3.9 has both
+        return triton.compile(source, target=target), None
+    made, logs = CUDABackend.make_cubin, []
+
+    def make_cubin(self: Any, *args: Any, **kwargs: Any) -> Any:
+        printed = io.StringIO()
+        with knobs.nvidia.scope(), contextlib.redirect_stdout(printed):
+            knobs.nvidia.dump_ptxas_log = True
+            cubin = made(self, *args, **kwargs)
+        logs.append(printed.getvalue())
+        return cubin
+
+    CUDABackend.make_cubin = make_cubin
+    try:
+        compiled = triton.compile(source, target=target)
+    finally:
+        CUDABackend.make_cubin = made
+    return compiled, (logs[-1] if logs and "Used" in logs[-1] else None)
+
+
+def ptxas_report(ptx: str, arch: int, log: str | None = None) -> dict:
+    """What ptxas -v says about the kernel: registers per thread, spill bytes (stores + loads), stack bytes. `log`:
+    what the ptxas run of the compile itself said; without it, ptxas runs here on the PTX."""
+    log = log if log is not None else _ptxas_log(ptx, arch)
+
+    def figure(pattern: str) -> int:
+        found = re.search(pattern, log)
+        return int(found.group(1)) if found else 0
+
+    return {
+        "registers": figure(r"Used (\d+) registers"),
+        "spill_bytes": figure(r"(\d+) bytes spill stores") + figure(r"(\d+) bytes spill loads"),
+        "stack_bytes": figure(r"(\d+) bytes stack frame"),
+        "ptxas": " ".join(line.split("info    :")[-1].strip() for line in log.splitlines() if "Used" in line),
+    }
+
+
+@functools.lru_cache(maxsize=128)
+def _ptxas_log(ptx: str, arch: int) -> str:
+    """ptxas -v's report on this PTX, run once per PTX text and arch in this process: a kernel compiled again with
+    the same specialization (Triton's cache answers it) has the same PTX, and this run was most of its cost."""
     from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -176,18 +226,7 @@ def ptxas_report(ptx: str, arch: int) -> dict:
             text=True,
             check=False,
         )
-    log = run.stderr
-
-    def figure(pattern: str) -> int:
-        found = re.search(pattern, log)
-        return int(found.group(1)) if found else 0
-
-    return {
-        "registers": figure(r"Used (\d+) registers"),
-        "spill_bytes": figure(r"(\d+) bytes spill stores") + figure(r"(\d+) bytes spill loads"),
-        "stack_bytes": figure(r"(\d+) bytes stack frame"),
-        "ptxas": " ".join(line.split("info    :")[-1].strip() for line in log.splitlines() if "Used" in line),
-    }
+    return run.stderr
 
 
 def occupancy(registers: int, threads_per_block: int = 128, registers_per_sm: int = 65536, max_threads: int = 2048):
