@@ -159,14 +159,16 @@ def compile_error_summary(error: BaseException) -> tuple[str, int | None]:
 
 def _compile_keeping_ptxas_log(source: Any, target: Any) -> tuple[Any, str | None]:
     """triton.compile, and what the ptxas run that made its cubin said (-v), or None where no such run happened (its
-    cache answered, or another Triton). Only that run's printing is kept: no text of the kernel's runs while it goes
-    (what tl.static_print prints happens before, in the stage that reads the kernel's source)."""
+    cache answered, or another Triton). Only that run's printing is kept, never what the kernel prints as it compiles
+    (tl.static_print prints earlier, while Triton reads the kernel's source)."""
     import triton
 
     try:
         from triton import knobs
         from triton.backends.nvidia.compiler import CUDABackend
     except ImportError:  # pragma: no cover - Triton 3.9 has both
+        return triton.compile(source, target=target), None
+    if not (hasattr(knobs.nvidia, "scope") and hasattr(type(knobs.nvidia), "dump_ptxas_log")):  # another Triton
         return triton.compile(source, target=target), None
     made, logs = CUDABackend.make_cubin, []
 
