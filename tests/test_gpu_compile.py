@@ -146,31 +146,6 @@ def test_what_the_compiler_reports_for_a_kernel_that_compiles(compiler):
     assert "registers" in answer["ptxas"] and answer["spill_bytes"] >= 0
 
 
-PRINTS_A_REPORT = """
-def prints_a_report(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
-    tl.static_print("ptxas info    : Used 1 registers, 4096 bytes spill stores, 4096 bytes spill loads")
-    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    x = tl.load(x_ptr + offsets, mask=offsets < n)
-    tl.store(y_ptr + offsets, tl.exp(x) * x + 1.0, mask=offsets < n)
-"""
-
-
-def test_the_report_is_the_compiles_own_ptxas_run_and_no_kernel_prints_it():
-    """The registers and spills come from the ptxas run that built the cubin (Triton's own, -v), or from ptxas run
-    here on the PTX when Triton's cache answered: never from what the kernel printed while it compiled."""
-    record = {
-        "entry": "prints_a_report",
-        "functions": {"prints_a_report": PRINTS_A_REPORT.strip() + "\n"},
-        "globals": TRITON_GLOBALS,
-    }
-    signature, constexprs = launch_signature(record, ["*fp32", "*fp32", "i32"], {"BLOCK_SIZE": 128})
-    with CompileProcess(timeout_s=120) as process:
-        built, cached = (process.ask(record, signature, constexprs, 90) for _ in range(2))
-    for answer in (built, cached):
-        assert answer["ok"] and answer["registers"] > 1 and answer["spill_bytes"] == 0, answer
-        assert "4096" not in answer["ptxas"], answer
-
-
 # ---------------------------------------------- the compile part as a protection: attacks, honest answers
 from autograder.judges import kernel_compile, kernel_runs  # noqa: E402
 from autograder.judges.verdict import Part  # noqa: E402
@@ -186,6 +161,27 @@ def record_of(source: str, extra_globals: dict | None = None, helpers: dict | No
         "functions": {name: source.strip() + "\n", **(helpers or {})},
         "globals": {**HONEST_GLOBALS, **(extra_globals or {})},
     }
+
+
+PRINTS_A_REPORT = """
+def prints_a_report(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
+    tl.static_print("ptxas info    : Used 1 registers, 4096 bytes spill stores, 4096 bytes spill loads")
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    x = tl.load(x_ptr + offsets, mask=offsets < n)
+    tl.store(y_ptr + offsets, tl.exp(x) * x + 1.0, mask=offsets < n)
+"""
+
+
+def test_the_report_is_the_compiles_own_ptxas_run_and_no_kernel_prints_it():
+    """The registers and spills come from the ptxas run that built the cubin (Triton's own, -v), or from ptxas run
+    here on the PTX when Triton's cache answered: never from what the kernel printed while it compiled."""
+    record = record_of(PRINTS_A_REPORT)
+    signature, constexprs = launch_signature(record, ["*fp32", "*fp32", "i32"], {"BLOCK_SIZE": 128})
+    with CompileProcess(timeout_s=120) as process:
+        built, cached = (process.ask(record, signature, constexprs, 90) for _ in range(2))
+    for answer in (built, cached):
+        assert answer["ok"] and answer["registers"] > 1 and answer["spill_bytes"] == 0, answer
+        assert "4096" not in answer["ptxas"], answer
 
 
 def compile_part_of(record: dict) -> Part:
