@@ -20,10 +20,17 @@ def describe_device(device: torch.device | None = None) -> str:
 def triton_mode() -> str:
     """How Triton kernels run here: 'compiled' for a GPU, or 'interpreter' (TRITON_INTERPRET=1, or no GPU).
 
-    Triton reads TRITON_INTERPRET when a kernel is defined, so notebooks set it before importing triton.
+    Triton reads TRITON_INTERPRET when a kernel is defined, so notebooks set it before importing triton. In the
+    interpreter, a kernel's calls of @triton.jit functions are made cheap (coursetools.interpreter) once Triton is
+    imported: the notebooks ask this in their first cell.
     """
     import os
+    import sys
 
     if os.environ.get("TRITON_INTERPRET", "0") == "1" or not torch.cuda.is_available():
+        if "triton" in sys.modules:
+            from .interpreter import faster_device_calls
+
+            faster_device_calls()
         return "interpreter"
     return "compiled"

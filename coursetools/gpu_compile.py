@@ -104,7 +104,27 @@ def _launch_value(given: Any) -> Any:
     ("i32", "fp32") is a number Triton does not specialize (neither 1 nor a multiple of 16)."""
     if isinstance(given, str) and given.startswith("*"):
         return _Pointer(given[1:])  # Triton reads the dtype's name: "fp32", "i64", "bf16"
-    return {"i32": 3, "i64": 3 << 33, "fp32": 0.5, "fp64": 0.5}.get(given, given) if isinstance(given, str) else given
+    return {"i32": 3, "i64": 2**33 + 3, "fp32": 0.5, "fp64": 0.5}.get(given, given) if isinstance(given, str) else given
+
+
+def specialization_class(given: Any) -> Any:
+    """A launch's number replaced by the one Triton's launch binder treats alike (`specialize`): an integer by its
+    type (i32, i64, u64) and whether it is 1 or a multiple of 16; a float by 0.5 (a float parameter is fp32 whatever
+    its value). Anything else as it is. tests/test_gpu_compile.py checks this against the binder."""
+    if isinstance(given, bool) or not isinstance(given, (int, float)):
+        return given
+    if isinstance(given, float):
+        return 0.5
+    if given == 1:
+        return 1
+    aligned = given % 16 == 0
+    if -(2**31) <= given < 2**31:
+        return 16 if aligned else 3
+    if -(2**63) <= given < 2**63:
+        return 2**34 if aligned else 2**33 + 3
+    if given < 2**64:
+        return 2**63 + (0 if aligned else 3)
+    return given
 
 
 def specialize(kernel: Any, given: dict, constexprs: dict, target: Any) -> tuple[dict, dict, dict]:

@@ -185,6 +185,8 @@ def rebuild(record: dict, interpreted: bool) -> Any:
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
+    from .interpreter import faster_device_calls
+
     for name, text in record["functions"].items():
         if sum(line.strip().startswith("def ") for line in text.splitlines()) != 1:
             raise ValueError(
@@ -205,6 +207,8 @@ def rebuild(record: dict, interpreted: bool) -> Any:
         elif value["kind"] == "member":
             namespace[name] = getattr(modules[value["module"]], value["value"])
     wrap = InterpretedFunction if interpreted else JITFunction
+    if interpreted:
+        faster_device_calls()
     for name, text in record["functions"].items():
         # a file name of its own: Triton reads the text back through linecache (the interpreter only when it
         # first runs the kernel), and another record may hold a function of the same name

@@ -277,6 +277,55 @@ def test_the_compile_specializes_the_launch_as_triton_does():
     assert part.passed is False and "line 3 of `double`" in part.messages[0], part.messages
 
 
+NUMBERS = [0, 1, 2, 3, 15, 16, 17, 48, -1, -16, -17, 2**31 - 16, 2**31 - 1, 2**31, 2**31 + 16, -(2**31), -(2**31) - 1]
+NUMBERS += [-(2**31) - 16, 2**40, 2**40 + 1, 2**63 - 16, 2**63 - 1, -(2**63), 2**63, 2**63 + 16, 2**63 + 5, 2**64 - 16]
+
+
+@pytest.mark.parametrize("number", NUMBERS + [0.0, 0.25, 1.0, -3.5, 1e30, True, False])
+def test_numbers_of_one_specialization_class_are_specialized_alike_by_triton(number):
+    """The judge compiles one launch per class of numbers (kernel_runs.same_specialization): Triton's own launch
+    binder must specialize a number and the one that stands for its class alike, or a compile would be skipped
+    that a real launch makes."""
+    from triton.backends.compiler import GPUTarget
+
+    from coursetools.gpu_compile import specialization_class, specialize
+    from coursetools.kernel_text import rebuild
+
+    kernel = rebuild(record_of("def scaled(x_ptr, n, s, BLOCK_SIZE: tl.constexpr):" + BODY), interpreted=False)
+    target = GPUTarget("cuda", 90, 32)
+
+    def binder(value):
+        return specialize(kernel, {"x_ptr": "*fp32", "n": value, "s": value}, {"BLOCK_SIZE": 16}, target)
+
+    stand_in = specialization_class(number)
+    assert binder(stand_in) == binder(number), (number, stand_in)
+    assert specialization_class(stand_in) == stand_in
+
+
+def test_launches_triton_specializes_alike_are_compiled_once(monkeypatch):
+    """Two checks of one kernel on other sizes of the same classes ask the compiler nothing the second time; a size
+    of another class (1, a multiple of 16) is a compile of its own."""
+    asked: list[list] = []
+
+    class Counting(kernel_runs.LocalRunner):
+        def compile(self, record, launches, arch):
+            asked.append([signature["n"] for signature, _ in launches])
+            return super().compile(record, launches, arch)
+
+    monkeypatch.setattr(kernel_runs, "_local", Counting())
+    monkeypatch.setattr(kernel_runs, "_compiled", {})
+    record = record_of(PLAIN)
+    for n in (37, 300, 183):
+        assert compile_launched_with(record, n).passed is True
+    assert compile_launched_with(record, 64).passed is True
+    assert asked == [[3, 3], [16, 16]], asked  # float32 and float64, each class once
+    widened = record_of(PLAIN.replace("mask=offsets < n)", "mask=offsets < n.to(tl.int64))"))
+    part = compile_launched_with(widened, 1)
+    assert part.passed is False and "line 3 of `double`" in part.messages[0], part.messages
+    assert asked[-1] == [1, 1], "one request: the compile stops at its first failure"
+    assert compile_launched_with(widened, 1).passed is False and len(asked) == 3, "a failure is kept too"
+
+
 def test_patching_triton_in_the_learners_process_changes_nothing(monkeypatch):
     """The compile runs in a process of its own: a notebook that replaces Triton's compiler fools only itself."""
     import triton

@@ -325,6 +325,16 @@ def test_a_launch_larger_than_the_grader_takes_is_refused_before_it_is_read(laun
     assert not launcher.log.launches and launcher.refused == 1
 
 
+def test_stopping_ends_the_thread_makes_no_launch_and_refuses_nothing(launcher):
+    """stop() wakes the thread with a connection of its own: that connection is neither a launch nor a refusal, and
+    after it nothing is served."""
+    launcher.stop()
+    assert not launcher.thread.is_alive()
+    assert not launcher.log.launches and launcher.refused == 0
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn, pytest.raises(OSError):
+        conn.connect(launches._remote[0])
+
+
 def test_the_stand_ins_own_complaint_reaches_the_learner(launcher):
     """A scale handed as a tensor: the course's kernel says why, from the grader, as a TypeError in the Function."""
     x, target = torch.randn(2, 3, dtype=torch.float64), torch.tensor([0, 1])

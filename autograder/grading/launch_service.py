@@ -28,13 +28,20 @@ class LaunchService:
         self.log = LaunchLog()
         self.cell: str | None = None  # the test cell running now (set by the record collector)
         self.refused = 0  # frames that were no launch
-        self.listener = _listen(folder / LAUNCH_SOCKET)
+        self.path = folder / LAUNCH_SOCKET
+        self.listener = _listen(self.path)
         self.stopping = False
         self.thread = threading.Thread(target=self._run, name="revad-launches", daemon=True)
         self.thread.start()
 
     def stop(self) -> None:
         self.stopping = True
+        try:  # wake the thread's accept() now, not at its next look (every run of a notebook ends here)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as wake:
+                wake.settimeout(1.0)
+                wake.connect(str(self.path))
+        except OSError:
+            pass
         self.thread.join(timeout=CONNECTION_TIMEOUT_S + 5)
         self.listener.close()
 
@@ -45,6 +52,9 @@ class LaunchService:
             except TimeoutError:
                 continue
             except OSError:
+                return
+            if self.stopping:  # stop()'s own connection, or a launch after the run: none is made
+                conn.close()
                 return
             with conn:
                 conn.settimeout(CONNECTION_TIMEOUT_S)

@@ -10,8 +10,8 @@ request is a child process forked from a clean factory, sandboxed with the submi
 notebook, the tests -- the text is rebuilt and run here, and compiled in a fresh local process: there is nobody
 to protect the learner from.
 
-Answers are kept for the process, by the whole request: the child that answered saw that request and nothing else,
-so the same text gets the same answer whoever hands it in.
+Answers are kept for the process, by the whole request (a compile's by the text and one launch): the child that
+answered saw that request and nothing else, so the same text gets the same answer whoever hands it in.
 """
 
 from __future__ import annotations
@@ -88,9 +88,10 @@ class LocalRunner:
 
 _local = LocalRunner()
 _installed: list[Runner] = []
-_compiled: dict[str, list[dict]] = {}
+_compiled: dict[str, dict] = {}  # one answer per launch
 _probed: dict[str, Any] = {}
 MAX_PROBES_KEPT = 64  # a worker grading a class keeps the last few (the same kernel checked again, a regrade)
+MAX_COMPILES_KEPT = 4096  # answers are small: a class's kernels, each in a few specializations
 
 
 @contextmanager
@@ -122,11 +123,38 @@ def probe(probe_name: str, record: dict, params: dict) -> Any:
 
 def compile(record: dict, launches: Sequence[tuple[dict, dict]], arch: int = GRADED_ARCH) -> list[dict]:  # noqa: A001
     """One answer per launch (coursetools.gpu_compile.compile_record's), up to the first that is not a success:
-    {"ok": True, ...}, {"ok": False, "why", "line"}, or {"ok": None, "why"} when the compile could not run."""
-    key = json.dumps([record, list(launches), arch], sort_keys=True, default=str)
-    if key in _compiled:
-        return _compiled[key]
-    answers = current().compile(record, [list(launch) for launch in launches], arch)
-    if answers and all(a.get("ok") is not None for a in answers):
-        _compiled[key] = answers
+    {"ok": True, ...}, {"ok": False, "why", "line"}, or {"ok": None, "why"} when the compile could not run. Launches
+    that Triton specializes alike (same_specialization) are compiled once."""
+    launches = [same_specialization(signature, constexprs) for signature, constexprs in launches]
+    keys = [json.dumps([record, launch, arch], sort_keys=True, default=str) for launch in launches]
+    asked: dict[str, tuple[dict, dict]] = {}  # not answered yet, up to the first answer kept that is a failure
+    for key, launch in zip(keys, launches):
+        if key not in _compiled:
+            asked[key] = launch
+        elif _compiled[key].get("ok") is not True:
+            break
+    answered: dict[str, dict] = {}
+    if asked:
+        answered = dict(zip(asked, current().compile(record, [list(launch) for launch in asked.values()], arch)))
+    for key, answer in answered.items():
+        if isinstance(answer, dict) and answer.get("ok") is not None:
+            _compiled[key] = answer
+    while len(_compiled) > MAX_COMPILES_KEPT:
+        _compiled.pop(next(iter(_compiled)))
+    answers = []
+    for key in keys:
+        answer = _compiled.get(key) or answered.get(key)
+        if answer is None:  # not compiled: an earlier launch's failure ended the compile
+            break
+        answers.append(dict(answer) if isinstance(answer, dict) else answer)  # the judge refuses what is no dict
+        if not isinstance(answer, dict) or answer.get("ok") is not True:
+            break
     return answers
+
+
+def same_specialization(signature: dict, constexprs: dict) -> tuple[dict, dict]:
+    """The launch with each number replaced by the one that stands for all Triton compiles alike
+    (coursetools.gpu_compile.specialization_class): n_elements=300 and n_elements=183 are one compile."""
+    from coursetools.gpu_compile import specialization_class
+
+    return {name: specialization_class(value) for name, value in signature.items()}, constexprs

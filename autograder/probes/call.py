@@ -144,16 +144,20 @@ def call_learner(
 ) -> Any:
     """Call the learner's `fn(*args, **kwargs)`; every way it can fail becomes a readable CheckFailed.
 
-    name: the learner's name for `fn`; call: how the call is shown (default `name(args...)`);
+    name: the learner's name for `fn`; call: how the call is shown (default `name(args...)`, the arguments as they
+    are when it fails);
     on_timeout / on_recursion: words appended to those messages; crash_hint(exc) -> "" or "\\nHint: ...";
     blank_by_own_name: a blank stub is named by its own name (a method installed under another name).
     """
     name = name or getattr(fn, "__name__", "your function")
     if not callable(fn):
         raise CheckFailed(f"`{name}` should be a function, but it is a {type(fn).__name__}.")
-    if call is None:
-        shown = ", ".join([short(a) for a in args] + [f"{k}={short(v)}" for k, v in kwargs.items()])
-        call = f"{name}({shown})"
+
+    def shown() -> str:  # for a message only: repr() of every tensor argument of every call cost more than the calls
+        if call is not None:
+            return call
+        return f"{name}({', '.join([short(a) for a in args] + [f'{k}={short(v)}' for k, v in kwargs.items()])})"
+
     try:
         with recursion_cap(), time_limit(seconds):
             result = fn(*args, **kwargs)
@@ -162,17 +166,17 @@ def call_learner(
         raise not_written(innermost_function(exc, name, blank_by_own_name)) from None
     except RecursionError:
         raise CheckFailed(
-            f"`{call}` raised RecursionError{on_recursion}: your {name} recurses, once per node along a "
+            f"`{shown()}` raised RecursionError{on_recursion}: your {name} recurses, once per node along a "
             "path, and Python allows only about a thousand nested calls. Use an explicit stack or "
             "queue (a list you append to and pop from) instead of calling a function from itself."
         ) from None
     except OutOfTime:
-        raise CheckFailed(f"`{call}` did not finish within {seconds:g} s{on_timeout}") from None
+        raise CheckFailed(f"`{shown()}` did not finish within {seconds:g} s{on_timeout}") from None
     except CheckFailed:
         raise
     except Exception as exc:  # the learner's code crashed: say where, in their terms
         hint = crash_hint(exc) if crash_hint else ""
         raise CheckFailed(
-            f"`{call}` raised {type(exc).__name__}: {exc}{hint}\n"
+            f"`{shown()}` raised {type(exc).__name__}: {exc}{hint}\n"
             "Run the same call in a cell of your own to see where it fails."
         ) from exc

@@ -7,6 +7,7 @@ case with :func:`example_graph` and :func:`random_expression_text` (re-exported 
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from typing import Any
@@ -16,9 +17,11 @@ import torch
 GRAPH_KINDS = ("random", "reuse", "chain", "doubling")
 
 
-def graph_spec(kind: str, n: int, seed: int) -> tuple[list[tuple], list[float]]:
-    """[(parent indices, local derivatives)] per node in creation order (the last is the output),
-    and the nodes' values (arbitrary: a backward pass does not read them)."""
+@functools.lru_cache(maxsize=16)
+def graph_spec(kind: str, n: int, seed: int) -> tuple[tuple[tuple, ...], tuple[float, ...]]:
+    """((parent indices, local derivatives) per node in creation order (the last is the output),
+    the nodes' values (arbitrary: a backward pass does not read them)). Kept: each check reads its graphs several
+    times (the probe builds them, the judge rebuilds their structure), and the chain is 100 000 nodes long."""
     if kind not in GRAPH_KINDS:
         raise ValueError(f"kind must be one of {GRAPH_KINDS}")
     rng = random.Random(f"{kind}/{n}/{seed}")
@@ -47,8 +50,8 @@ def graph_spec(kind: str, n: int, seed: int) -> tuple[list[tuple], list[float]]:
         for i in range(n):
             c = round(rng.uniform(0.3, 0.7), 3)
             spec.append(((i, i), (c, round(1.0 - c + rng.uniform(-0.05, 0.05), 3))))
-    values = [round(rng.uniform(-2, 2), 3) for _ in spec]
-    return spec, values
+    values = tuple(round(rng.uniform(-2, 2), 3) for _ in spec)
+    return tuple(spec), values
 
 
 def example_graph(Variable: type, kind: str, n: int, seed: int) -> list:
