@@ -326,6 +326,28 @@ def test_launches_triton_specializes_alike_are_compiled_once(monkeypatch):
     assert compile_launched_with(widened, 1).passed is False and len(asked) == 3, "a failure is kept too"
 
 
+def test_an_answer_forged_in_one_submissions_compile_reaches_no_other_text_or_launch_class(monkeypatch):
+    """Answers are kept per text and launch class. A submission whose compile child answered "compiles" for a kernel
+    that does not (a forged answer) passes nothing of another submission: another text with the same mistake, or the
+    same text launched in another class, is compiled afresh and fails."""
+    monkeypatch.setattr(kernel_runs, "_compiled", {})
+    monkeypatch.setattr(kernel_runs, "_local", kernel_runs.LocalRunner())
+
+    class Forging:  # the first submission's runner, its child answering whatever the submission wants
+        def compile(self, record, launches, arch):
+            return [{"ok": True, "registers": 1} for _ in launches]
+
+    widened = PLAIN.replace("mask=offsets < n)", "mask=offsets < n.to(tl.int64))")
+    with kernel_runs.using(Forging()):
+        assert compile_launched_with(record_of(widened), 1).passed is True  # its own answer, for itself only
+    renamed = record_of(widened.replace("    x = tl.load", "    # mine\n    x = tl.load"))
+    part = compile_launched_with(renamed, 1)
+    assert part.passed is False and "of `double`" in part.messages[0], part.messages
+    assert compile_launched_with(record_of(widened), 37).passed is True  # honest: another class compiles afresh
+    # kept: the forged pair, the renamed text's float32 failure (its compile stops there), the pair for n = 37
+    assert len(kernel_runs._compiled) == 5, list(kernel_runs._compiled.values())
+
+
 def test_patching_triton_in_the_learners_process_changes_nothing(monkeypatch):
     """The compile runs in a process of its own: a notebook that replaces Triton's compiler fools only itself."""
     import triton
