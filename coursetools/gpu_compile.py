@@ -104,7 +104,12 @@ def _launch_value(given: Any) -> Any:
     ("i32", "fp32") is a number Triton does not specialize (neither 1 nor a multiple of 16)."""
     if isinstance(given, str) and given.startswith("*"):
         return _Pointer(given[1:])  # Triton reads the dtype's name: "fp32", "i64", "bf16"
-    return {"i32": 3, "i64": 2**33 + 3, "fp32": 0.5, "fp64": 0.5}.get(given, given) if isinstance(given, str) else given
+    return _UNSPECIALIZED.get(given, given) if isinstance(given, str) else given
+
+
+# A number of each type that Triton specializes neither as 1 nor as a multiple of 16: a bare type's stand-in, and the
+# class every such number falls in (specialization_class).
+_UNSPECIALIZED = {"i32": 3, "i64": 2**33 + 3, "u64": 2**63 + 3, "fp32": 0.5, "fp64": 0.5}
 
 
 def specialization_class(given: Any) -> Any:
@@ -114,16 +119,16 @@ def specialization_class(given: Any) -> Any:
     if isinstance(given, bool) or not isinstance(given, (int, float)):
         return given
     if isinstance(given, float):
-        return 0.5
+        return _UNSPECIALIZED["fp32"]
     if given == 1:
         return 1
     aligned = given % 16 == 0
     if -(2**31) <= given < 2**31:
-        return 16 if aligned else 3
+        return 16 if aligned else _UNSPECIALIZED["i32"]
     if -(2**63) <= given < 2**63:
-        return 2**34 if aligned else 2**33 + 3
+        return 2**34 if aligned else _UNSPECIALIZED["i64"]
     if given < 2**64:
-        return 2**63 + (0 if aligned else 3)
+        return 2**63 if aligned else _UNSPECIALIZED["u64"]
     return given
 
 
