@@ -12,41 +12,50 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import time
 from collections import defaultdict
 
 import psutil
 
-# (kind, what its command line contains), first match wins; a forked kernel has its factory's command line
-KINDS = [
-    ("grading worker", "autograder.grading.worker"),
-    ("warm-kernel factory", "autograder.probes.kernel_fork"),
-    ("kernel runner (Triton interpreter / compile)", "autograder.probes.kernel_runner"),
-    ("GPU compile process", "coursetools.gpu_compile import serve"),
-    ("notebook kernel (nbclient, stock nbgrader, the lab)", "ipykernel_launcher"),
-    ("Celery worker", "autograder worker"),
-    ("grading command", "autograder grade"),
-    ("pytest worker", "exec(eval(sys.stdin.readline()))"),
-    ("pytest", "pytest"),
-    ("browser", "chromium"),
-    ("nbgrader command", "bin/nbgrader"),
-    ("JupyterHub and its servers", "jupyterhub"),
-]
+SANDBOX_TOOLS = {"bwrap", "prlimit"}  # a sandbox's wrappers: their command lines end with the sandboxed command
 FORKED_KERNEL = "kernel forked from a factory"
+BY_MODULE = {  # python -m <module>
+    "autograder.grading.worker": "grading worker",
+    "autograder.probes.kernel_fork": "warm-kernel factory",
+    "autograder.probes.kernel_runner": "kernel runner (Triton interpreter / compile)",
+    "ipykernel_launcher": "notebook kernel (nbclient, stock nbgrader, the lab)",
+    "pytest": "pytest",
+    "jupyterhub.singleuser": "JupyterHub and its servers",
+}
+BY_CODE = {  # python -c <code>
+    "gpu_compile import serve": "GPU compile process",
+    "exec(eval(sys.stdin.readline()))": "pytest worker (xdist)",
+}
+BY_PROGRAM = {"chromium": "browser", "nbgrader": "nbgrader command", "jupyterhub": "JupyterHub and its servers"}
 
 
-def kind_of(cmdline: str, parent_cmdline: str = "") -> str:
-    """The kind of a process by its command line (and its parent's: a kernel is a fork of its factory)."""
-    if "autograder.probes.kernel_fork" in cmdline and "autograder.probes.kernel_fork" in parent_cmdline:
+def kind_of(argv: list[str], parent_argv: list[str] | None = None) -> str:
+    """The kind of a process by its arguments (and its parent's: a kernel is a fork of its factory, and keeps its
+    factory's arguments)."""
+    program = os.path.basename(argv[0]) if argv else ""
+    if program in SANDBOX_TOOLS:
+        return "sandbox wrapper (bwrap, prlimit)"
+    if not program.startswith("python"):
+        script = os.path.basename(argv[1]) if len(argv) > 1 else ""
+        return next((kind for name, kind in BY_PROGRAM.items() if name in (program, script)), "other")
+    module = argv[argv.index("-m") + 1] if "-m" in argv[:-1] else ""
+    if module == "autograder.probes.kernel_fork" and parent_argv and kind_of(parent_argv) == "warm-kernel factory":
         return FORKED_KERNEL
-    for kind, mark in KINDS:
-        if mark in cmdline:
-            return kind
-    if re.search(r"\bpython[\d.]*\b", cmdline):
-        return "other Python"
-    return "other"
+    if module in BY_MODULE:
+        return BY_MODULE[module]
+    if module == "autograder" and len(argv) > argv.index("-m") + 2:
+        command = argv[argv.index("-m") + 2]
+        return {"worker": "Celery worker", "grade": "grading command"}.get(command, "other Python")
+    code = argv[argv.index("-c") + 1] if "-c" in argv[:-1] else ""
+    script = os.path.basename(argv[1]) if len(argv) > 1 else ""
+    by_script = next((kind for name, kind in BY_PROGRAM.items() if name == script), None)
+    return next((kind for mark, kind in BY_CODE.items() if mark in code), by_script or "other Python")
 
 
 def busy_cpu_s() -> float:
@@ -56,24 +65,29 @@ def busy_cpu_s() -> float:
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
-def sample(root: psutil.Process, seen: dict) -> None:
-    """The CPU seconds so far of `root` and every process under it, by (pid, start time)."""
-    try:
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return
-    for proc in procs:
-        try:
-            with proc.oneshot():
-                key = (proc.pid, proc.create_time())
-                times = proc.cpu_times()
-                if key not in seen:
-                    parent = proc.parent()
-                    parent_cmd = " ".join(parent.cmdline()) if parent else ""
-                    seen[key] = [kind_of(" ".join(proc.cmdline()), parent_cmd), 0.0]
-                seen[key][1] = times.user + times.system
-        except psutil.Error:
+def sample(root_pid: int, seen: dict) -> None:
+    """The CPU seconds so far of the process `root_pid` and every process under it, by (pid, start time): one pass
+    over the machine's processes."""
+    procs = {}
+    for proc in psutil.process_iter(["ppid", "create_time", "cpu_times", "cmdline"]):
+        procs[proc.pid] = proc.info
+    ours, frontier = {root_pid}, [root_pid]
+    children = defaultdict(list)
+    for pid, info in procs.items():
+        children[info["ppid"]].append(pid)
+    while frontier:
+        for child in children[frontier.pop()]:
+            ours.add(child)
+            frontier.append(child)
+    for pid in ours:
+        info = procs.get(pid)
+        if info is None or info["cpu_times"] is None:
             continue
+        key = (pid, info["create_time"])
+        if key not in seen:
+            parent = procs.get(info["ppid"])
+            seen[key] = [kind_of(info["cmdline"] or [], parent and parent["cmdline"]), 0.0]
+        seen[key][1] = info["cpu_times"].user + info["cpu_times"].system
 
 
 def measure(command: list[str], every_s: float) -> tuple[int, float, float, dict[str, tuple[float, int]]]:
@@ -81,9 +95,8 @@ def measure(command: list[str], every_s: float) -> tuple[int, float, float, dict
     seen: dict = {}
     busy0, start = busy_cpu_s(), time.monotonic()
     proc = subprocess.Popen(command)
-    root = psutil.Process(proc.pid)
     while proc.poll() is None:
-        sample(root, seen)
+        sample(proc.pid, seen)
         time.sleep(every_s)
     wall, busy = time.monotonic() - start, busy_cpu_s() - busy0
     by_kind: dict[str, list] = defaultdict(lambda: [0.0, 0])
