@@ -39,10 +39,10 @@ def kind_of(argv: list[str], parent_argv: list[str] | None = None) -> str:
     """The kind of a process by its arguments (and its parent's: a kernel is a fork of its factory, and keeps its
     factory's arguments)."""
     program = os.path.basename(argv[0]) if argv else ""
+    script = os.path.basename(argv[1]) if len(argv) > 1 else ""
     if program in SANDBOX_TOOLS:
         return "sandbox wrapper (bwrap, prlimit)"
     if not program.startswith("python"):
-        script = os.path.basename(argv[1]) if len(argv) > 1 else ""
         return next((kind for name, kind in BY_PROGRAM.items() if name in (program, script)), "other")
     module = argv[argv.index("-m") + 1] if "-m" in argv[:-1] else ""
     if module == "autograder.probes.kernel_fork" and parent_argv and kind_of(parent_argv) == "warm-kernel factory":
@@ -53,7 +53,6 @@ def kind_of(argv: list[str], parent_argv: list[str] | None = None) -> str:
         command = argv[argv.index("-m") + 2]
         return {"worker": "Celery worker", "grade": "grading command"}.get(command, "other Python")
     code = argv[argv.index("-c") + 1] if "-c" in argv[:-1] else ""
-    script = os.path.basename(argv[1]) if len(argv) > 1 else ""
     by_script = next((kind for name, kind in BY_PROGRAM.items() if name == script), None)
     return next((kind for mark, kind in BY_CODE.items() if mark in code), by_script or "other Python")
 

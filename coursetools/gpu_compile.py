@@ -99,17 +99,17 @@ class _Pointer:
         return 0
 
 
+# A number of each type that Triton specializes neither as 1 nor as a multiple of 16: a bare type's stand-in, and the
+# class every such number falls in (specialization_class).
+_UNSPECIALIZED = {"i32": 3, "i64": 2**33 + 3, "u64": 2**63 + 3, "fp32": 0.5, "fp64": 0.5}
+
+
 def _launch_value(given: Any) -> Any:
     """The argument a launch would pass for a signature entry: a pointer for "*fp32", a number as it is; a bare type
     ("i32", "fp32") is a number Triton does not specialize (neither 1 nor a multiple of 16)."""
     if isinstance(given, str) and given.startswith("*"):
         return _Pointer(given[1:])  # Triton reads the dtype's name: "fp32", "i64", "bf16"
     return _UNSPECIALIZED.get(given, given) if isinstance(given, str) else given
-
-
-# A number of each type that Triton specializes neither as 1 nor as a multiple of 16: a bare type's stand-in, and the
-# class every such number falls in (specialization_class).
-_UNSPECIALIZED = {"i32": 3, "i64": 2**33 + 3, "u64": 2**63 + 3, "fp32": 0.5, "fp64": 0.5}
 
 
 def specialization_class(given: Any) -> Any:

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from coursetools.gpu_compile import specialization_class
 from coursetools.kernel_screen import screen
 
 from ..feedback import CheckFailed
@@ -67,13 +66,6 @@ def judge_compiles(
     if len(answered) < len(launches):
         part.passed = None
         part.messages.append("not scored: the compile could not run here (an answer was missing)")
-
-
-def int_kind(n: int) -> int:
-    """How a real launch specializes an integer argument (the constant 1, divisible by 16, or neither; i32 or i64):
-    Triton's own rule, as the compile's memo keys it (coursetools.gpu_compile.specialization_class). Launches of one
-    kind compile the same kernel, so a judge compiles one of them."""
-    return specialization_class(n)
 
 
 def plain(why: Any) -> str:

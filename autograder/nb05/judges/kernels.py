@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from coursetools.gpu_compile import launch_signature
+from coursetools.gpu_compile import launch_signature, specialization_class
 
 from ...feedback import CheckFailed
 from ...judges import kernel_compile
@@ -67,7 +67,7 @@ def judge_kernel(
     compiles = kernel_compile.compile_part()
     pointers = 2 if kind == "forward" else 3
     # one compile per launch that Triton specializes differently: n_elements 1 is a constant, a multiple of 16 aligned
-    launches = {(block, dtype, kernel_compile.int_kind(n)): n for n, block, dtype in expected_runs}
+    launches = {(block, dtype, specialization_class(n)): n for n, block, dtype in expected_runs}
     kernel_compile.judge_compiles(
         compiles,
         record,

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from coursetools.gpu_compile import launch_signature
+from coursetools.gpu_compile import launch_signature, specialization_class
 
 from ...judges import answers, kernel_compile
 from ...judges.kernel_compile import pointer
@@ -327,7 +327,7 @@ def _judge_compiles(parts: dict[str, Part], record: Any, cases: Sequence[Any], p
     launches: dict[tuple, tuple] = {}
     for case in cases:
         V, block, dtype = case[1], case[2], case[3]
-        kinds = (block, dtype, kernel_compile.int_kind(V + block), kernel_compile.int_kind(V))
+        kinds = (block, dtype, specialization_class(V + block), specialization_class(V))
         launches.setdefault(kinds, (block, dtype, V))
     kernel_compile.judge_compiles(
         parts["compiles"],

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from coursetools.gpu_compile import launch_signature
+from coursetools.gpu_compile import launch_signature, specialization_class
 
 from ...feedback import CheckFailed
 from ...judges import answers, kernel_compile, kernel_runs
@@ -214,7 +214,7 @@ def _judge_forward_compiles(parts: dict[str, Part], record: Any, cases: Sequence
     parts["compiles"] = kernel_compile.compile_part()
     launches: dict[tuple, tuple] = {}
     for _heads, N, d, causal, bq, bk, dtype in cases:
-        launches.setdefault((causal, bq, bk, d, dtype, kernel_compile.int_kind(N)), (N, d, causal, bq, bk, dtype))
+        launches.setdefault((causal, bq, bk, d, dtype, specialization_class(N)), (N, d, causal, bq, bk, dtype))
     kernel_compile.judge_compiles(
         parts["compiles"],
         record,
