@@ -102,6 +102,16 @@ class Worker:
         except psutil.NoSuchProcess:
             return []
 
+    def grading_started(self) -> bool:
+        """Whether a task has started here: the grading process is started by a worker's first task (after the
+        task counted its attempt), as a child of Celery's pool process, so it is the worker's grandchild."""
+        import psutil
+
+        try:
+            return any(p.children() for p in psutil.Process(self.proc.pid).children())
+        except psutil.NoSuchProcess:
+            return False
+
     def kill(self) -> None:
         """SIGKILL the worker's whole process group: nothing gets to clean up or acknowledge."""
         try:
