@@ -49,14 +49,31 @@ from .feedback import CheckFailed
 FAILED = "__check_failed__"
 
 
+UNAVAILABLE: dict[str, str] = {}  # notebook module -> why this machine cannot import it
+
+
 def import_notebook_modules() -> None:
     """Import every notebook's checks (autograder.nbNN): where the notebooks declare their checks and add their
-    Function exercises' inputs (cases.py) and references (judges.py)."""
+    Function exercises' inputs (cases.py) and references (judges.py). Where Triton is not installed (it has Linux
+    wheels only), the notebooks whose checks need it are left out, said in UNAVAILABLE: the others' checks must still
+    load (a warm-kernel factory imports them all, and would otherwise die and leave every kernel cold)."""
     import pkgutil
 
     for module in pkgutil.iter_modules(importlib.import_module("autograder").__path__):
         if module.name.startswith("nb"):
-            importlib.import_module(f"autograder.{module.name}")
+            try:
+                importlib.import_module(f"autograder.{module.name}")
+            except ModuleNotFoundError as missing:
+                if missing.name != "triton":  # Triton itself absent; any other missing module is an error
+                    raise
+                UNAVAILABLE[f"autograder.{module.name}"] = "its checks need Triton, which is not installed here"
+
+
+def unavailable_note() -> str:
+    """What the known names leave out, for an error that names them: the notebooks this machine cannot check."""
+    if not UNAVAILABLE:
+        return ""
+    return " (not loaded here: " + "; ".join(f"{m}: {why}" for m, why in sorted(UNAVAILABLE.items())) + ")"
 
 
 ProbeData = Any  # what a probe returns: plain dicts, lists, numbers, strings and CPU tensors, never a learner object

@@ -61,11 +61,25 @@ def _link_tree(src: Path, dst: Path) -> None:
         _link_or_copy(str(src), str(dst))
 
 
+CHECKS_LOADED = """
+import sys
+from autograder.registry import UNAVAILABLE, import_notebook_modules
+import_notebook_modules()
+loaded = sorted(m.split(".")[1] for m in sys.modules if m.startswith("autograder.nb") and m.count(".") == 1)
+print(*sorted(UNAVAILABLE), "|", *loaded)
+"""
+
+
 @pytest.mark.slow
 def test_notebooks_01_to_04_run_and_are_graded_without_triton(tmp_path):
     python = environment_without_triton(tmp_path / "venv")
     probe = subprocess.run([python, "-c", "import triton"], capture_output=True, text=True)
     assert probe.returncode != 0 and "No module named 'triton'" in probe.stderr
+    listed = subprocess.run(
+        [python, "-c", CHECKS_LOADED], cwd=REPO, capture_output=True, text=True, timeout=300, check=True
+    ).stdout.split()
+    unavailable = ["autograder.nb05", "autograder.nb06", "autograder.nb07"]
+    assert listed == [*unavailable, "|", "nb01", "nb02", "nb03", "nb04"], listed
     course = tmp_path / "course"
     run = subprocess.run(
         [python, "-m", "autograder.demo", "--dir", str(course), "--workers", "2", *WITHOUT_TRITON],
@@ -75,6 +89,11 @@ def test_notebooks_01_to_04_run_and_are_graded_without_triton(tmp_path):
         timeout=900,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    # graded in warm kernels: the factory imports every notebook's checks it can (05-07 need Triton), and lives
+    # (a cold kernel, ipykernel started on its own, prints its banner into the worker's log; a forked one does not)
+    logs = [log.read_text() for log in (course / ".grading").glob("worker-*.log")]
+    assert len(logs) == 2
+    assert not any("kernels start cold" in log or "ipython kernel" in log for log in logs), logs
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         for assignment in WITHOUT_TRITON:
             full, partly, blank = (gb.find_submission(assignment, s) for s in ("ada", "ben", "cleo"))

@@ -96,13 +96,14 @@ def factory_for(info: sandbox.SandboxInfo, limits: sandbox.Limits, threads: int,
             print(f"warm kernels: the factory did not start ({exc}); kernels start cold", file=sys.stderr)
             _failed.add(key)
             return None
+    deadline = time.monotonic() + READY_WITHIN_S
+    while _factory.alive() and not _factory.poll_ready() and time.monotonic() < deadline:
+        time.sleep(0.05)
     if not _factory.alive():
+        print("warm kernels: the factory stopped (did its imports fail?); kernels start cold", file=sys.stderr)
         _failed.add(key)
         stop()
         return None
-    deadline = time.monotonic() + READY_WITHIN_S
-    while not _factory.poll_ready() and _factory.alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
     return _factory if _factory.poll_ready() else None
 
 

@@ -37,7 +37,7 @@ from ..probes.function_cases import (
     tensor_slots,
     unit_grad_outputs,
 )
-from ..registry import CHECKS, ProbeData, decides, import_notebook_modules
+from ..registry import CHECKS, ProbeData, decides, import_notebook_modules, unavailable_note
 from . import answers
 from .verdict import Part, Verdict, verdict_of
 
@@ -83,7 +83,7 @@ def exercise(name: str) -> SimpleNamespace:
     if name not in REFERENCES:
         import_notebook_judges()
     if name not in REFERENCES:
-        raise ValueError(f"no reference named {name!r}; known: {sorted(REFERENCES)}")
+        raise ValueError(f"no reference named {name!r}; known: {sorted(REFERENCES)}{unavailable_note()}")
     inputs, reference = inputs_for(name), REFERENCES[name]
     merged = {f.name: getattr(inputs, f.name) for f in fields(inputs)}
     merged.update({f.name: getattr(reference, f.name) for f in fields(reference)})

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..registry import import_notebook_modules
+from ..registry import import_notebook_modules, unavailable_note
 
 EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3  # torch.autograd.gradcheck's defaults
 
@@ -51,7 +51,7 @@ def inputs_for(reference: str) -> FunctionInputs:
     if reference not in INPUTS:
         import_notebook_modules()
     if reference not in INPUTS:
-        raise ValueError(f"no exercise named {reference!r}; known: {sorted(INPUTS)}")
+        raise ValueError(f"no exercise named {reference!r}; known: {sorted(INPUTS)}{unavailable_note()}")
     return INPUTS[reference]
 
 

@@ -149,8 +149,13 @@ def warm(mode: str) -> None:
 
 def warm_launch() -> None:
     """One launch of the course's own kernel in Triton's interpreter: the interpreter imports parts of itself at its
-    first launch (80 ms), here once rather than in every child."""
+    first launch (80 ms), here once rather than in every child. Without Triton (off Linux) there is none to warm."""
+    import importlib.util
+
     import torch
+
+    if importlib.util.find_spec("triton") is None:
+        return
 
     from coursetools.kernel_text import rebuild
 
