@@ -294,7 +294,7 @@ def _side_by_side(marked: tuple[str, str]) -> str:
 
 
 def html_section(results: list[ExerciseComparison], threshold: float = THRESHOLD) -> str:
-    """The class report's section: how it works, each exercise's outcome, each listed pair side by side."""
+    """similarity.html under its heading: how it works, each exercise's outcome, each listed pair side by side."""
     rows = []
     for c in results:
         if not c.compared:
@@ -318,9 +318,7 @@ def html_section(results: list[ExerciseComparison], threshold: float = THRESHOLD
                     "<p>In normal form, as compared (each answer's own helpers written into their calls, its "
                     "independent statements in one order):</p>" + _side_by_side(p.marked_normal)
                 )
-    return (
-        "<h2>Similar answers</h2><p>" + html.escape(HOW_IT_WORKS.format(threshold=threshold)) + "</p>" + "".join(rows)
-    )
+    return "<p>" + html.escape(HOW_IT_WORKS.format(threshold=threshold)) + "</p>" + "".join(rows)
 
 
 def save(db_url: str, assignment: str, results: list[ExerciseComparison]) -> None:

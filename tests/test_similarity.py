@@ -6,6 +6,7 @@ listed; no pair of independent learners is; the short exercises are said to be t
 from __future__ import annotations
 
 import csv
+import re
 import subprocess
 import sys
 
@@ -222,6 +223,9 @@ def test_the_class_report_has_the_section(planted, tmp_path):
     page = write_report(root, ASSIGNMENT, db_url, tmp_path / "report").read_text()
     assert "<h2>Similar answers</h2>" in page and 'href="similarity.html"' in page
     assert "too short to compare" in page and (tmp_path / "report" / "similarity.html").is_file()
+    pairs_page = (tmp_path / "report" / "similarity.html").read_text()
+    headings = re.findall(r"<h[12]>([^<]*)</h[12]>", pairs_page)
+    assert headings == [f"Similar answers: {ASSIGNMENT}"], headings  # one heading, then each exercise's (h3)
     assert "topological_order: 41 answers compared, " in page and "pair(s) above the threshold" in page
     learners = [p.name for p in (root / "submitted").iterdir()]
     assert not [who for who in learners if f">{who}<" in page or f" {who} " in page], "the report names no one"
