@@ -2,7 +2,12 @@
 runs, and its CPU seconds are added to its kind (a grading worker, a warm-kernel factory, a kernel forked from one,
 a notebook's kernel, a Celery worker, ...). `make test` is CPU-bound on 2 cores, so these are what its minutes are.
 
-    python -m benchmarks.suite_cpu [--every 0.3] [--] make test
+    python -m benchmarks.suite_cpu [--every 0.3] [--by kind|test] [--] make test
+
+`--by test`: a process started during a test is counted under that test's file (the PYTEST_CURRENT_TEST it was
+started with, or its parent's), whatever its kind: a class graded, a server or a notebook executed for a test is
+that test's. A process that a session's fixture started serves every test after it, and counts under the first.
+The pytest workers' own CPU is not split by test: it stays under its kind.
 
 Processes that live less than one sampling interval are missed: the line "not sampled" is the machine's busy CPU
 (/proc/stat) less what was sampled, other processes of the machine included.
@@ -64,20 +69,33 @@ def busy_cpu_s() -> float:
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
-def sample(root_pid: int, seen: dict) -> None:
-    """The CPU seconds so far of the process `root_pid` and every process under it, by (pid, start time): one pass
-    over the machine's processes."""
+def test_started_in(pid: int) -> str | None:
+    """The test file a process was started during: PYTEST_CURRENT_TEST in the environment it was started with."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            for item in environ.read().split(b"\0"):
+                if item.startswith(b"PYTEST_CURRENT_TEST="):
+                    return item.split(b"=", 1)[1].decode(errors="replace").split("::")[0]
+    except OSError:
+        pass
+    return None
+
+
+def sample(root_pid: int, seen: dict, by: str = "kind") -> None:
+    """The CPU seconds so far of the process `root_pid` and every process under it, by (pid, start time), each under
+    its group (its kind, or with by="test" the test it was started for): one pass over the machine's processes."""
     procs = {}
     for proc in psutil.process_iter(["ppid", "create_time", "cpu_times", "cmdline"]):
         procs[proc.pid] = proc.info
-    ours, frontier = {root_pid}, [root_pid]
     children = defaultdict(list)
     for pid, info in procs.items():
         children[info["ppid"]].append(pid)
+    ours, frontier = [root_pid], [root_pid]  # parents before their children: a child takes its parent's test
     while frontier:
         for child in children[frontier.pop()]:
-            ours.add(child)
+            ours.append(child)
             frontier.append(child)
+    tests: dict[int, str | None] = {}
     for pid in ours:
         info = procs.get(pid)
         if info is None or info["cpu_times"] is None:
@@ -85,21 +103,26 @@ def sample(root_pid: int, seen: dict) -> None:
         key = (pid, info["create_time"])
         if key not in seen:
             parent = procs.get(info["ppid"])
-            seen[key] = [kind_of(info["cmdline"] or [], parent and parent["cmdline"]), 0.0]
+            kind = kind_of(info["cmdline"] or [], parent and parent["cmdline"])
+            test = (test_started_in(pid) or tests.get(info["ppid"])) if by == "test" else None
+            seen[key] = [test or kind, 0.0, test]
+        tests[pid] = seen[key][2]
         seen[key][1] = info["cpu_times"].user + info["cpu_times"].system
 
 
-def measure(command: list[str], every_s: float) -> tuple[int, float, float, dict[str, tuple[float, int]]]:
-    """(exit status, wall seconds, busy CPU seconds of the machine, {kind: (CPU seconds, processes)})."""
+def measure(
+    command: list[str], every_s: float, by: str = "kind"
+) -> tuple[int, float, float, dict[str, tuple[float, int]]]:
+    """(exit status, wall seconds, busy CPU seconds of the machine, {kind or test: (CPU seconds, processes)})."""
     seen: dict = {}
     busy0, start = busy_cpu_s(), time.monotonic()
     proc = subprocess.Popen(command)
     while proc.poll() is None:
-        sample(proc.pid, seen)
+        sample(proc.pid, seen, by)
         time.sleep(every_s)
     wall, busy = time.monotonic() - start, busy_cpu_s() - busy0
     by_kind: dict[str, list] = defaultdict(lambda: [0.0, 0])
-    for kind, cpu in seen.values():
+    for kind, cpu, _ in seen.values():
         by_kind[kind][0] += cpu
         by_kind[kind][1] += 1
     return proc.returncode, wall, busy, {k: (v[0], v[1]) for k, v in by_kind.items()}
@@ -108,7 +131,7 @@ def measure(command: list[str], every_s: float) -> tuple[int, float, float, dict
 def report(returncode: int, wall: float, busy: float, by_kind: dict[str, tuple[float, int]]) -> str:
     sampled = sum(cpu for cpu, _ in by_kind.values())
     lines = [f"exit status {returncode}; {wall:.0f} s wall, {busy:.0f} CPU-s busy on this machine", ""]
-    lines.append(f"{'CPU-s':>8} {'share':>6} {'processes':>9}  kind")
+    lines.append(f"{'CPU-s':>8} {'share':>6} {'processes':>9}  kind, or test file")
     for kind, (cpu, n) in sorted(by_kind.items(), key=lambda kv: -kv[1][0]):
         lines.append(f"{cpu:8.0f} {cpu / max(busy, 1e-9):6.1%} {n:9d}  {kind}")
     left = busy - sampled
@@ -119,9 +142,10 @@ def report(returncode: int, wall: float, busy: float, by_kind: dict[str, tuple[f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--every", type=float, default=0.3, help="seconds between samples (default 0.3)")
+    parser.add_argument("--by", choices=("kind", "test"), default="kind", help="group by (default kind)")
     parser.add_argument("command", nargs="+", help="the command to measure, e.g. make test")
     args = parser.parse_args()
-    print(report(*measure(args.command, args.every)))
+    print(report(*measure(args.command, args.every, args.by)))
 
 
 if __name__ == "__main__":

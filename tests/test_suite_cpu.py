@@ -38,3 +38,20 @@ def test_a_childs_cpu_is_counted_under_its_kind_and_the_total_adds_up():
     assert busy >= cpu - 0.1
     text = report(returncode, wall, busy, by_kind)
     assert "other Python" in text and "not sampled" in text
+
+
+def test_by_test_a_process_started_during_a_test_counts_under_its_file_and_so_do_its_children():
+    grandchild = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {BURN.format(s=0.6)!r}])\n"
+    child = f"import os, subprocess, sys; subprocess.run([sys.executable, '-c', {grandchild!r}], env={{**os.environ}})"
+    parent = (  # as pytest does: the variable set while a test runs, and seen by what it starts
+        "import os, subprocess, sys\n"
+        "os.environ['PYTEST_CURRENT_TEST'] = 'tests/test_x.py::test_y (call)'\n"
+        f"subprocess.run([sys.executable, '-c', {child!r}])\n"
+        "del os.environ['PYTEST_CURRENT_TEST']\n" + BURN.format(s=0.3)
+    )
+    outside = ["env", "-u", "PYTEST_CURRENT_TEST", sys.executable, "-c", parent]  # not this test's own variable
+    returncode, _, _, by_test = measure(outside, every_s=0.05, by="test")
+    assert returncode == 0
+    cpu, processes = by_test["tests/test_x.py"]
+    assert processes == 3 and cpu >= 0.5, by_test  # the child and the two under it, under the test's file
+    assert by_test["other Python"][1] == 1 and by_test["other Python"][0] >= 0.25  # the parent: its own kind
