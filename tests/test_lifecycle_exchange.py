@@ -83,7 +83,8 @@ def cycle(tmp_path_factory):
 
     nbgrader(instructor, "collect", ASSIGNMENT)
     graded = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course-dir", str(instructor)],
+        # one grading slot: two learners do not pay for a second worker's imports (the exchange is tested here)
+        [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course-dir", str(instructor), "--workers", "1"],
         cwd=tmp,
         capture_output=True,
         text=True,
