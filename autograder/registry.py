@@ -60,7 +60,7 @@ def import_notebook_modules() -> None:
     import pkgutil
 
     for module in pkgutil.iter_modules(importlib.import_module("autograder").__path__):
-        if module.name.startswith("nb"):
+        if module.name.startswith("nb") and f"autograder.{module.name}" not in UNAVAILABLE:  # not tried again
             try:
                 importlib.import_module(f"autograder.{module.name}")
             except ModuleNotFoundError as missing:
