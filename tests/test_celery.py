@@ -36,6 +36,13 @@ if shutil.which("redis-server") is None:
 LIMITS = Limits(timeout_s=60)  # each notebook's deadline; the task's limits follow from it
 
 
+@pytest.fixture(autouse=True)
+def service_grades_on_the_session_pool(monkeypatch, grading_pool):
+    """The task's own function, called in this process (service.grade), grades on the session's warm grading
+    processes rather than starting one more."""
+    monkeypatch.setattr(service, "_POOL", grading_pool[:1])
+
+
 @pytest.fixture
 def redis(tmp_path):
     server = Redis(tmp_path / "redis").start()

@@ -299,10 +299,13 @@ def test_a_factory_kept_across_runs_carries_nothing_from_one_run_to_the_next(tmp
     monkeypatch.setenv("REVAD_WARM_KERNELS", "1")
     worker = Worker(0, tmp_path)
     factories: list[set[int]] = []
+    folders: list = []  # the worker's temporary folder (its TMPDIR), which holds the factory's and the probes'
 
     def note_factory() -> None:
         descendants = psutil.Process(worker.proc.pid).children(recursive=True)
         factories.append({p.pid for p in descendants if "kernel_fork" in " ".join(p.cmdline())})
+        folders.append(worker.tmp)
+        assert worker.tmp and {p.name.split("-")[1] for p in worker.tmp.iterdir()} >= {"warm", "probe"}, folders
 
     runs = [(["a_leaves"], sandbox.Limits()), (["b_looks"], sandbox.Limits(cell_timeout_s=60, timeout_s=300))]
     (tmp_path / "course").mkdir()
@@ -316,3 +319,5 @@ def test_a_factory_kept_across_runs_carries_nothing_from_one_run_to_the_next(tmp
     assert [printed[s]["FACTORY"].endswith("True") for s in printed] == [True, True], printed
     # the factory (with its sandbox), kept between the runs
     assert factories[0] and factories[1] == factories[0], factories
+    # the worker was stopped with SIGKILL: what it left in its temporary folder is gone all the same
+    assert folders[0] == folders[1] and not folders[0].exists(), folders

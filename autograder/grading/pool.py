@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -49,11 +51,15 @@ def _die_with_parent():
 class Worker:
     """A long-lived `python -m autograder.grading.worker --serve` process; replaced when it dies or hangs.
     It says "done ..." on its protocol pipe when a job is graded; the pipe closes when it dies (nothing else
-    holds it: the worker keeps it out of its children)."""
+    holds it: the worker keeps it out of its children).
+
+    Its temporary folders (its probes' view, its warm-kernel factory's, its compile process's) live in a folder of
+    its own (its TMPDIR) that `stop` removes: a worker is stopped with SIGKILL, so it never cleans up after itself."""
 
     def __init__(self, slot: int, state_dir: Path):
         self.slot, self.state_dir = slot, state_dir
         self.proc: subprocess.Popen[bytes] | None = None
+        self.tmp: Path | None = None
         self.job: tuple[str, Path] | None = None
         self.uid: int | None = None
         self.deadline = 0.0
@@ -61,11 +67,14 @@ class Worker:
 
     def _spawn(self) -> None:
         log = open(self.state_dir / f"worker-{self.slot}.log", "ab")
+        self.tmp = Path(tempfile.mkdtemp(prefix=f"revad-worker-{self.slot}-"))
+        self.tmp.chmod(0o755)  # as /tmp: a kernel's uid reads the probes' view in it where nothing is mounted for it
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "autograder.grading.worker", "--serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
+            env={**os.environ, "TMPDIR": str(self.tmp)},
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
@@ -77,6 +86,7 @@ class Worker:
     def started(self) -> Worker:
         """This worker with its process running (it imports what grading needs before its first job)."""
         if self.proc is None or self.proc.poll() is not None:
+            self.stop()  # a process that died by itself leaves its folder too
             self._spawn()
         return self
 
@@ -119,6 +129,9 @@ class Worker:
                 pass
             self.proc.wait()
         self.proc = None
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
 
 
 def run_jobs(

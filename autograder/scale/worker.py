@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
+import tempfile
 from pathlib import Path
 
 
@@ -20,6 +23,12 @@ def run_worker(
     refuse_unreachable_python(info)
     # read by every process of the worker pool (autograder.scale.service.WorkerSettings)
     os.environ.update(REVAD_COURSE_DIR=str(course_dir), REVAD_DB_URL=db_url, REVAD_SOURCE=source, REVAD_RELEASE=release)
+    # the pool's temporary folders in one of this process's, removed as it ends: a pool process killed mid-task
+    # (by a submission, or the machine's OOM killer) cleans up nothing of its own
+    scratch = Path(tempfile.mkdtemp(prefix="revad-celery-"))
+    scratch.chmod(0o755)  # as /tmp: the grading processes' folders in it are read by the kernels' uids
+    os.environ["TMPDIR"], tempfile.tempdir = str(scratch), None
+    atexit.register(shutil.rmtree, scratch, True)
     from .service import use_broker
 
     app = use_broker(broker)
