@@ -67,8 +67,12 @@ class Worker:
         name: str,
         visibility_s: int = 7200,
         concurrency: int = 1,
+        tmpdir: Path | None = None,
     ):
         env = {**os.environ, "REVAD_VISIBILITY_TIMEOUT": str(visibility_s)}
+        if tmpdir is not None:  # where the worker's temporary folders go (a test looks there once it stopped)
+            tmpdir.mkdir(mode=0o755)
+            env["TMPDIR"] = str(tmpdir)
         self.log = log
         self.proc = subprocess.Popen(
             [

@@ -106,8 +106,7 @@ def written_once(db_url: str, students: list[str]) -> None:
 
 def test_workers_grade_as_the_local_command_does_and_feedback_comes_home(redis, workers, local_scores, tmp_path):
     root, db_url, students = course(tmp_path / "course", 6)
-    for _ in range(2):
-        workers(redis.url, db_url, root)
+    pool = [workers(redis.url, db_url, root, tmpdir=tmp_path / f"tmp{i}") for i in range(2)]
     out = subprocess.run(
         [
             sys.executable,
@@ -158,6 +157,10 @@ def test_workers_grade_as_the_local_command_does_and_feedback_comes_home(redis, 
         timeout=300,
     )
     assert "6 submission(s) already queued or graded" in again.stdout and "Queued 0" in again.stdout
+    for worker in pool:
+        worker.stop()
+    # each worker's temporary folders (its grading process's, the tasks' scratch) went with it
+    assert [sorted(p.name for p in (tmp_path / f"tmp{i}").iterdir()) for i in range(2)] == [[], []]
 
 
 def settings(root: Path, db_url: str) -> service.WorkerSettings:
