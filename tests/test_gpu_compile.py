@@ -75,7 +75,11 @@ SOLUTION_KERNELS = solution_kernels()
 
 # the kernels the checks' tests give full marks (their own kinds of launch)
 RIGHT_IN_TESTS = {
-    "row_lse": [test_nb06_checks.right, test_nb06_checks.reads_the_next_row_into_nothing],
+    # (a catalogued answer is its record already: its reads outside reach no result, so the values are right)
+    "row_lse": [
+        test_nb06_checks.right,
+        test_nb06_checks.catalogued_record("row_lse_reads_the_next_row_into_nothing")[1],
+    ],
     "ce_forward": [test_nb06_checks.forward_right],
     "ce_backward": [test_nb06_checks.backward_right],
     "silu_forward": [test_nb05_checks.silu_forward_kernel, test_nb05_checks.silu_forward_with_exp],
@@ -126,7 +130,9 @@ def test_the_kernels_the_tests_call_right_compile_for_every_gpu(compiler, kind, 
     errors = [
         e
         for k in RIGHT_IN_TESTS[kind]
-        for e in compile_everywhere(compiler, kernel_record(k), TEST_LAUNCHES[kind], [arch])
+        for e in compile_everywhere(
+            compiler, k if isinstance(k, dict) else kernel_record(k), TEST_LAUNCHES[kind], [arch]
+        )
     ]
     assert errors == []
 

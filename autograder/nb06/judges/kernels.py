@@ -81,11 +81,12 @@ def _judge_bounds(part: Part, entry: Any, case: Sequence[Any], where: str, hint:
         part.fail(f"{where}: {'values written outside the output' if outside else 'an input changed'}", hint)
 
 
-def _judge_reads(parts: dict, judged: list) -> None:
+def _judge_reads(parts: dict, judged: list, same_mistake_as: str | None = None) -> None:
     """After a check's cases: a kernel that read memory outside its tensors (its results changed with that memory,
     or the interpreter saw the load), or stored into another program's row, costs the bounds part, in each case
     whose results were otherwise right (where they were wrong, that mistake is charged already, with its own hint:
-    one mistake, once)."""
+    one mistake, once). same_mistake_as: a part whose mistake, charged in other cases, reads where it should not
+    (a logit picked from another row): its reads here are that mistake again."""
     for entry, case, where in judged:
         elsewhere = answers.integer(entry["written_elsewhere"], f"the write check of case {case}")
         read = answers.flag(entry["read_outside"], f"the read check of case {case}")
@@ -102,7 +103,8 @@ def _judge_reads(parts: dict, judged: list) -> None:
         else:
             parts["bounds"].fail(
                 f"{where}: the kernel reads memory outside its tensors (whether or not its results use it)",
-                READ_OUTSIDE_HINT,
+                None if same_mistake_as else READ_OUTSIDE_HINT,
+                same_mistake_as=same_mistake_as,
             )
 
 
@@ -230,7 +232,7 @@ def draw_ce_forward(rng: random.Random, count: int) -> dict[str, Any]:
 def judge_ce_forward(
     data: ProbeData, cases: Sequence[Any], seed: int = 0, ignore_index: int = -100, points: float = 4
 ) -> Verdict:
-    parts, judged = titled_parts(CE_FORWARD_PARTS), []
+    parts, judged, either = titled_parts(CE_FORWARD_PARTS), [], []
     params = {"cases": cases, "seed": seed, "ignore_index": ignore_index}
     launches, record = kernel_compile.run_recorded(data, "autograder.nb06.probes:probe_ce_forward", params)
     for case, got in zip(cases, answers.per_case(launches, cases)):
@@ -250,8 +252,17 @@ def judge_ce_forward(
         )
         x = row_case(seed, rows, V, dtype, 0).to(torch.float64)
         target = ce_targets(seed, rows, V, ignored, ignore_index)
-        _judge_forward_values(parts, where, loss, lse, x, target, ignore_index, dtype)
-    _judge_reads(parts, judged)
+        if _judge_forward_values(parts, where, loss, lse, x, target, ignore_index, dtype):
+            either.append(where)
+    for where in either:  # ignored rows that row 0's target and a kernel ignoring nothing explain alike
+        if parts["ignored"].passed is False and ROW0_TARGET_HINT not in parts["loss"].hints:
+            parts["ignored"].fail(f"{where}: a row whose target is ignore_index has a loss other than 0", IGNORED_HINT)
+        else:
+            parts["loss"].fail(
+                f"{where}: a row whose target is ignore_index has the loss row 0's target gives it", ROW0_TARGET_HINT
+            )
+    picked_elsewhere = parts["loss"].independent and bool({LOSS_HINT, ROW0_TARGET_HINT} & set(parts["loss"].hints))
+    _judge_reads(parts, judged, "loss" if picked_elsewhere else None)
     _judge_compiles(
         parts,
         record,
@@ -270,8 +281,11 @@ def _judge_forward_values(
     target: torch.Tensor,
     ignore_index: int,
     dtype: str,
-) -> None:
-    """One case's log-sum-exps, losses and ignored rows; a mistake that shows in two of them is charged once."""
+) -> bool:
+    """One case's log-sum-exps, losses and ignored rows; a mistake that shows in two of them is charged once. True
+    (and nothing charged for them) where the ignored rows' losses are what both row 0's target and a kernel that
+    ignores nothing give (every counted row's target is row 0's, and that is the column an ignored row would pick):
+    the other cases tell which."""
     counted = target != ignore_index
     expected_lse = torch.logsumexp(x, dim=1)
     expected = torch.nn.functional.cross_entropy(x, target, ignore_index=ignore_index, reduction="none")
@@ -300,7 +314,13 @@ def _judge_forward_values(
             same_mistake_as="lse" if lse_wrong else None,
         )
     if not (loss[~counted] == 0).all():
-        if t0 != ignore_index and close(loss, row0)[~counted].all():
+        as_row0 = t0 != ignore_index and bool(close(loss, row0)[~counted].all())
+        # a kernel that ignores nothing picks the ignore_index's column, or column 0 for a negative one (clamped)
+        ignoring_nothing = expected_lse - x[:, ignore_index if 0 <= ignore_index < x.shape[1] else 0]
+        own_targets = not loss_wrong and bool((target[counted] != t0).any())  # counted rows right, not row 0's
+        if as_row0 and not own_targets and not loss_wrong and close(loss, ignoring_nothing)[~counted].all():
+            return True
+        if as_row0 and not own_targets:
             # row 0's target read for every row: the loss's idea (each row its own target), whichever rows show it;
             # where only ignored rows do (every counted row's target is row 0's), "store 0" would be a wrong fix
             parts["loss"].fail(
@@ -309,6 +329,7 @@ def _judge_forward_values(
             )
         else:
             parts["ignored"].fail(f"{where}: a row whose target is ignore_index has a loss other than 0", IGNORED_HINT)
+    return False
 
 
 def _ce_pointers(dtype: str) -> list[str]:
@@ -438,7 +459,8 @@ def draw_ce_backward(rng: random.Random, count: int) -> dict[str, Any]:
             (rng.randint(3, 5), V, block, "float64", rng.randint(1, 2), 0.0),
             (rng.randint(1, 3), V, block, "float64", 0, rng.choice([-1.0, 0.5, 1.5])),
         ]
-    return {"cases": cases, "seed": rng.randrange(1, 10**6), "scale": rng.choice([0.125, 0.5, 1.0])}
+    # never 1: a kernel that forgets the scale would be right there
+    return {"cases": cases, "seed": rng.randrange(1, 10**6), "scale": rng.choice([0.125, 0.5, 0.75])}
 
 
 @decides("check_ce_backward", draw=draw_ce_backward)
