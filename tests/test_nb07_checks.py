@@ -144,6 +144,19 @@ def test_a_table_of_the_public_measurements_earns_nothing_on_drawn_sizes():
     assert got == 0 and "nothing here was measured" in report, report
 
 
+def test_every_drawn_forward_kernel_case_is_long_enough_for_its_kinds_mistakes():
+    """Where N was one key block, a plain case could not show an accumulator never rescaled (the ragged case showed it
+    instead, with the ragged part's hint); where a causal N was 32 or less, no key block lay wholly above a query
+    block's diagonal, and a loop that visits them kept its part (2 of 6 draws)."""
+    from autograder.nb07.judges.kernels import draw_forward_kernel, kind_of
+
+    for seed in range(200):
+        for case in draw_forward_kernel(random.Random(seed), 1)["cases"]:
+            heads, N, d, causal, bq, bk, dtype = case
+            assert N > 32 if causal else N >= 2 * bk, case
+            assert kind_of(case) == ("causal" if causal else "ragged" if N % bq or N % bk else "values"), case
+
+
 # ------------------------------------------------------------------------------------------------ the catalogue
 
 CATALOGUE = sorted((Path(__file__).parent / "nb07_catalogue").glob("*.toml"))

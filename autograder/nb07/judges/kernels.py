@@ -53,15 +53,17 @@ def forward_kernel_cases() -> list[KernelCase]:
 
 
 def draw_forward_kernel(rng: random.Random, count: int) -> dict[str, Any]:
-    """count cases of each kind, of other sizes, blocks and head counts."""
+    """count cases of each kind, of other sizes, blocks and head counts. Each long enough for its kind's mistakes to
+    show: N spans two key blocks or more (the accumulator is rescaled), and a causal N more than 32 has a key block
+    wholly above some query block's diagonal (the loop's bound shows)."""
     cases = []
     for _ in range(count):
         bq, bk, d = rng.choice((16, 32)), rng.choice((16, 32)), rng.choice((16, 32))
-        whole = max(bq, bk) * rng.randint(1, 3)
+        whole = max(bq, bk) * rng.randint(2, 3)
         cases += [
             (rng.randint(1, 3), whole, d, False, bq, bk, "float64"),
             (rng.randint(1, 2), whole + rng.randint(1, 15), d, False, bq, bk, "float64"),
-            (rng.randint(1, 2), rng.randint(17, 70), d, True, bq, bk, rng.choice(("float64", "float32"))),
+            (rng.randint(1, 2), rng.randint(33, 70), d, True, bq, bk, rng.choice(("float64", "float32"))),
         ]
     return {"cases": cases, "seed": rng.randrange(1, 10**6)}
 
