@@ -138,7 +138,7 @@ def test_the_kernels_the_tests_call_right_compile_for_every_gpu(compiler, kind, 
 
 
 def test_a_compile_error_is_reported_with_its_line_and_reason(compiler):
-    record = kernel_record(test_nb06_checks.untyped_accumulators)
+    record = test_nb06_checks.catalogued_record("row_lse_untyped_accumulators")[1]
     errors = compile_everywhere(compiler, record, TEST_LAUNCHES["row_lse"])
     assert errors and all("Loop-carried variable m" in e and "line 5" in e for e in errors), errors
     assert not any("float32" in e for e in errors), "float32 rows keep a Python float's type: they compile"
@@ -362,7 +362,7 @@ def test_patching_triton_in_the_learners_process_changes_nothing(monkeypatch):
     monkeypatch.setattr(triton, "compile", lambda *a, **k: "compiled, honestly")
     monkeypatch.setattr(triton.compiler, "compile", lambda *a, **k: "compiled, honestly")
     monkeypatch.setattr(kernel_runs, "_compiled", {})
-    record = kernel_record(test_nb06_checks.untyped_accumulators)
+    record = test_nb06_checks.catalogued_record("row_lse_untyped_accumulators")[1]
     part = kernel_compile.compile_part()
     signature, constexprs = launch_signature(record, ["*fp64", "*fp64", "i32", "i32"], {"BLOCK_V": 16})
     kernel_compile.judge_compiles(part, record, [("float64", signature, constexprs)], others=[Part("values")])

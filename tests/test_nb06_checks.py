@@ -139,25 +139,6 @@ def forward_right(logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_i
 
 
 @triton.jit
-def forward_reads_at_the_ignore_index(
-    logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr
-):  # right values: an ignored row's "target" column (-100: before the row) is loaded, then left out by a where
-    row = tl.program_id(0)
-    lse = row_logsumexp(logits_ptr, row, stride, V, lse_ptr, BLOCK_V)
-    target = tl.load(target_ptr + row)
-    counted = target != ignore_index
-    picked = tl.load(logits_ptr + row * stride + target).to(lse_ptr.dtype.element_ty)
-    tl.store(lse_ptr + row, lse)
-    tl.store(loss_ptr + row, tl.where(counted, lse - picked, 0.0))
-
-
-def test_a_forward_kernel_that_loads_at_the_ignore_index_loses_the_bounds_part():
-    """The notebook's pitfall (load column tl.where(counted, target, 0)): its values hide it, its load does not."""
-    points, failed, report = forward_score(forward_reads_at_the_ignore_index)
-    assert failed == {"bounds"} and "memory outside its tensors" in report, report
-
-
-@triton.jit
 def forward_reads_the_first_rows_target(
     logits_ptr, target_ptr, loss_ptr, lse_ptr, stride, V, ignore_index, BLOCK_V: tl.constexpr
 ):
@@ -1109,68 +1090,6 @@ def test_the_notebook_has_nine_graded_exercises_worth_thirty_points_or_more():
 
 # Mistakes only a GPU's compiler sees: right in the interpreter, refused by Triton's compiler (float64 and every
 # dtype the check launches). Each costs the "compiles" part alone, with the hint naming its idea.
-@triton.jit
-def untyped_accumulators(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
-    row = tl.program_id(0)
-    m = -float("inf")  # a Python float: float32 to the compiler, float64 after the first float64 chunk
-    s = 0.0
-    for start in range(0, V, BLOCK_V):
-        cols = start + tl.arange(0, BLOCK_V)
-        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=-float("inf")).to(lse_ptr.dtype.element_ty)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
-        m = m_new
-    tl.store(lse_ptr + row, m + tl.log(s))
-
-
-@triton.jit
-def scalar_becomes_a_block(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
-    row = tl.program_id(0)
-    acc = lse_ptr.dtype.element_ty
-    m = tl.full([], float("-inf"), acc)
-    s = tl.zeros([], acc)  # one number here, a block of BLOCK_V partial sums after the first iteration
-    for start in range(0, V, BLOCK_V):
-        cols = start + tl.arange(0, BLOCK_V)
-        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=float("-inf")).to(acc)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        s = s * tl.exp(m - m_new) + tl.exp(x - m_new)
-        m = m_new
-    tl.store(lse_ptr + row, m + tl.log(tl.sum(s, axis=0)))
-
-
-@triton.jit
-def breaks_out_of_the_loop(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
-    row = tl.program_id(0)
-    acc = lse_ptr.dtype.element_ty
-    m = tl.full([], float("-inf"), acc)
-    s = tl.zeros([], acc)
-    for start in range(0, 1 << 20, BLOCK_V):  # "until the row ends", as a Python loop would say it
-        if start >= V:
-            break
-        cols = start + tl.arange(0, BLOCK_V)
-        x = tl.load(logits_ptr + row * stride + cols, mask=cols < V, other=float("-inf")).to(acc)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
-        m = m_new
-    tl.store(lse_ptr + row, m + tl.log(s))
-
-
-COMPILE_ONLY = {
-    "an accumulator started as a Python float": (untyped_accumulators, "a loop variable's type changes"),
-    "a scalar that becomes a block in the loop": (scalar_becomes_a_block, "becomes a block of values"),
-    "break in the chunk loop": (breaks_out_of_the_loop, "no break or continue"),
-}
-
-
-@pytest.mark.parametrize("mistake", list(COMPILE_ONLY))
-def test_a_kernel_only_the_gpu_compiler_refuses_loses_exactly_the_compile_share(mistake):
-    kernel, hint = COMPILE_ONLY[mistake]
-    points, failed, report = score(kernel)
-    assert failed == {"compiles"}, report
-    assert points == one_share_lost(5, nb06.judges.kernels.ROW_LSE_PARTS), report
-    assert hint in report and "sm_90" in report, report
-
-
 @triton.jit
 def blank_row_lse(logits_ptr, lse_ptr, stride, V, BLOCK_V: tl.constexpr):
     pass
