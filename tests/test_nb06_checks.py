@@ -254,10 +254,6 @@ def stable(x):
     return (m + torch.log(torch.exp(x - m).sum(dim=-1, keepdim=True))).squeeze(-1)
 
 
-def naive(x):
-    return torch.log(torch.exp(x).sum(dim=-1))
-
-
 def online(chunks):
     m, s = -float("inf"), 0.0
     for part in chunks:
@@ -267,101 +263,10 @@ def online(chunks):
     return m + torch.log(s)
 
 
-def online_no_rescale(chunks):
-    m, s = -float("inf"), 0.0
-    for part in chunks:
-        m = part.max(dim=-1).values.clamp(min=m)
-        s = s + torch.exp(part - m[:, None]).sum(dim=-1)
-    return m + torch.log(s)
-
-
-def online_two_loops(chunks):
-    m = torch.stack([part.max(dim=-1).values for part in chunks]).max(dim=0).values
-    s = sum(torch.exp(part - m[:, None]).sum(dim=-1) for part in chunks)  # the second loop: none on a stream
-    return m + torch.log(torch.as_tensor(s, dtype=m.dtype))
-
-
-def online_keeps_the_chunks(chunks):
-    return torch.logsumexp(torch.cat(list(chunks), dim=-1), dim=-1)
-
-
-def online_indexes_the_chunks(chunks):
-    m = chunks[0].max(dim=-1).values
-    for part in chunks[1:]:
-        m = torch.maximum(m, part.max(dim=-1).values)
-    return m + torch.log(sum(torch.exp(part - m[:, None]).sum(dim=-1) for part in chunks))
-
-
 def test_logsumexp_by_hand():
+    """(Its mistakes, and the online log-sum-exp's, with right answers written differently: tests/nb06_catalogue/.)"""
     assert verdict_of_call(nb06.check_logsumexp, stable, cases=logsumexp_cases())[:2] == (2.0, set())
     assert verdict_of_call(nb06.check_logsumexp, stable, **draw_logsumexp(random.Random(1), 3))[:2] == (2.0, set())
-    points, failed, report = verdict_of_call(nb06.check_logsumexp, naive, cases=logsumexp_cases())
-    assert (points, failed) == (1.0, {"overflow"}) and "subtract each row's maximum" in report
-
-
-def online_max_of_the_first_chunk(chunks):
-    chunks = iter(chunks)
-    first = next(chunks)
-    m = first.max(dim=-1).values  # never updated: exact unless a later logit stands far above it
-    s = torch.exp(first - m[:, None]).sum(dim=-1)
-    for part in chunks:
-        s = s + torch.exp(part - m[:, None]).sum(dim=-1)
-    return m + torch.log(s)
-
-
-# Right answers written differently, each one pass: with logaddexp; starting from the first chunk (which, on a
-# list, double counts the first chunk: right on the stream the exercise describes, so right); row by row.
-def online_logaddexp(chunks):
-    lse = None
-    for part in chunks:
-        here = torch.logsumexp(part, dim=-1)
-        lse = here if lse is None else torch.logaddexp(lse, here)
-    return lse
-
-
-def online_from_the_first_chunk(chunks):
-    first = next(iter(chunks))
-    m = first.max(dim=-1).values
-    s = torch.exp(first - m[:, None]).sum(dim=-1)
-    for part in chunks:  # a list starts again here; a stream goes on
-        m_new = torch.maximum(m, part.max(dim=-1).values)
-        s = s * torch.exp(m - m_new) + torch.exp(part - m_new[:, None]).sum(dim=-1)
-        m = m_new
-    return m + torch.log(s)
-
-
-def online_row_by_row(chunks):
-    m, s = None, None
-    for part in chunks:
-        if m is None:
-            m, s = [-math.inf] * part.shape[0], [0.0] * part.shape[0]
-        for r, row in enumerate(part.tolist()):
-            m_new = max(m[r], *row)
-            s[r] = s[r] * math.exp(m[r] - m_new) + sum(math.exp(v - m_new) for v in row)
-            m[r] = m_new
-    return torch.tensor([a + math.log(b) for a, b in zip(m, s)], dtype=torch.float64)
-
-
-@pytest.mark.parametrize("fn", [online, online_logaddexp, online_from_the_first_chunk, online_row_by_row])
-def test_online_logsumexp_right_answers_written_differently_keep_full_marks(fn):
-    assert verdict_of_call(nb06.check_online_lse, fn, cases=online_cases())[:2] == (3.0, set())
-    assert verdict_of_call(nb06.check_online_lse, fn, **draw_online_lse(random.Random(2), 2))[:2] == (3.0, set())
-
-
-@pytest.mark.parametrize(
-    ("fn", "failed_parts", "hint"),
-    [
-        (online_no_rescale, {"rescale", "one_pass"}, "multiply it by exp(m - m')"),
-        (online_max_of_the_first_chunk, {"rescale", "one_pass"}, "multiply it by exp(m - m')"),
-        (online_two_loops, {"one_pass"}, "a second loop over them"),
-        (online_keeps_the_chunks, {"one_pass"}, "valid only until the next one arrives"),
-        (online_indexes_the_chunks, {"one_pass"}, "no length and no indexing"),
-    ],
-)
-def test_online_logsumexp_mistakes_cost_their_part(fn, failed_parts, hint):
-    points, failed, report = verdict_of_call(nb06.check_online_lse, fn, cases=online_cases())
-    assert (points, failed) == (2.0, failed_parts) and hint in report, report
-    assert report.count("Hint:") == 1, report  # the one mistake, named once
 
 
 def test_a_blank_exercise_says_it_is_not_written():
@@ -1057,7 +962,13 @@ def contract_cases():
 
     return [
         ("check_row_lse", right, first_chunk_only, blank_kernel, {"cases": CASES, "points": 5}),
-        ("check_online_lse", online, online_no_rescale, None, {"cases": online_cases(), "points": 3}),
+        (
+            "check_online_lse",
+            online,
+            catalogued_answer("online_no_rescale"),
+            None,
+            {"cases": online_cases(), "points": 3},
+        ),
         (
             "check_fused_ce",
             make_function(),
@@ -1126,7 +1037,8 @@ def test_a_kernel_that_computes_nothing_earns_nothing(check, kernel, cases):
 # The kernels' catalogue: tests/nb06_catalogue/, one file per learner's answer (the kernel's text, the idea it costs,
 # the words its hint must use; or a right answer written differently, which keeps full marks), judged from its text
 # as the probe records it. A mistake costs one idea's share on the shown cases and on drawn ones, named once.
-KERNEL_CATALOGUE = sorted((Path(__file__).parent / "nb06_catalogue").glob("*.toml"))
+CATALOGUE_FILES = sorted((Path(__file__).parent / "nb06_catalogue").glob("*.toml"))
+KERNEL_CATALOGUE = [p for p in CATALOGUE_FILES if "kernel" in tomllib.loads(p.read_text())]
 KERNEL_CHECKS = {  # check -> (its points, its interpreter parts, the hidden cases of one draw)
     "check_row_lse": (5, nb06.judges.kernels.ROW_LSE_PARTS, lambda: draw_row_lse(random.Random(7), 1)),
     "check_ce_forward": (4, nb06.judges.kernels.CE_FORWARD_PARTS, lambda: draw_ce_forward(random.Random(1), 2)),
@@ -1160,9 +1072,9 @@ def catalogued_kernel(stem: str):
     return rebuild(catalogued_record(stem)[1], interpreted=True)
 
 
-def test_the_kernel_catalogue_holds_a_dozen_mistakes_and_a_right_answer_written_differently():
-    kinds = [tomllib.loads(p.read_text())["kind"] for p in KERNEL_CATALOGUE]
-    assert kinds.count("mistake") >= 12 and kinds.count("right") >= 1, kinds
+def test_the_catalogue_holds_a_dozen_mistakes_and_right_answers_written_differently():
+    kinds = [tomllib.loads(p.read_text())["kind"] for p in CATALOGUE_FILES]
+    assert kinds.count("mistake") >= 12 and kinds.count("right") >= 3, kinds
 
 
 @pytest.mark.parametrize("path", KERNEL_CATALOGUE, ids=[p.stem for p in KERNEL_CATALOGUE])
@@ -1189,18 +1101,43 @@ def test_each_catalogued_kernel_costs_exactly_its_idea_with_its_hint(path):
         assert report.count("Hint:") == 1, report  # the one idea lost, named once
 
 
+# The answers written in Python (the log-sum-exps): the same catalogue, judged the same way.
+ANSWER_CATALOGUE = [p for p in CATALOGUE_FILES if "answer" in tomllib.loads(p.read_text())]
+ANSWER_CHECKS = {  # check -> (its points, what one idea lost leaves, the shown cases, the hidden cases of one draw)
+    "check_logsumexp": (2, 1.0, lambda: {"cases": logsumexp_cases()}, lambda: draw_logsumexp(random.Random(1), 3)),
+    "check_online_lse": (3, 2.0, lambda: {"cases": online_cases()}, lambda: draw_online_lse(random.Random(2), 2)),
+}
+
+
+def catalogued_answer(stem: str):
+    entry = tomllib.loads((Path(__file__).parent / "nb06_catalogue" / f"{stem}.toml").read_text())
+    namespace = {"torch": torch, "math": math}
+    exec(compile(entry["answer"], f"<{entry['name']}>", "exec"), namespace)  # the catalogue's own code
+    return namespace[entry["name"]]
+
+
+@pytest.mark.parametrize("path", ANSWER_CATALOGUE, ids=[p.stem for p in ANSWER_CATALOGUE])
+def test_each_catalogued_answer_costs_exactly_its_idea_with_its_hint(path):
+    entry, answer = tomllib.loads(path.read_text()), catalogued_answer(path.stem)
+    points, one_idea_lost, shown, drawn = ANSWER_CHECKS[entry["check"]]
+    for first, params in ((True, shown()), (False, drawn())):
+        got, failed, report = verdict_of_call(getattr(nb06, entry["check"]), answer, **params)
+        if entry["kind"] == "right":
+            assert (got, failed) == (points, set()), report
+            continue
+        assert got == one_idea_lost, report
+        if first:
+            assert failed == set(entry["costs"]), (failed, report)
+        for words in entry["hint"]:
+            assert words in report, (words, report)
+        assert report.count("Hint:") == 1, report  # the one idea lost, named once
+
+
 # The Functions' catalogue: each wrong answer an option of the notebook's Function (make_function), or a function.
 CATALOGUE = {
     "ignore_index counted in the mean": (None, "mean_over_all", None, {"mean", "reference"}, "number of counted rows"),
     "softmax saved instead of recomputed": (None, "save_softmax", None, {"memory"}, "recomputes the softmax"),
     "bf16 accumulation": (nb06.check_bf16, "lse_bf16", {}, {"gradient"}, "keep the log-sum-exp in float32"),
-    "a log-sum-exp in two passes over the chunks": (
-        nb06.check_online_lse,
-        online_two_loops,
-        {"cases": None},
-        {"one_pass"},
-        "a second loop over them",
-    ),
 }
 
 
@@ -1211,8 +1148,6 @@ def test_the_catalogued_mistakes_cost_their_part(mistake):
         check, answer, params = nb06.check_fused_ce, make_function(**{answer: True}), {"cases": fused_ce_cases()}
     elif isinstance(answer, str):
         answer = make_function(**{answer: True})
-    if params == {"cases": None}:
-        params = {"cases": online_cases()}
     points, failed, report = verdict_of_call(check, answer, **params)
     assert failed == parts and hint in report, report
     assert report.count("Hint:") == 1, report  # the one mistake, named once
