@@ -157,6 +157,16 @@ def test_every_drawn_forward_kernel_case_is_long_enough_for_its_kinds_mistakes()
             assert kind_of(case) == ("causal" if causal else "ragged" if N % bq or N % bk else "values"), case
 
 
+def test_every_drawn_backward_case_set_holds_each_kind():
+    """A draw without a causal case (half of them, before) could not see a backward that drops the causal mask."""
+    from autograder.nb07.judges.kernels import backward_kind, draw_backward
+
+    for seed in range(200):
+        cases = draw_backward(random.Random(seed), 1)["cases"]
+        assert sorted(backward_kind(c) for c in cases) == ["causal", "ragged", "values"], cases
+        assert all(N > 32 for heads, N, d, causal, dtype in cases if causal), cases
+
+
 # ------------------------------------------------------------------------------------------------ the catalogue
 
 CATALOGUE = sorted((Path(__file__).parent / "nb07_catalogue").glob("*.toml"))
