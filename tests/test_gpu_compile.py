@@ -77,13 +77,15 @@ SOLUTION_KERNELS = solution_kernels()
 RIGHT_IN_TESTS = {
     # (a catalogued answer is its record already: its reads outside reach no result, so the values are right)
     "row_lse": [
-        test_nb06_checks.right,
+        kernel_record(test_nb06_checks.right),
         test_nb06_checks.catalogued_record("row_lse_reads_the_next_row_into_nothing")[1],
     ],
-    "ce_forward": [test_nb06_checks.forward_right],
-    "ce_backward": [test_nb06_checks.backward_right],
-    "silu_forward": [test_nb05_checks.silu_forward_kernel, test_nb05_checks.silu_forward_with_exp],
-    "silu_backward": [test_nb05_checks.silu_backward_kernel],
+    "ce_forward": [kernel_record(test_nb06_checks.forward_right)],
+    "ce_backward": [kernel_record(test_nb06_checks.backward_right)],
+    "silu_forward": [
+        kernel_record(k) for k in (test_nb05_checks.silu_forward_kernel, test_nb05_checks.silu_forward_with_exp)
+    ],
+    "silu_backward": [kernel_record(test_nb05_checks.silu_backward_kernel)],
 }
 TEST_LAUNCHES = {
     "row_lse": LAUNCHES["row_lse_kernel"],
@@ -128,11 +130,7 @@ def test_the_solutions_kernels_compile_for_every_gpu(compiler, name, arch):
 @pytest.mark.parametrize("kind", sorted(RIGHT_IN_TESTS))
 def test_the_kernels_the_tests_call_right_compile_for_every_gpu(compiler, kind, arch):
     errors = [
-        e
-        for k in RIGHT_IN_TESTS[kind]
-        for e in compile_everywhere(
-            compiler, k if isinstance(k, dict) else kernel_record(k), TEST_LAUNCHES[kind], [arch]
-        )
+        e for record in RIGHT_IN_TESTS[kind] for e in compile_everywhere(compiler, record, TEST_LAUNCHES[kind], [arch])
     ]
     assert errors == []
 

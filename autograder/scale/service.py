@@ -11,7 +11,6 @@ exceed the longest a task may take (checked when a task is queued).
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import shutil
@@ -21,7 +20,6 @@ from pathlib import Path
 
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_process_shutdown
 
 from ..grading.sandbox import Limits
 from . import ledger
@@ -165,18 +163,9 @@ def warm_pool() -> list:
     from ..grading.pool import Worker
 
     if not _POOL:
+        # in the Celery worker's own temporary folder (autograder/scale/worker.py), removed as that worker ends
         _POOL.append(Worker(0, Path(tempfile.mkdtemp(prefix="revad-grading-"))))
-        atexit.register(close_pool)
     return _POOL
-
-
-@worker_process_shutdown.connect
-def close_pool(**_: object) -> None:
-    """The grading process stopped, its folders and the log folder removed: as the worker's pool process ends."""
-    while _POOL:
-        worker = _POOL.pop()
-        worker.stop()
-        shutil.rmtree(worker.state_dir, ignore_errors=True)
 
 
 SHOWN_FEEDBACK = "feedback_visible"  # the outputs' kind of the shown-tests-only pages
